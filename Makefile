@@ -1,0 +1,65 @@
+# ampplan: plain Makefile (STYLE.md 15). Variables are overridable.
+CC ?= cc
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP -Icostmodel -Iplanner
+LDLIBS += -lglpk -lcsv -lcjson -lm
+CHECK_LIBS = $$(pkg-config --libs check)
+PREFIX ?= /usr/local
+BUILD ?= build
+SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+LIB_SRC := $(wildcard costmodel/*.c) $(filter-out planner/main.c,$(wildcard planner/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/check_*.c)
+TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+all: $(BUILD)/ampplan ampplan
+
+ampplan: $(BUILD)/ampplan
+	@[ "$(BUILD)" = build ] && cp $< $@ || true
+
+$(BUILD)/ampplan: $(BUILD)/planner/main.o $(BUILD)/libampplan.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libampplan.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/testutil.o $(BUILD)/libampplan.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
+
+$(BUILD)/tests/%.o: CFLAGS += -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
+
+# Installs the Debian packages if missing (no-op when present).
+deps:
+	@scripts/install-deps.sh
+
+# The main job on the shipped defaults.
+demo: deps
+	@$(MAKE) --no-print-directory all
+	./ampplan --model profiles/llama70b.json --cluster clusters/mixed.json
+
+# Every test suite, plain and under AddressSanitizer + UBSan.
+check: deps
+	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
+
+test: $(BUILD)/ampplan $(TESTS)
+	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 ampplan $(DESTDIR)$(PREFIX)/bin/ampplan
+
+format:
+	clang-format -i costmodel/*.[ch] planner/*.[ch] tests/*.[ch]
+
+clean:
+	rm -rf build ampplan
+
+.PHONY: all deps demo check test install format clean
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,54 @@
+/* cluster.h: a GPU cluster as groups of identical nodes. Bandwidths are bytes/s
+ * and latencies seconds, converted once at load time from the file's units. */
+#ifndef AMPPLAN_CLUSTER_H
+#define AMPPLAN_CLUSTER_H
+
+struct err;
+
+/* A GPU type with its calibrated compute efficiency. The achieved fraction of
+ * peak for a GEMM-bound layer is eff_max * w / (w + eff_half_flop), where w is
+ * the layer's forward FLOPs per GPU per micro-batch (see cost_compute). */
+struct gpu_type {
+	char *name;
+	double peak_flops;	/* dense bf16 FLOP/s */
+	double mem_bytes;	/* HBM capacity */
+	double hbm_bw;		/* bytes/s */
+	double eff_max;		/* in (0, 1] */
+	double eff_half_flop;	/* FLOP; 0 = constant efficiency eff_max */
+};
+
+/* nodes identical nodes of gpus_per_node GPUs of type gpu. */
+struct node_group {
+	char *name;
+	int nodes, gpus_per_node;
+	int gpu;		/* index into cluster.gpu */
+	double intra_bw;	/* per GPU, one direction, inside the node */
+	double intra_lat;
+	double inter_bw;	/* per node, one direction, shared by its GPUs */
+	double inter_lat;
+	double intra_eff, inter_eff; /* fraction of the link NCCL reaches */
+	int fabric;		/* groups with equal fabric share a network */
+};
+
+/* A cluster. Owns all its memory. */
+struct cluster {
+	char *name;
+	struct gpu_type *gpu;
+	int n_gpu;
+	struct node_group *group;
+	int n_group;
+	double fabric_bw;	/* per node, one direction, between groups on
+				   different fabrics */
+	double fabric_lat;
+	int total_gpus;
+};
+
+/* Loads a cluster file (clusters/ format). Returns 0 and *out (caller frees
+ * with cluster_free), or -1 with e naming the file and the field or the
+ * line:column. */
+int cluster_load(struct cluster **out, const char *path, struct err *e);
+
+/* free(NULL)-safe. */
+void cluster_free(struct cluster *c);
+
+#endif

@@ -1,0 +1,88 @@
+/* cost.h: the analytic cost model: per-layer time and memory for a strategy,
+ * the pipeline frame the partition search needs, and the full evaluation of a
+ * strategy (iteration time with its breakdown, memory per GPU, MFU).
+ * Formulas and sources: ../shared/reference/COSTMODEL.md; each function's
+ * comment in the .c files cites its paper and equation. */
+#ifndef AMPPLAN_COST_H
+#define AMPPLAN_COST_H
+
+#include <stdbool.h>
+
+#include "strategy.h"
+
+struct model;
+struct cluster;
+struct err;
+
+/* Per-layer inputs of the partition search for one strategy; independent of
+ * the partition and of the placement. Caller owns it: cost_layers_free. */
+struct layer_costs {
+	int n_layer, n_group;
+	/* [g * n_layer + l]: seconds per micro-batch for layer l on one GPU of
+	 * node group g: forward + backward + recomputation + exposed TP, CP and
+	 * EP communication. */
+	double *time;
+	/* [g * n_layer + l]: of which the forward pass (same units). */
+	double *fwd;
+	double *state_bytes;	/* [l] weights + gradients + optimizer per GPU */
+	double *act_bytes;	/* [l] activations per in-flight micro-batch per GPU */
+	double *extra_bytes;	/* [l] transient while the layer runs (fp32
+				   logits of the head), per GPU */
+};
+
+/* Fills lc for strategy s (uses tp, cp, dp, ep, mbs, seq, recompute, zero,
+ * sp; not the partition). Returns 0, or -1 with e set if a measured profile
+ * is unusable. */
+int cost_layers(struct layer_costs *lc, const struct model *m,
+		const struct cluster *c, const struct strategy *s, struct err *e);
+void cost_layers_free(struct layer_costs *lc);
+
+/* The pipeline terms of a strategy whose placement (s->group) is set but
+ * whose partition may not be. The pipeline time of a partition is
+ *   T_pipe = a * max_k c_k + b * sum_k c_k,
+ * with c_k = sum of layer_costs.time over the layers of virtual stage k on
+ * group group[k % pp], plus send[k]. A partition fits if for every k:
+ *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
+struct pipeline_frame {
+	int n_stages;
+	double a, b;			/* schedule weights (cost_schedule) */
+	double inflight[MAX_STAGES];	/* micro-batches of activations held */
+	double send[MAX_STAGES];	/* seconds of p2p per micro-batch to the
+					   next stage (0 for the last) */
+	double cap[MAX_STAGES];		/* bytes available for the stage's
+					   layers on one GPU */
+	int group[MAX_STAGES];		/* node group of virtual stage k */
+};
+void cost_frame(struct pipeline_frame *f, const struct model *m,
+		const struct cluster *c, const struct strategy *s);
+
+/* Seconds per iteration, exposed on the critical path; they add up to iter_s. */
+struct cost_time {
+	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
+};
+
+/* Bytes per GPU on the heaviest pipeline rank; they add up to peak_bytes. */
+struct cost_mem {
+	double weights, grads, optimizer, activations, logits, allowance;
+};
+
+/* The evaluation of one fully specified strategy. */
+struct cost_result {
+	double iter_s;		/* seconds per iteration */
+	double tokens_per_s;	/* gbs * seq / iter_s */
+	double mfu;		/* model FLOPs (no recompute) / (iter_s * sum of peaks) */
+	struct cost_time time;
+	struct cost_mem mem;
+	double peak_bytes;	/* heaviest pipeline rank, per GPU */
+	int heaviest_rank;
+	bool fits;		/* every stage within cap (pipeline_frame) */
+	int overflow_stage;	/* first stage that does not fit, or -1 */
+};
+
+/* Evaluates strategy s (partition and placement set) with the layer costs lc
+ * computed for it. Never fails; r->fits says whether it fits in memory. */
+void cost_evaluate(struct cost_result *r, const struct model *m,
+		   const struct cluster *c, const struct strategy *s,
+		   const struct layer_costs *lc);
+
+#endif

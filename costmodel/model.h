@@ -1,0 +1,81 @@
+/* model.h: a model as the cost model sees it: its dimensions and the list of
+ * layers (embedding, transformer blocks, final norm + LM head + loss), each
+ * with parameters, FLOPs, activation and output sizes, and optional measured
+ * times (AMP, Li et al. 2022, Sec. 3.2: per-layer profiles per GPU type). */
+#ifndef AMPPLAN_MODEL_H
+#define AMPPLAN_MODEL_H
+
+#include <stdbool.h>
+
+struct err;
+
+enum layer_kind { LAYER_EMBEDDING, LAYER_BLOCK, LAYER_HEAD };
+enum ffn_kind { FFN_GELU, FFN_SWIGLU };
+
+/* One measured point of a layer: forward and backward seconds for one
+ * micro-batch of mbs sequences of seq tokens on one GPU of type gpu at TP
+ * degree tp. */
+struct layer_measure {
+	char *gpu;
+	int tp, mbs, seq;
+	double fwd_s, bwd_s;
+};
+
+/* One layer, whole (before any TP split). "Per token" means per token of a
+ * micro-batch at the model's sequence length seq. */
+struct layer {
+	enum layer_kind kind;
+	double params;		 /* parameters, dense and expert */
+	double expert_params;	 /* of which MoE expert weights (split by EP) */
+	double flops_per_token;	 /* forward FLOPs per token, including the
+				    attention-score term 4*s*h of a block */
+	double act_bytes_per_token; /* activation bytes kept for backward per
+				    token, no recompute, sequence-parallel form,
+				    attention scores not stored (Korthikanti
+				    2022 Sec. 4.1: 34*h for GPT, Megatron's
+				    (18 + 4*f/h)*h for SwiGLU) */
+	double out_bytes_per_token; /* bytes sent to the next stage per token */
+	struct layer_measure *measure; /* may be NULL */
+	int n_measure;
+};
+
+/* A model: dimensions and n_layer = layers + 2 entries in layer[]
+ * (layer[0] the embedding, layer[n_layer-1] the head). Owns all its memory. */
+struct model {
+	char *name;
+	int hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gbs;
+	enum ffn_kind ffn_kind;
+	bool tied;		/* tie_word_embeddings */
+	int dtype_bytes;	/* 2 for bf16/fp16 */
+	int experts, top_k, moe_ffn; /* 0 for dense models */
+	struct layer *layer;
+	int n_layer;
+};
+
+/* Loads a model profile (profiles/ format) or a Hugging Face config.json
+ * (recognised by its "model_type"; llama, mistral, qwen2, mixtral, gpt2),
+ * deriving the layer list for the latter. Returns 0 and *out (caller frees
+ * with model_free), or -1 with e naming the file and the field or the
+ * line:column. */
+int model_load(struct model **out, const char *path, struct err *e);
+
+/* Builds the layer list from the dimensions (parameters, FLOPs and
+ * activations per COSTMODEL.md), replacing any present. */
+void model_derive_layers(struct model *m);
+
+/* Sets the sequence length, rescaling the attention-score FLOPs of each block
+ * (4*s*h per token is linear in s). Returns 0, or -1 if seq < 1. */
+int model_set_seq(struct model *m, int seq, struct err *e);
+
+/* Totals over layer[]: parameters, and forward FLOPs per token. */
+double model_params(const struct model *m);
+double model_flops_per_token(const struct model *m);
+
+/* The model as a profile JSON document, the format model_load reads back.
+ * Returns a malloc'd string; caller frees. */
+char *model_profile_json(const struct model *m);
+
+/* free(NULL)-safe. */
+void model_free(struct model *m);
+
+#endif

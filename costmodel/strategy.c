@@ -1,0 +1,27 @@
+/* strategy.c: names of schedules and recomputation modes. */
+#include "strategy.h"
+
+#include <string.h>
+
+static const char *const sched_names[SCHED_COUNT] = {
+	[SCHED_1F1B] = "1f1b", [SCHED_INTERLEAVED] = "interleaved",
+	[SCHED_ZB_H1] = "zb-h1", [SCHED_GPIPE] = "gpipe",
+};
+static const char *const rc_names[RECOMPUTE_COUNT] = {
+	[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
+	[RECOMPUTE_FULL] = "full",
+};
+
+const char *schedule_name(enum schedule s) { return sched_names[s]; }
+const char *recompute_name(enum recompute r) { return rc_names[r]; }
+
+static int lookup(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int schedule_parse(const char *name) { return lookup(sched_names, SCHED_COUNT, name); }
+int recompute_parse(const char *name) { return lookup(rc_names, RECOMPUTE_COUNT, name); }

@@ -1,0 +1,49 @@
+/* strategy.h: the one struct that describes a parallel training strategy:
+ * degrees, batch, schedule, recomputation, ZeRO, and the layer-to-stage
+ * partition with the node group that hosts each pipeline rank. */
+#ifndef AMPPLAN_STRATEGY_H
+#define AMPPLAN_STRATEGY_H
+
+#include <stdbool.h>
+
+/* Most pipeline stages, virtual stages included (pp * vp). */
+#define MAX_STAGES 256
+
+enum schedule { SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_COUNT };
+enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+
+/* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
+ * layers [first[k], first[k+1]) of the model's layer list and runs on
+ * pipeline rank k % pp (Megatron's interleaved order), whose GPUs all belong
+ * to node group group[k % pp]. Plain value type: copy with '='. */
+struct strategy {
+	int tp, cp, pp, dp, ep;	/* ep divides dp * cp; 1 for dense models */
+	int vp;			/* virtual stages per pipeline rank (1 = none) */
+	int mbs;		/* micro-batch size, sequences */
+	int gbs;		/* global batch, sequences */
+	int seq;		/* tokens per sequence */
+	int micro_batches;	/* per DP replica: gbs / (dp * mbs) */
+	enum schedule schedule;
+	enum recompute recompute;
+	int zero;		/* 0 none, 1 distributed optimizer, 2, 3 */
+	bool sp;		/* sequence parallelism (tp > 1) */
+	int n_stages;		/* pp * vp */
+	unsigned short first[MAX_STAGES + 1];
+	unsigned char group[MAX_STAGES];
+};
+
+/* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe";
+ * "none", "selective", "full". */
+const char *schedule_name(enum schedule s);
+const char *recompute_name(enum recompute r);
+/* Returns the enum value, or -1 for an unknown name. */
+int schedule_parse(const char *name);
+int recompute_parse(const char *name);
+
+/* Layers in virtual stage k. */
+static inline int stage_layers(const struct strategy *s, int k)
+{
+	return s->first[k + 1] - s->first[k];
+}
+
+#endif

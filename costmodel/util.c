@@ -1,0 +1,81 @@
+/* util.c: error context and allocation wrappers. */
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int err_set(struct err *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void err_prefix(struct err *e, const char *fmt, ...)
+{
+	char head[256], tail[sizeof e->msg];
+	va_list ap;
+
+	if (!e)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof head, fmt, ap);
+	va_end(ap);
+	memcpy(tail, e->msg, sizeof tail);
+	snprintf(e->msg, sizeof e->msg, "%s: %s", head, tail);
+}
+
+static void *check(void *p)
+{
+	if (!p) {
+		fflush(stdout);
+		fputs("ampplan: fatal: out of memory\n", stderr);
+		exit(1);
+	}
+	return p;
+}
+
+void *xmalloc(size_t size)
+{
+	return check(malloc(size ? size : 1));
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+	if (!n || !size)
+		n = size = 1;
+	return check(calloc(n, size));
+}
+
+void *xreallocarray(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return check(NULL);
+	return check(realloc(p, n * size ? n * size : 1));
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(xmalloc(n), s, n);
+}
+
+int gcd(int a, int b)
+{
+	while (b) {
+		int t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}

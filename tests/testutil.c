@@ -1,0 +1,57 @@
+/* testutil.c: helpers shared by the Check suites. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "util.h"
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+
+	if (!f)
+		return xstrdup("");
+	do {
+		if (n + 4097 > cap)
+			buf = xreallocarray(buf, cap = cap * 2 + 8192, 1);
+		got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+int run_ampplan(const char *args, char **out, char **err)
+{
+	char o[] = "/tmp/ampplan-out-XXXXXX", e[] = "/tmp/ampplan-err-XXXXXX";
+	char cmd[4096];
+	int fo = mkstemp(o), fe = mkstemp(e), st;
+
+	ck_assert(fo >= 0 && fe >= 0);
+	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", AMPPLAN_BIN, args, o, e);
+	st = system(cmd);
+	if (out)
+		*out = slurp(o);
+	if (err)
+		*err = slurp(e);
+	remove(o);
+	remove(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,26 @@
+/* testutil.h: helpers shared by the Check suites. */
+#ifndef AMPPLAN_TESTUTIL_H
+#define AMPPLAN_TESTUTIL_H
+
+#include <check.h>
+#include <math.h>
+
+/* Asserts |got - want| <= rel * |want| (or <= rel when want is 0). */
+#define ck_assert_rel(got, want, rel)                                          \
+	do {                                                                   \
+		double g_ = (got), w_ = (want);                                \
+		double tol_ = (rel) * (w_ != 0 ? fabs(w_) : 1.0);              \
+		ck_assert_msg(fabs(g_ - w_) <= tol_,                           \
+			      "%s = %.10g, want %.10g (rel %g)", #got, g_, w_, \
+			      (double)(rel));                                  \
+	} while (0)
+
+/* Runs `ampplan ARGS` (the binary built beside the tests) with stdout and
+ * stderr captured. Returns the exit status; *out and *err are malloc'd
+ * NUL-terminated strings (caller frees; either may be NULL to discard). */
+int run_ampplan(const char *args, char **out, char **err);
+
+/* Runs the suite in a runner and returns the process exit status. */
+int run_suite(Suite *s);
+
+#endif
