@@ -46,6 +46,10 @@ struct model {
 	int hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gbs;
 	enum ffn_kind ffn_kind;
 	bool tied;		/* tie_word_embeddings */
+	bool bias;		/* linear and norm layers carry biases (GPT-2) */
+	bool learned_pos;	/* learned position embeddings of max_pos rows
+				   (GPT-2); else RoPE, no parameters */
+	int max_pos;		/* max_position_embeddings */
 	int dtype_bytes;	/* 2 for bf16/fp16 */
 	int experts, top_k, moe_ffn; /* 0 for dense models */
 	struct layer *layer;

@@ -1,13 +1,25 @@
 /* ilp.h: placement of pipeline ranks onto node groups as a small integer
- * linear program solved with GLPK (AMP, Li et al. 2022, Sec. 3.3, extended
- * with memory per stage). */
+ * linear program solved with GLPK (after AMP, Li et al. 2022, Sec. 3.3,
+ * extended with memory per rank and stage order). */
 #ifndef AMPPLAN_ILP_H
 #define AMPPLAN_ILP_H
 
 struct layer_costs;
-struct model;
-struct cluster;
-struct strategy;
+
+/* The placement problem: pp pipeline ranks in order, node group g must host
+ * exactly ranks[g] of them (sum = pp). Rank r holds inflight[r] micro-batches
+ * of activations; a GPU of group g has cap[g] bytes for its layers. The
+ * objective is the pipeline time a * max_r c_r + b * sum_r c_r of
+ * struct pipeline_frame (cost.h), with c_r = (layers of rank r) x (mean layer
+ * time on its group). */
+struct placement_problem {
+	int pp, n_group;
+	const int *ranks;		/* [n_group] */
+	const struct layer_costs *lc;	/* n_group must match */
+	double a, b;
+	const double *inflight;		/* [pp] */
+	const double *cap;		/* [n_group] bytes */
+};
 
 enum ilp_status {
 	ILP_OPTIMAL,	/* proven optimal placement */
@@ -15,15 +27,13 @@ enum ilp_status {
 	ILP_NONE,	/* infeasible, or GLPK failed: caller falls back */
 };
 
-/* Chooses s->group[0..pp-1]: node group g hosts exactly ranks[g] of the pp
- * pipeline ranks (sum of ranks[] = s->pp), with roughly how many layers each
- * rank takes, minimising the pipeline time of struct pipeline_frame with
- * per-layer times averaged per group, subject to memory per rank. Layer
- * counts are continuous-rounded; partition_solve refines them. Silent: GLPK's
- * terminal output is off. time_limit_s bounds GLPK's branch and bound.
- * Leaves s->group untouched on ILP_NONE. */
-enum ilp_status ilp_place(struct strategy *s, const int *ranks,
-			  const struct layer_costs *lc, const struct model *m,
-			  const struct cluster *c, double time_limit_s);
+/* Solves the placement ILP with GLPK: binary x[r][g] (rank r on group g),
+ * integer z[r][g] (layers of rank r on group g), continuous U >= c_r;
+ * minimise a*U + b*sum c_r, memory per rank from mean per-layer bytes.
+ * Writes group[0..pp-1] unless ILP_NONE. Silent: GLPK's terminal output goes
+ * nowhere. time_limit_s bounds branch and bound. partition_solve refines the
+ * layer counts afterwards with the exact per-layer costs. */
+enum ilp_status ilp_place(const struct placement_problem *p, int *group,
+			  double time_limit_s);
 
 #endif
