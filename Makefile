@@ -50,6 +50,14 @@ check: deps
 test: $(BUILD)/ampplan $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
+# Search time and memory on generated clusters of 64 to 16,384 GPUs.
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench
+	$(BUILD)/bench
+
+$(BUILD)/bench: $(BUILD)/tests/bench.o $(BUILD)/libampplan.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 ampplan $(DESTDIR)$(PREFIX)/bin/ampplan
@@ -60,6 +68,6 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps demo check test install format clean
+.PHONY: all deps demo check test bench install format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

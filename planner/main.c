@@ -1,0 +1,278 @@
+/* main.c: the ampplan command line. One table of options drives both
+ * getopt_long and --help (STYLE.md 12). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "model.h"
+#include "plan.h"
+#include "report.h"
+#include "util.h"
+
+enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
+
+/* X(id, name, has_arg, metavar, help) */
+#define OPTIONS(X)                                                                        \
+	X(MODEL, "model", 1, "FILE", "model profile (profiles/) or Hugging Face config.json") \
+	X(CLUSTER, "cluster", 1, "FILE", "cluster file (clusters/)")                       \
+	X(GBS, "gbs", 1, "N", "global batch in sequences (default: the profile's)")         \
+	X(SEQ, "seq", 1, "N", "sequence length in tokens (default: the profile's)")         \
+	X(TP, "tp", 1, "N", "fix the tensor-parallel degree")                              \
+	X(PP, "pp", 1, "N", "fix the pipeline-parallel degree")                            \
+	X(DP, "dp", 1, "N", "fix the data-parallel degree")                                \
+	X(CP, "cp", 1, "N", "fix the context-parallel degree")                             \
+	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
+	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
+	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe") \
+	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
+	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
+	X(TOP, "top", 1, "K", "rows in the table (default 10)")                             \
+	X(CSV, "csv", 1, "FILE", "write every strategy that fits as CSV ('-' for stdout)") \
+	X(SHOW_INFEASIBLE, "show-infeasible", 0, "", "also list strategies that do not fit, with the reason") \
+	X(EXPLAIN, "explain", 0, "", "break down time and memory of the top strategies")  \
+	X(HELP, "help", 0, "", "print this help and exit")
+
+enum option_id {
+#define X(id, name, arg, meta, help) OPT_##id,
+	OPTIONS(X)
+#undef X
+	OPT_COUNT
+};
+
+static const struct option long_options[] = {
+#define X(id, name, arg, meta, help) { name, arg, NULL, 256 + OPT_##id },
+	OPTIONS(X)
+#undef X
+	{ NULL, 0, NULL, 0 }
+};
+
+struct cli {
+	const char *model, *cluster, *csv;
+	bool profile, explain;
+	int top;
+	struct plan_opts opts;
+};
+
+static void help(void)
+{
+	puts("usage: ampplan --model FILE --cluster FILE [options]\n"
+	     "       ampplan profile --model FILE\n\n"
+	     "Ranks parallel training strategies (TP, PP, DP, CP, EP, micro-batch, schedule,\n"
+	     "recomputation, ZeRO, layer partition and GPU placement) by predicted tokens/s.\n"
+	     "With --tp --pp --dp --cp --mbs all given it evaluates that strategy (what-if).\n"
+	     "'profile' prints the per-layer profile of a model as JSON.\n\noptions:");
+#define X(id, name, arg, meta, h) printf("  --%s%s%-*s %s\n", name, arg ? " " : "", \
+					 (int)(22 - strlen(name) - (arg ? 1 : 0)), meta, h);
+	OPTIONS(X)
+#undef X
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	fflush(stdout);
+	fputs("ampplan: error: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(try 'ampplan --help')\n", stderr);
+	return EXIT_USAGE;
+}
+
+/* Strict integer in [min, max] (STYLE.md 13). */
+static int parse_int(const char *s, int min, int max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_option(struct cli *cl, int id, const char *arg)
+{
+	struct plan_opts *o = &cl->opts;
+	int *num[OPT_COUNT] = {
+		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
+		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
+		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_TOP] = &cl->top,
+	};
+	const char *name = long_options[id].name;
+
+	if (num[id]) {
+		if (parse_int(arg, 1, 100000000, num[id]))
+			return usage("--%s needs a positive integer", name);
+		return 0;
+	}
+	switch (id) {
+	case OPT_MODEL: cl->model = arg; break;
+	case OPT_CLUSTER: cl->cluster = arg; break;
+	case OPT_CSV: cl->csv = arg; break;
+	case OPT_EXPLAIN: cl->explain = true; break;
+	case OPT_SHOW_INFEASIBLE: o->keep_infeasible = true; break;
+	case OPT_SCHEDULE:
+		if ((o->schedule = schedule_parse(arg)) < 0)
+			return usage("unknown schedule '%s' (1f1b, interleaved, zb-h1, gpipe)", arg);
+		break;
+	case OPT_RECOMPUTE:
+		if ((o->recompute = recompute_parse(arg)) < 0)
+			return usage("unknown recomputation '%s' (none, selective, full)", arg);
+		break;
+	case OPT_ZERO:
+		if (parse_int(arg, 0, 3, &o->zero))
+			return usage("--zero needs 0, 1, 2 or 3, not '%s'", arg);
+		break;
+	}
+	return 0;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_args(struct cli *cl, int argc, char **argv)
+{
+	int c;
+
+	cl->top = 10;
+	plan_opts_init(&cl->opts);
+	if (argc > 1 && strcmp(argv[1], "profile") == 0) {
+		cl->profile = true;
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":", long_options, NULL)) != -1) {
+		if (c == '?')
+			return usage("unknown option '%s'", argv[optind - 1]);
+		if (c == ':')
+			return usage("option '%s' needs a value", argv[optind - 1]);
+		if (c == 256 + OPT_HELP) {
+			help();
+			return EXIT_OK;
+		}
+		int rc = parse_option(cl, c - 256, optarg);
+		if (rc)
+			return rc;
+	}
+	if (optind < argc)
+		return usage("unexpected argument '%s'", argv[optind]);
+	if (!cl->model)
+		return usage("%s", "--model is required");
+	if (!cl->cluster && !cl->profile)
+		return usage("%s", "--cluster is required");
+	if (cl->opts.vp > 1 && cl->opts.schedule < 0)
+		cl->opts.schedule = SCHED_INTERLEAVED;
+	if (plan_opts_what_if(&cl->opts)) {
+		/* The what-if mode evaluates one strategy: unset choices take
+		 * Megatron-LM's defaults. */
+		struct plan_opts *o = &cl->opts;
+
+		if (o->schedule < 0)
+			o->schedule = SCHED_1F1B;
+		if (o->recompute < 0)
+			o->recompute = RECOMPUTE_NONE;
+		if (o->zero < 0)
+			o->zero = 0;
+		if (!o->vp)
+			o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
+	}
+	return -1;
+}
+
+static int print_profile(const struct model *m)
+{
+	char *json = model_profile_json(m);
+
+	puts(json);
+	free(json);
+	return EXIT_OK;
+}
+
+static void print_summary(const struct plan *p, const struct model *m,
+			  const struct cluster *c, int gbs)
+{
+	printf("%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
+	for (int g = 0; g < c->n_group; g++)
+		printf("%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
+		       c->gpu[c->group[g].gpu].name);
+	printf("), global batch %d x %d tokens\n", gbs, m->seq);
+	printf("%ld strategies costed, %d fit, searched in %.3f s\n\n", p->evaluated,
+	       p->n_feasible, p->search_s);
+}
+
+static int run(struct cli *cl, struct model *m, const struct cluster *c)
+{
+	struct plan *p = NULL;
+	struct err e = { "" };
+	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
+
+	if (plan_search(&p, m, c, &cl->opts, &e)) {
+		fflush(stdout);
+		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		return EXIT_USAGE;
+	}
+	print_summary(p, m, c, gbs);
+	if (plan_opts_what_if(&cl->opts) && p->n_row) {
+		report_table(stdout, p, m, c, 1);
+		report_explain(stdout, &p->row[0], m, c);
+	} else {
+		report_table(stdout, p, m, c, cl->top);
+		for (int i = 0; cl->explain && i < p->n_feasible && i < 3; i++) {
+			printf("\n#%d\n", i + 1);
+			report_explain(stdout, &p->row[i], m, c);
+		}
+	}
+	for (int i = p->n_feasible; i < p->n_row; i++) {
+		if (i == p->n_feasible)
+			printf("\nstrategies that do not fit:\n");
+		printf("  TP %d PP %d DP %d CP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
+		       p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.mbs,
+		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
+		       p->row[i].s.zero, p->row[i].why);
+	}
+	if (!p->evaluated) {
+		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",
+			cl->model, c->total_gpus, cl->cluster);
+		rc = EXIT_INPUT;
+	} else if (!p->n_feasible) {
+		err_set(&e, "'%s' fits no strategy on '%s' (try --show-infeasible)", cl->model, cl->cluster);
+		rc = EXIT_INPUT;
+	} else if (cl->csv && report_csv(cl->csv, p, m, c, &e)) {
+		rc = EXIT_INPUT;
+	}
+	if (rc) {
+		fflush(stdout);
+		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+	}
+	plan_free(p);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cl = { 0 };
+	struct model *m = NULL;
+	struct cluster *c = NULL;
+	struct err e = { "" };
+	int rc = parse_args(&cl, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	if (model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e))) {
+		fflush(stdout);
+		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		rc = EXIT_INPUT;
+	} else if (cl.profile) {
+		rc = cl.opts.seq && model_set_seq(m, cl.opts.seq, &e) ? EXIT_INPUT : print_profile(m);
+	} else {
+		rc = run(&cl, m, c);
+	}
+	model_free(m);
+	cluster_free(c);
+	return rc;
+}

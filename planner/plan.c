@@ -1,0 +1,411 @@
+/* plan.c: the search over parallel strategies (see plan.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "ilp.h"
+#include "model.h"
+#include "partition.h"
+#include "util.h"
+
+#define MAX_GROUPS 64
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+void plan_opts_init(struct plan_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->schedule = -1;
+	o->recompute = -1;
+	o->zero = -1;
+	o->ilp_time_limit_s = 1.0;
+}
+
+bool plan_opts_what_if(const struct plan_opts *o)
+{
+	return o->tp && o->pp && o->dp && o->cp && o->mbs;
+}
+
+/* The search state shared by the enumeration loops. */
+struct search {
+	struct model *m;
+	const struct cluster *c;
+	const struct plan_opts *o;
+	struct plan *p;
+	int cap_rows;
+	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
+	struct layer_costs lc;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static struct plan_row *push_row(struct search *S)
+{
+	struct plan *p = S->p;
+
+	if (p->n_row == S->cap_rows) {
+		S->cap_rows = S->cap_rows ? 2 * S->cap_rows : 256;
+		p->row = xreallocarray(p->row, (size_t)S->cap_rows, sizeof *p->row);
+	}
+	memset(&p->row[p->n_row], 0, sizeof p->row[0]);
+	return &p->row[p->n_row++];
+}
+
+/* TP must divide heads, KV heads (or be a multiple of them) and the FFN
+ * size (Megatron-LM arguments.py; TRAINERS.md). */
+static bool tp_fits_model(const struct model *m, int tp)
+{
+	return m->heads % tp == 0 && m->ffn % tp == 0 &&
+	       (m->kv_heads % tp == 0 || tp % m->kv_heads == 0) &&
+	       (!m->experts || !m->moe_ffn || m->moe_ffn % tp == 0);
+}
+
+/* Fills S->ranks for stages of gpus_per_stage GPUs; false if some group's
+ * GPUs cannot be split into whole stages (a stage's data-parallel replicas
+ * stay on one GPU type; README "Heterogeneous clusters"). */
+static bool split_groups(struct search *S, int gpus_per_stage)
+{
+	for (int g = 0; g < S->c->n_group; g++) {
+		const struct node_group *G = &S->c->group[g];
+		int gpus = G->nodes * G->gpus_per_node;
+
+		if (gpus % gpus_per_stage)
+			return false;
+		S->ranks[g] = gpus / gpus_per_stage;
+	}
+	return true;
+}
+
+/* Even split of the layers over the stages (used to report why a strategy
+ * that fits no partition does not fit). */
+static void even_split(struct strategy *s, int n_layer)
+{
+	for (int k = 0; k <= s->n_stages; k++)
+		s->first[k] = (unsigned short)((long)k * n_layer / s->n_stages);
+}
+
+/* Next permutation of a[0..n) in lexicographic order; false after the last. */
+static bool next_perm(int *a, int n)
+{
+	int i = n - 2, j = n - 1;
+
+	while (i >= 0 && a[i] >= a[i + 1])
+		i--;
+	if (i < 0)
+		return false;
+	while (a[j] <= a[i])
+		j--;
+	int t = a[i];
+	a[i] = a[j];
+	a[j] = t;
+	for (i++, j = n - 1; i < j; i++, j--) {
+		t = a[i];
+		a[i] = a[j];
+		a[j] = t;
+	}
+	return true;
+}
+
+/* Partitions the layers for placement s->group and keeps the result in
+ * *best if it beats it. */
+static void try_placement(struct search *S, struct strategy *s,
+			  struct strategy *best, struct cost_result *best_r)
+{
+	struct pipeline_frame f;
+	struct cost_result r;
+	double t;
+
+	cost_frame(&f, S->m, S->c, s);
+	if (partition_solve(&S->lc, &f, s->first, &t))
+		return;
+	cost_evaluate(&r, S->m, S->c, s, &S->lc);
+	if (!r.fits || (best_r->fits && r.iter_s >= best_r->iter_s))
+		return;
+	*best = *s;
+	*best_r = r;
+}
+
+/* Ranks in contiguous blocks, groups in the order given. */
+static void block_placement(struct search *S, struct strategy *s, const int *order, int n)
+{
+	int r = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < S->ranks[order[i]]; k++)
+			s->group[r++] = (unsigned char)order[i];
+}
+
+/* The placement from the ILP, if it solves. */
+static bool ilp_placement(struct search *S, struct strategy *s)
+{
+	struct pipeline_frame f;
+	struct strategy t = *s;
+	double inflight[MAX_STAGES], cap[MAX_GROUPS];
+	int group[MAX_STAGES];
+	enum ilp_status st;
+
+	for (int g = 0; g < S->c->n_group; g++) {
+		memset(t.group, g, sizeof t.group);
+		cost_frame(&f, S->m, S->c, &t);
+		cap[g] = f.cap[0] * s->vp;
+	}
+	for (int r = 0; r < s->pp; r++)
+		inflight[r] = f.inflight[r];
+	struct placement_problem pb = {
+		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks,
+		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = inflight, .cap = cap,
+	};
+	st = ilp_place(&pb, group, S->o->ilp_time_limit_s);
+	if (st == ILP_NONE) {
+		S->p->ilp_fallbacks++;
+		return false;
+	}
+	S->p->ilp_solved++;
+	for (int r = 0; r < s->pp; r++)
+		s->group[r] = (unsigned char)group[r];
+	return true;
+}
+
+/* Places, partitions and costs one strategy; records a row. Returns whether
+ * it fits. */
+static bool evaluate(struct search *S, struct strategy *s)
+{
+	struct strategy best = *s;
+	struct cost_result r = { 0 };
+	int order[MAX_GROUPS], n = 0;
+
+	S->p->evaluated++;
+	for (int g = 0; g < S->c->n_group; g++)
+		if (S->ranks[g])
+			order[n++] = g;
+	block_placement(S, s, order, n);
+	if (n == 1) {
+		try_placement(S, s, &best, &r);
+	} else {
+		/* Every order of contiguous blocks (at most 4 groups), and the
+		 * ILP's placement, each refined by the partition DP. */
+		if (n <= 4)
+			do {
+				block_placement(S, s, order, n);
+				try_placement(S, s, &best, &r);
+			} while (next_perm(order, n));
+		if (ilp_placement(S, s))
+			try_placement(S, s, &best, &r);
+	}
+	if (r.fits) {
+		struct plan_row *row = push_row(S);
+
+		row->s = best;
+		row->r = r;
+		return true;
+	}
+	if (S->o->keep_infeasible) {
+		struct plan_row *row = push_row(S);
+		const struct gpu_type *gpu;
+
+		even_split(s, S->m->n_layer);
+		cost_evaluate(&row->r, S->m, S->c, s, &S->lc);
+		row->s = *s;
+		gpu = &S->c->gpu[S->c->group[s->group[row->r.heaviest_rank]].gpu];
+		snprintf(row->why, sizeof row->why,
+			 "no layer partition fits: an even split needs %.1f GiB per GPU on rank %d (%s, %.0f GiB)",
+			 row->r.peak_bytes / GiB, row->r.heaviest_rank, gpu->name,
+			 gpu->mem_bytes / GiB);
+	}
+	return false;
+}
+
+/* The schedules and virtual-stage counts for a strategy; evaluates each.
+ * Returns whether any fits. */
+static bool each_schedule(struct search *S, struct strategy *s)
+{
+	const struct plan_opts *o = S->o;
+	bool fits = false;
+
+	for (int sc = 0; sc < SCHED_COUNT; sc++) {
+		if (o->schedule >= 0 ? sc != o->schedule : s->pp == 1 && sc != SCHED_1F1B)
+			continue;
+		for (int vp = 1; vp <= 4; vp++) {
+			if ((sc == SCHED_INTERLEAVED) != (vp > 1) || (o->vp && vp != o->vp))
+				continue;
+			/* Interleaving needs micro-batches >= pp (Megatron). */
+			if (vp > 1 && (s->micro_batches < s->pp || s->pp == 1))
+				continue;
+			if (s->pp * vp > S->m->n_layer || s->pp * vp > MAX_STAGES)
+				continue;
+			s->schedule = (enum schedule)sc;
+			s->vp = vp;
+			s->n_stages = s->pp * vp;
+			fits |= evaluate(S, s);
+		}
+	}
+	return fits;
+}
+
+/* Micro-batch sizes dividing the per-replica batch, ascending. Memory grows
+ * with the micro-batch size under every schedule, so once none fits the
+ * larger ones are skipped: a safe pruning. */
+static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	int per_replica = s->gbs / s->dp;
+
+	for (int mbs = 1; mbs <= per_replica && !*rc; mbs++) {
+		if (per_replica % mbs || (S->o->mbs && mbs != S->o->mbs))
+			continue;
+		s->mbs = mbs;
+		s->micro_batches = per_replica / mbs;
+		if (cost_layers(&S->lc, S->m, S->c, s, e)) {
+			*rc = -1;
+			return;
+		}
+		bool fits = each_schedule(S, s);
+		cost_layers_free(&S->lc);
+		if (!fits)
+			break;
+	}
+}
+
+/* ZeRO stages: 0 and 1 (distributed optimizer) with pipelines; 2 and 3 too
+ * without (as FSDP/DeepSpeed run them). Then recomputation modes. */
+static void each_memory_option(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	for (int z = 0; z <= 3 && !*rc; z++) {
+		if (S->o->zero >= 0 ? z != S->o->zero : s->pp > 1 && z > 1)
+			continue;
+		s->zero = z;
+		for (int rcm = 0; rcm < RECOMPUTE_COUNT && !*rc; rcm++) {
+			if (S->o->recompute >= 0 && rcm != S->o->recompute)
+				continue;
+			s->recompute = (enum recompute)rcm;
+			each_mbs(S, s, e, rc);
+		}
+	}
+}
+
+/* Expert-parallel degrees: divisors of dp * cp that divide the experts. */
+static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	int span = s->dp * s->cp;
+
+	for (int ep = 1; ep <= span && !*rc; ep++) {
+		if (span % ep || (S->m->experts ? S->m->experts % ep : ep > 1))
+			continue;
+		s->ep = ep;
+		each_memory_option(S, s, e, rc);
+	}
+}
+
+static void each_degree(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	const struct plan_opts *o = S->o;
+	int N = S->c->total_gpus, node = 0;
+
+	for (int g = 0; g < S->c->n_group; g++)
+		node = gcd(node, S->c->group[g].gpus_per_node);
+	for (int tp = 1; tp <= node && !*rc; tp++) {
+		if (node % tp || !tp_fits_model(S->m, tp) || (o->tp && tp != o->tp))
+			continue;
+		for (int cp = 1; cp <= N / tp && !*rc; cp++) {
+			if ((N / tp) % cp || (cp > 1 && s->seq % (2 * cp)) || (o->cp && cp != o->cp))
+				continue;
+			for (int pp = 1; pp <= N / (tp * cp) && !*rc; pp++) {
+				int dp = N / (tp * cp * pp);
+
+				if ((N / (tp * cp)) % pp || pp > S->m->n_layer || pp > MAX_STAGES ||
+				    (o->pp && pp != o->pp) || (o->dp && dp != o->dp) ||
+				    s->gbs % dp || !split_groups(S, N / pp))
+					continue;
+				s->tp = tp;
+				s->cp = cp;
+				s->pp = pp;
+				s->dp = dp;
+				s->sp = tp > 1;
+				each_ep(S, s, e, rc);
+			}
+		}
+	}
+}
+
+static int by_throughput(const void *a, const void *b)
+{
+	const struct plan_row *x = a, *y = b;
+	bool fx = !x->why[0], fy = !y->why[0];
+
+	if (fx != fy)
+		return fx ? -1 : 1;
+	if (x->r.tokens_per_s != y->r.tokens_per_s)
+		return x->r.tokens_per_s > y->r.tokens_per_s ? -1 : 1;
+	if (x->r.peak_bytes != y->r.peak_bytes)
+		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
+	return 0;
+}
+
+/* Options that contradict the cluster or model are usage errors. */
+static int check_opts(const struct model *m, const struct cluster *c,
+		      const struct plan_opts *o, struct err *e)
+{
+	int world = o->tp * o->cp * o->pp * o->dp;
+
+	if (c->n_group > MAX_GROUPS)
+		return err_set(e, "at most %d node groups are supported", MAX_GROUPS);
+	if (o->tp && !tp_fits_model(m, o->tp))
+		return err_set(e, "--tp %d must divide the heads (%d), the FFN size (%d) and the KV heads (%d) or be a multiple of them",
+			       o->tp, m->heads, m->ffn, m->kv_heads);
+	if (plan_opts_what_if(o) && world != c->total_gpus)
+		return err_set(e, "--tp x --cp x --pp x --dp is %d, but the cluster has %d GPUs",
+			       world, c->total_gpus);
+	if (o->cp > 1 && o->seq % (2 * o->cp))
+		return err_set(e, "--cp %d needs a sequence length divisible by %d", o->cp, 2 * o->cp);
+	return 0;
+}
+
+int plan_search(struct plan **out, struct model *m, const struct cluster *c,
+		const struct plan_opts *o, struct err *e)
+{
+	struct search S = { .m = m, .c = c, .o = o };
+	struct strategy s;
+	struct plan_opts opts = *o;
+	double t0 = now();
+	int rc = 0;
+
+	if (opts.seq && model_set_seq(m, opts.seq, e))
+		return -1;
+	opts.seq = m->seq;
+	opts.gbs = opts.gbs ? opts.gbs : m->gbs;
+	if (check_opts(m, c, &opts, e))
+		return -1;
+	S.o = &opts;
+	S.p = xcalloc(1, sizeof *S.p);
+	memset(&s, 0, sizeof s);
+	s.gbs = opts.gbs;
+	s.seq = opts.seq;
+	each_degree(&S, &s, e, &rc);
+	if (rc) {
+		plan_free(S.p);
+		return -1;
+	}
+	qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
+		S.p->n_feasible++;
+	S.p->search_s = now() - t0;
+	*out = S.p;
+	return 0;
+}
+
+void plan_free(struct plan *p)
+{
+	if (!p)
+		return;
+	free(p->row);
+	free(p);
+}

@@ -1,0 +1,62 @@
+/* plan.h: the search over parallel strategies: enumerates TP, CP, PP, DP,
+ * EP, micro-batch size, schedule, virtual stages, recomputation and ZeRO,
+ * places pipeline ranks on node groups (ILP), partitions layers (DP), costs
+ * each strategy and ranks those that fit by predicted tokens/s. */
+#ifndef AMPPLAN_PLAN_H
+#define AMPPLAN_PLAN_H
+
+#include <stdbool.h>
+
+#include "cost.h"
+#include "strategy.h"
+
+struct model;
+struct cluster;
+struct err;
+
+/* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums
+ * and zero) means "search this dimension". */
+struct plan_opts {
+	int tp, cp, pp, dp, mbs, vp;
+	int schedule;		/* enum schedule, or -1 */
+	int recompute;		/* enum recompute, or -1 */
+	int zero;		/* 0..3, or -1 */
+	int gbs, seq;		/* 0: the model's defaults */
+	double ilp_time_limit_s;
+	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
+};
+
+void plan_opts_init(struct plan_opts *o);
+
+/* True when tp, pp, dp, cp and mbs are all fixed (the what-if mode). */
+bool plan_opts_what_if(const struct plan_opts *o);
+
+/* One evaluated strategy. why is "" for a strategy that fits, else the
+ * reason it was dropped; its result then holds an even split's numbers. */
+struct plan_row {
+	struct strategy s;
+	struct cost_result r;
+	char why[128];
+};
+
+/* The ranking: rows[0..n_feasible) fit, best first (tokens/s descending);
+ * rows[n_feasible..n_row) do not fit (only with keep_infeasible). */
+struct plan {
+	struct plan_row *row;
+	int n_row, n_feasible;
+	long evaluated;		/* strategies costed */
+	long ilp_solved, ilp_fallbacks;
+	double search_s;	/* wall seconds of the search */
+};
+
+/* Runs the search. m's sequence length is set to o->seq first when given.
+ * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
+ * option contradicts the model or cluster. An empty ranking is not an error
+ * here; the caller reports it. */
+int plan_search(struct plan **out, struct model *m, const struct cluster *c,
+		const struct plan_opts *o, struct err *e);
+
+/* free(NULL)-safe. */
+void plan_free(struct plan *p);
+
+#endif
