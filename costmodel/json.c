@@ -176,3 +176,18 @@ int json_str(const cJSON *obj, const char *where, const char *key, bool required
 	*out = v->valuestring;
 	return 0;
 }
+
+int json_keys(const cJSON *obj, const char *where, const char *const allowed[],
+	      struct err *e)
+{
+	for (const cJSON *it = obj->child; it; it = it->next) {
+		int i = 0;
+
+		while (allowed[i] && strcmp(allowed[i], it->string) != 0)
+			i++;
+		if (!allowed[i])
+			return err_set(e, "unknown field '%s%s%s'", where,
+				       *where ? "." : "", it->string);
+	}
+	return 0;
+}

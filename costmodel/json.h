@@ -29,4 +29,9 @@ int json_bool(const struct cJSON *obj, const char *where, const char *key,
 int json_str(const struct cJSON *obj, const char *where, const char *key,
 	     bool required, const char **out, struct err *e);
 
+/* Fails with "unknown field 'where.key'" if obj has a member whose name is
+ * not in allowed[] (NULL-terminated): it catches typos and wrong units. */
+int json_keys(const struct cJSON *obj, const char *where,
+	      const char *const allowed[], struct err *e);
+
 #endif

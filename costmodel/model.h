@@ -68,7 +68,8 @@ int model_load(struct model **out, const char *path, struct err *e);
 void model_derive_layers(struct model *m);
 
 /* Sets the sequence length, rescaling the attention-score FLOPs of each block
- * (4*s*h per token is linear in s). Returns 0, or -1 if seq < 1. */
+ * (4*s*a*d per token is linear in s). Returns 0, or -1 with e set if seq is
+ * outside [1, 10,000,000] or exceeds max_pos with learned positions. */
 int model_set_seq(struct model *m, int seq, struct err *e);
 
 /* Totals over layer[]: parameters, and forward FLOPs per token. */

@@ -59,7 +59,7 @@ void *xreallocarray(void *p, size_t n, size_t size)
 {
 	if (size && n > SIZE_MAX / size)
 		return check(NULL);
-	return check(realloc(p, n * size ? n * size : 1));
+	return check(realloc(p, n && size ? n * size : 1));
 }
 
 char *xstrdup(const char *s)

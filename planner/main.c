@@ -263,12 +263,13 @@ int main(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	if (model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e))) {
+	if (model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
+	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e))) {
 		fflush(stdout);
 		fprintf(stderr, "ampplan: error: %s\n", e.msg);
 		rc = EXIT_INPUT;
 	} else if (cl.profile) {
-		rc = cl.opts.seq && model_set_seq(m, cl.opts.seq, &e) ? EXIT_INPUT : print_profile(m);
+		rc = print_profile(m);
 	} else {
 		rc = run(&cl, m, c);
 	}

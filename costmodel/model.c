@@ -1,0 +1,784 @@
+/* model.c: loading model profiles and Hugging Face config.json files, and
+ * deriving each layer's parameters, FLOPs and activation sizes from the
+ * dimensions (formulas: ../shared/reference/COSTMODEL.md). */
+#include "model.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "util.h"
+
+/* Ranges of the input fields: wide enough for any real model, narrow enough
+ * to reject absurd values (hidden_size 1e12) and int overflow downstream. */
+#define MAX_HIDDEN 1000000
+#define MAX_LAYERS 10000
+#define MAX_HEADS 100000
+#define MAX_HEAD_DIM 100000
+#define MAX_QDIM 10000000	/* heads * head_dim */
+#define MAX_FFN 10000000
+#define MAX_VOCAB 10000000
+#define MAX_POS 100000000
+#define MAX_SEQ 10000000
+#define MAX_GBS 100000000
+#define MAX_EXPERTS 100000
+#define MAX_TP 100000
+#define MAX_MBS 1000000
+#define MAX_AMOUNT 1e20		/* params, FLOPs or bytes of one layer */
+#define MAX_SECONDS 1e6
+
+/* Defaults of an imported Hugging Face config (the file has no training
+ * setup): seq_length = min(max_position_embeddings, HF_SEQ), gbs HF_GBS. */
+#define HF_SEQ 8192
+#define HF_GBS 512
+
+/* Indexed by enum layer_kind and enum ffn_kind. */
+static const char *const kind_names[] = {"embedding", "block", "head"};
+static const char *const ffn_names[] = {"gelu", "swiglu"};
+static const char *const pos_names[] = {"rope", "learned"};
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
+static const char *const hf_dtype_names[] = {"bfloat16", "float16", "float32"};
+static const int dtype_bytes[] = {2, 2, 4};
+
+static const char *const profile_fields[] = {
+	"name", "source", "note", "hidden_size", "num_layers",
+	"num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
+	"ffn_kind", "vocab_size", "seq_length", "global_batch_size",
+	"max_position_embeddings", "tie_word_embeddings", "bias",
+	"position_embedding", "dtype", "num_experts", "moe_top_k",
+	"moe_ffn_hidden_size", "layers", NULL};
+static const char *const layer_fields[] = {
+	"kind", "repeat", "params", "expert_params", "flops_per_token",
+	"activation_bytes_per_token", "output_bytes_per_token", "measured",
+	"note", NULL};
+static const char *const measure_fields[] = {
+	"gpu", "tp", "micro_batch_size", "seq_length", "forward_s",
+	"backward_s", "note", NULL};
+
+/* The key names of the architecture fields in one input format; NULL where
+ * the format has no such field. */
+struct keys {
+	const char *hidden, *layers, *heads, *kv_heads, *head_dim, *ffn, *vocab,
+		*max_pos;
+	bool ffn_required, max_pos_required;
+};
+
+static const struct keys profile_keys = {
+	"hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
+	"head_dim", "ffn_hidden_size", "vocab_size", "max_position_embeddings",
+	true, false};
+static const struct keys hf_keys = {
+	"hidden_size", "num_hidden_layers", "num_attention_heads",
+	"num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
+	"max_position_embeddings", true, true};
+static const struct keys gpt2_keys = {
+	"n_embd", "n_layer", "n_head", NULL, NULL, "n_inner", "vocab_size",
+	"n_positions", false, true};
+
+/* Sets *out to the index of val in names[0..n-1], or fails naming them. */
+static int pick(const char *key, const char *val, const char *const names[],
+		int n, int *out, struct err *e)
+{
+	char list[128] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(val, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+		if (len < sizeof list)
+			len += (size_t)snprintf(list + len, sizeof list - len,
+						"%s'%s'", i == 0 ? "" :
+						i == n - 1 ? " or " : ", ",
+						names[i]);
+	}
+	return err_set(e, "field '%s' must be %s, not '%s'", key, list, val);
+}
+
+/* json_int where a JSON null counts as missing (HF writes "head_dim": null),
+ * and key NULL means the format has no such field. */
+static int opt_int(const cJSON *obj, const char *where, const char *key,
+		   bool required, long min, long max, int *out, struct err *e)
+{
+	if (!key)
+		return 0;
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, key)))
+		return required ? err_set(e, "missing field '%s'", key) : 0;
+	return json_int(obj, where, key, required, min, max, out, e);
+}
+
+/* Reads a number in (0, max]. */
+static int pos_num(const cJSON *obj, const char *where, const char *key,
+		   double max, double *out, struct err *e)
+{
+	if (json_num(obj, where, key, true, 0, max, out, e) == 0 && *out > 0)
+		return 0;
+	if (!cJSON_GetObjectItemCaseSensitive(obj, key))
+		return -1;
+	return err_set(e, "field '%s%s%s' must be a number in (0, %g]", where,
+		       *where ? "." : "", key, max);
+}
+
+/* Reads the architecture integers named by k into m. kv_heads defaults to
+ * heads, head_dim to hidden / heads (which heads must then divide), ffn to
+ * 4 * hidden; max_pos stays 0 when absent. */
+static int read_dims(struct model *m, const cJSON *doc, const struct keys *k,
+		     struct err *e)
+{
+	m->kv_heads = m->head_dim = m->ffn = m->max_pos = 0;
+	if (json_int(doc, "", k->hidden, true, 1, MAX_HIDDEN, &m->hidden, e) ||
+	    json_int(doc, "", k->layers, true, 1, MAX_LAYERS, &m->layers, e) ||
+	    json_int(doc, "", k->heads, true, 1, MAX_HEADS, &m->heads, e) ||
+	    opt_int(doc, "", k->kv_heads, false, 1, MAX_HEADS, &m->kv_heads, e) ||
+	    opt_int(doc, "", k->head_dim, false, 1, MAX_HEAD_DIM, &m->head_dim, e) ||
+	    opt_int(doc, "", k->ffn, k->ffn_required, 1, MAX_FFN, &m->ffn, e) ||
+	    json_int(doc, "", k->vocab, true, 1, MAX_VOCAB, &m->vocab, e) ||
+	    opt_int(doc, "", k->max_pos, k->max_pos_required, 1, MAX_POS,
+		    &m->max_pos, e))
+		return -1;
+	if (!m->kv_heads)
+		m->kv_heads = m->heads;
+	if (!m->ffn)
+		m->ffn = 4 * m->hidden;
+	if (!m->head_dim && m->hidden % m->heads)
+		return err_set(e, "field '%s' must divide '%s'", k->heads, k->hidden);
+	if (!m->head_dim)
+		m->head_dim = m->hidden / m->heads;
+	if (m->heads % m->kv_heads)
+		return err_set(e, "field '%s' must divide '%s'", k->kv_heads, k->heads);
+	if ((long)m->heads * m->head_dim > MAX_QDIM)
+		return err_set(e, "field '%s' times '%s' must be at most %d",
+			       k->heads, k->head_dim ? k->head_dim : "head dim",
+			       MAX_QDIM);
+	return 0;
+}
+
+/* Checks seq, called what in messages: learned position embeddings have
+ * max_pos rows, so seq may not exceed it (Megatron-LM rejects
+ * --seq-length > --max-position-embeddings for them). */
+static int check_seq(const struct model *m, int seq, const char *what,
+		     struct err *e)
+{
+	if (seq < 1 || seq > MAX_SEQ)
+		return err_set(e, "%s must be an integer in [1, %d], not %d", what,
+			       MAX_SEQ, seq);
+	if (m->learned_pos && seq > m->max_pos)
+		return err_set(e, "%s must be at most 'max_position_embeddings' "
+			       "(%d) with learned positions, not %d", what,
+			       m->max_pos, seq);
+	return 0;
+}
+
+/* Reads the MoE fields of a profile: num_experts (0 = dense), moe_top_k in
+ * [1, num_experts], moe_ffn_hidden_size (default ffn_hidden_size). */
+static int read_profile_moe(struct model *m, const cJSON *doc, struct err *e)
+{
+	m->experts = 0;
+	if (json_int(doc, "", "num_experts", false, 0, MAX_EXPERTS, &m->experts, e))
+		return -1;
+	if (!m->experts) {
+		if (cJSON_GetObjectItemCaseSensitive(doc, "moe_top_k") ||
+		    cJSON_GetObjectItemCaseSensitive(doc, "moe_ffn_hidden_size"))
+			return err_set(e, "field 'num_experts' must be positive "
+				       "when 'moe_top_k' or 'moe_ffn_hidden_size' "
+				       "is given");
+		return 0;
+	}
+	m->moe_ffn = m->ffn;
+	return json_int(doc, "", "moe_top_k", true, 1, m->experts, &m->top_k, e) ||
+	       json_int(doc, "", "moe_ffn_hidden_size", false, 1, MAX_FFN,
+			&m->moe_ffn, e) ? -1 : 0;
+}
+
+/* Reads the non-architecture root fields of a profile. */
+static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
+{
+	const char *ffn = NULL, *pos = "rope", *dtype = "bf16";
+	int ffn_i, pos_i, dtype_i;
+
+	m->tied = m->bias = false;
+	if (json_str(doc, "", "ffn_kind", true, &ffn, e) ||
+	    pick("ffn_kind", ffn, ffn_names, 2, &ffn_i, e) ||
+	    json_int(doc, "", "seq_length", true, 1, MAX_SEQ, &m->seq, e) ||
+	    json_int(doc, "", "global_batch_size", true, 1, MAX_GBS, &m->gbs, e) ||
+	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
+	    json_bool(doc, "", "bias", false, &m->bias, e) ||
+	    json_str(doc, "", "position_embedding", false, &pos, e) ||
+	    pick("position_embedding", pos, pos_names, 2, &pos_i, e) ||
+	    json_str(doc, "", "dtype", false, &dtype, e) ||
+	    pick("dtype", dtype, dtype_names, 3, &dtype_i, e) ||
+	    read_profile_moe(m, doc, e))
+		return -1;
+	m->ffn_kind = (enum ffn_kind)ffn_i;
+	m->learned_pos = pos_i == 1;
+	m->dtype_bytes = dtype_bytes[dtype_i];
+	if (!m->max_pos)
+		m->max_pos = m->seq;
+	return check_seq(m, m->seq, "field 'seq_length'", e);
+}
+
+static void free_measures(struct layer *l)
+{
+	for (int i = 0; i < l->n_measure; i++)
+		free(l->measure[i].gpu);
+	free(l->measure);
+	l->measure = NULL;
+	l->n_measure = 0;
+}
+
+static void free_layers(struct model *m)
+{
+	for (int i = 0; i < m->n_layer; i++)
+		free_measures(&m->layer[i]);
+	free(m->layer);
+	m->layer = NULL;
+	m->n_layer = 0;
+}
+
+/* Copies src into *dst, measurements deep. */
+static void copy_layer(struct layer *dst, const struct layer *src)
+{
+	*dst = *src;
+	dst->measure = NULL;
+	if (!src->n_measure)
+		return;
+	dst->measure = xcalloc((size_t)src->n_measure, sizeof *dst->measure);
+	for (int i = 0; i < src->n_measure; i++) {
+		dst->measure[i] = src->measure[i];
+		dst->measure[i].gpu = xstrdup(src->measure[i].gpu);
+	}
+}
+
+static int read_measure(struct layer_measure *mm, const cJSON *o,
+			const char *where, struct err *e)
+{
+	const char *gpu;
+
+	if (!cJSON_IsObject(o))
+		return err_set(e, "field '%s' must be an object", where);
+	if (json_keys(o, where, measure_fields, e) ||
+	    json_str(o, where, "gpu", true, &gpu, e) ||
+	    json_int(o, where, "tp", true, 1, MAX_TP, &mm->tp, e) ||
+	    json_int(o, where, "micro_batch_size", true, 1, MAX_MBS, &mm->mbs, e) ||
+	    json_int(o, where, "seq_length", true, 1, MAX_SEQ, &mm->seq, e) ||
+	    pos_num(o, where, "forward_s", MAX_SECONDS, &mm->fwd_s, e) ||
+	    pos_num(o, where, "backward_s", MAX_SECONDS, &mm->bwd_s, e))
+		return -1;
+	mm->gpu = xstrdup(gpu);
+	return 0;
+}
+
+/* Reads the optional "measured" array of a layer entry into l. */
+static int read_measures(struct layer *l, const cJSON *o, const char *where,
+			 struct err *e)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "measured");
+	const cJSON *it;
+	char at[96];
+
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "field '%s.measured' must be an array", where);
+	l->measure = xcalloc((size_t)cJSON_GetArraySize(arr), sizeof *l->measure);
+	cJSON_ArrayForEach(it, arr) {
+		snprintf(at, sizeof at, "%s.measured[%d]", where, l->n_measure);
+		if (read_measure(&l->measure[l->n_measure], it, at, e))
+			return -1;
+		l->n_measure++;
+	}
+	return 0;
+}
+
+/* Reads one entry of "layers" (not its repeat count) into *l; on failure
+ * the caller frees l's measurements. */
+static int read_layer(struct layer *l, const cJSON *o, const char *where,
+		      struct err *e)
+{
+	const char *kind;
+	char key[80];
+	int k;
+
+	snprintf(key, sizeof key, "%s.kind", where);
+	l->expert_params = 0;
+	if (json_str(o, where, "kind", true, &kind, e) ||
+	    pick(key, kind, kind_names, 3, &k, e) ||
+	    json_num(o, where, "params", true, 0, MAX_AMOUNT, &l->params, e) ||
+	    json_num(o, where, "expert_params", false, 0, l->params,
+		     &l->expert_params, e) ||
+	    json_num(o, where, "flops_per_token", true, 0, MAX_AMOUNT,
+		     &l->flops_per_token, e) ||
+	    json_num(o, where, "activation_bytes_per_token", true, 0, MAX_AMOUNT,
+		     &l->act_bytes_per_token, e) ||
+	    json_num(o, where, "output_bytes_per_token", true, 0, MAX_AMOUNT,
+		     &l->out_bytes_per_token, e))
+		return -1;
+	l->kind = (enum layer_kind)k;
+	return read_measures(l, o, where, e);
+}
+
+/* First pass over "layers": every entry an object with known keys and a
+ * valid repeat; their expansion must be exactly num_layers + 2 long. */
+static int count_layers(const struct model *m, const cJSON *arr, struct err *e)
+{
+	const cJSON *it;
+	long total = 0;
+	int i = 0;
+	char where[32];
+
+	if (!cJSON_IsArray(arr))
+		return err_set(e, "field 'layers' must be an array");
+	cJSON_ArrayForEach(it, arr) {
+		int repeat = 1;
+
+		snprintf(where, sizeof where, "layers[%d]", i++);
+		if (!cJSON_IsObject(it))
+			return err_set(e, "field '%s' must be an object", where);
+		if (json_keys(it, where, layer_fields, e) ||
+		    json_int(it, where, "repeat", false, 1, MAX_LAYERS, &repeat, e))
+			return -1;
+		total += repeat;
+	}
+	if (total != m->layers + 2)
+		return err_set(e, "field 'layers' must expand to num_layers + 2 = %d "
+			       "entries (the embedding, %d blocks, the head), not %ld",
+			       m->layers + 2, m->layers, total);
+	return 0;
+}
+
+/* Reads a profile's "layers" array into m->layer: the embedding, then
+ * num_layers blocks (entries may stand for several with "repeat"), then
+ * the head. */
+static int read_layers(struct model *m, const cJSON *arr, struct err *e)
+{
+	const cJSON *it;
+	int n = 0, i = 0;
+	char where[32];
+
+	if (count_layers(m, arr, e))
+		return -1;
+	m->n_layer = m->layers + 2;
+	m->layer = xcalloc((size_t)m->n_layer, sizeof *m->layer);
+	cJSON_ArrayForEach(it, arr) {
+		struct layer l = {0};
+		int repeat = 1, rc;
+
+		snprintf(where, sizeof where, "layers[%d]", i++);
+		rc = json_int(it, where, "repeat", false, 1, MAX_LAYERS, &repeat, e) ||
+		     read_layer(&l, it, where, e);
+		for (int r = 0; rc == 0 && r < repeat; r++, n++) {
+			enum layer_kind want = n == 0 ? LAYER_EMBEDDING :
+				n == m->n_layer - 1 ? LAYER_HEAD : LAYER_BLOCK;
+
+			if (l.kind != want)
+				rc = err_set(e, "field '%s.kind' must be '%s', not '%s'",
+					     where, kind_names[want], kind_names[l.kind]);
+			else
+				copy_layer(&m->layer[n], &l);
+		}
+		free_measures(&l);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Loads the profiles/ format from doc into m. */
+static int load_profile(struct model *m, const cJSON *doc, struct err *e)
+{
+	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
+	const char *name, *source;
+
+	if (json_keys(doc, "", profile_fields, e) ||
+	    json_str(doc, "", "name", true, &name, e) ||
+	    json_str(doc, "", "source", false, &source, e))
+		return -1;
+	m->name = xstrdup(name);
+	if (read_dims(m, doc, &profile_keys, e) ||
+	    read_profile_opts(m, doc, e))
+		return -1;
+	if (!layers) {
+		model_derive_layers(m);
+		return 0;
+	}
+	return read_layers(m, layers, e);
+}
+
+/* The training dtype of an HF config: "dtype" (newer transformers) or else
+ * "torch_dtype"; bf16 when neither is set. */
+static int read_hf_dtype(struct model *m, const cJSON *doc, struct err *e)
+{
+	static const char *const keys[] = {"dtype", "torch_dtype"};
+
+	m->dtype_bytes = 2;
+	for (int k = 0; k < 2; k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, keys[k]);
+		const char *val;
+		int i;
+
+		if (!v || cJSON_IsNull(v))
+			continue;
+		if (json_str(doc, "", keys[k], true, &val, e) ||
+		    pick(keys[k], val, hf_dtype_names, 3, &i, e))
+			return -1;
+		m->dtype_bytes = dtype_bytes[i];
+		return 0;
+	}
+	return 0;
+}
+
+/* GPT-2 (n_embd, n_layer, n_head, n_positions, n_inner null = 4 * n_embd):
+ * GeLU MLP, biases, LayerNorm, learned positions, tied embeddings unless
+ * tie_word_embeddings says otherwise. */
+static int read_hf_gpt2(struct model *m, const cJSON *doc, struct err *e)
+{
+	m->tied = m->bias = m->learned_pos = true;
+	m->ffn_kind = FFN_GELU;
+	return read_dims(m, doc, &gpt2_keys, e) ||
+	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ? -1 : 0;
+}
+
+/* Llama, Mistral, Qwen2 and Mixtral: SwiGLU MLP, RMSNorm, RoPE, no biases,
+ * untied unless tie_word_embeddings. Mixtral's experts each have an FFN of
+ * intermediate_size. Qwen2's QKV biases ((a + 2g) * d per layer, 0.002% of
+ * Qwen2-7B) are not counted. */
+static int read_hf_llama(struct model *m, const cJSON *doc, bool moe,
+			 struct err *e)
+{
+	m->ffn_kind = FFN_SWIGLU;
+	m->tied = m->bias = m->learned_pos = false;
+	if (read_dims(m, doc, &hf_keys, e) ||
+	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e))
+		return -1;
+	if (!moe)
+		return 0;
+	m->moe_ffn = m->ffn;
+	return json_int(doc, "", "num_local_experts", true, 1, MAX_EXPERTS,
+			&m->experts, e) ||
+	       json_int(doc, "", "num_experts_per_tok", true, 1, m->experts,
+			&m->top_k, e) ? -1 : 0;
+}
+
+/* The model's name: "_name_or_path" if set, else the file's base name
+ * without ".json". Returns a malloc'd string. */
+static char *hf_name(const cJSON *doc, const char *path)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "_name_or_path");
+	const char *base = strrchr(path, '/');
+	char *name;
+	size_t n;
+
+	if (cJSON_IsString(v) && v->valuestring[0])
+		return xstrdup(v->valuestring);
+	name = xstrdup(base ? base + 1 : path);
+	n = strlen(name);
+	if (n > 5 && strcmp(name + n - 5, ".json") == 0)
+		name[n - 5] = '\0';
+	return name;
+}
+
+/* Loads a Hugging Face config.json from doc into m (TRAINERS.md, "Hugging
+ * Face config.json"). */
+static int load_hf(struct model *m, const cJSON *doc, const char *path,
+		   struct err *e)
+{
+	const char *type;
+	int rc;
+
+	if (json_str(doc, "", "model_type", true, &type, e))
+		return -1;
+	if (strcmp(type, "gpt2") == 0)
+		rc = read_hf_gpt2(m, doc, e);
+	else if (!strcmp(type, "llama") || !strcmp(type, "mistral") ||
+		 !strcmp(type, "qwen2") || !strcmp(type, "mixtral"))
+		rc = read_hf_llama(m, doc, strcmp(type, "mixtral") == 0, e);
+	else
+		return err_set(e, "field 'model_type' must be 'llama', 'mistral', "
+			       "'qwen2', 'mixtral' or 'gpt2', not '%s'", type);
+	if (rc || read_hf_dtype(m, doc, e))
+		return -1;
+	m->name = hf_name(doc, path);
+	m->seq = m->max_pos < HF_SEQ ? m->max_pos : HF_SEQ;
+	m->gbs = HF_GBS;
+	model_derive_layers(m);
+	return 0;
+}
+
+int model_load(struct model **out, const char *path, struct err *e)
+{
+	struct model *m = NULL;
+	cJSON *doc = json_load(path, e);
+
+	*out = NULL;
+	if (!doc)
+		return -1;
+	m = xcalloc(1, sizeof *m);
+	if (!cJSON_IsObject(doc)) {
+		err_set(e, "the document must be a JSON object");
+		goto fail;
+	}
+	if (cJSON_GetObjectItemCaseSensitive(doc, "model_type") ?
+	    load_hf(m, doc, path, e) : load_profile(m, doc, e))
+		goto fail;
+	cJSON_Delete(doc);
+	*out = m;
+	return 0;
+fail:
+	err_prefix(e, "%s", path);
+	cJSON_Delete(doc);
+	model_free(m);
+	return -1;
+}
+
+/* One transformer block (COSTMODEL.md, "Parameters" and "FLOPs"; Llama
+ * style, with GPT-2's biases when m->bias). With h hidden, a heads, g KV
+ * heads, d head_dim, f ffn:
+ *   attention 2*h*a*d + 2*h*g*d; MLP 3*h*f (SwiGLU) or 2*h*f (GeLU); norms 2h;
+ *   biases (a + 2g)*d QKV + h out + f + h MLP + 2h LayerNorm, so a GPT block
+ *   (f = 4h, g = a) has 12h^2 + 13h (Megatron-LM 2021 Eq. 2);
+ *   MoE: E experts of the MLP shape with f_e, counted in expert_params, plus
+ *   a router h*E; per token only top_k experts run.
+ * Forward FLOPs per token: 2 * (matmul parameters one token runs through)
+ * + 4*s*a*d (attention scores and values, counted whole).
+ * Activations per token (Megatron theoretical_memory_usage.py, sequence
+ * parallel and selective recomputation): 18h + 4f bytes, 34h for f = 4h
+ * (Korthikanti et al. 2022); MoE 18h + 4*f_e*top_k. */
+static void derive_block(const struct model *m, struct layer *l)
+{
+	double h = m->hidden, a = m->heads, g = m->kv_heads, d = m->head_dim;
+	double mats = m->ffn_kind == FFN_SWIGLU ? 3 : 2;
+	double attn = 2 * h * a * d + 2 * h * g * d;
+	double attn_bias = m->bias ? (a + 2 * g) * d + h + 2 * h : 0;
+	double mlp = mats * h * m->ffn, mlp_bias = m->bias ? m->ffn + h : 0;
+	double active = attn + mlp;
+
+	l->kind = LAYER_BLOCK;
+	l->expert_params = 0;
+	l->act_bytes_per_token = 18 * h + 4.0 * m->ffn;
+	if (m->experts > 0) {
+		double fe = m->moe_ffn, E = m->experts, k = m->top_k;
+
+		mlp = mats * h * fe;
+		mlp_bias = m->bias ? fe + h : 0;
+		l->expert_params = E * (mlp + mlp_bias);
+		active = attn + k * mlp + h * E;
+		mlp = l->expert_params + h * E;
+		mlp_bias = 0;
+		l->act_bytes_per_token = 18 * h + 4 * fe * k;
+	}
+	l->params = attn + attn_bias + mlp + mlp_bias + 2 * h;
+	l->flops_per_token = 2 * active + 4.0 * m->seq * a * d;
+	l->out_bytes_per_token = (double)m->dtype_bytes * h;
+}
+
+/* Embedding: V*h (+ max_pos*h learned positions); no matmul FLOPs. */
+static void derive_embedding(const struct model *m, struct layer *l)
+{
+	double h = m->hidden;
+
+	l->kind = LAYER_EMBEDDING;
+	l->params = (double)m->vocab * h + (m->learned_pos ? m->max_pos * h : 0);
+	l->out_bytes_per_token = m->dtype_bytes * h;
+}
+
+/* Head: final norm h (+ h bias) and the LM head V*h, present on the last
+ * stage even when tied (Megatron keeps a copy there; model_params counts it
+ * once); forward 2*h*V FLOPs per token (COSTMODEL.md "LM head"); 4h bytes
+ * of activations per token. */
+static void derive_head(const struct model *m, struct layer *l)
+{
+	double h = m->hidden;
+
+	l->kind = LAYER_HEAD;
+	l->params = h + (m->bias ? h : 0) + (double)m->vocab * h;
+	l->flops_per_token = 2 * h * m->vocab;
+	l->act_bytes_per_token = 4 * h;
+}
+
+void model_derive_layers(struct model *m)
+{
+	free_layers(m);
+	m->n_layer = m->layers + 2;
+	m->layer = xcalloc((size_t)m->n_layer, sizeof *m->layer);
+	derive_embedding(m, &m->layer[0]);
+	for (int i = 1; i <= m->layers; i++)
+		derive_block(m, &m->layer[i]);
+	derive_head(m, &m->layer[m->n_layer - 1]);
+}
+
+int model_set_seq(struct model *m, int seq, struct err *e)
+{
+	double delta = 4.0 * m->heads * m->head_dim * ((double)seq - m->seq);
+
+	if (check_seq(m, seq, "the sequence length", e))
+		return -1;
+	for (int i = 0; i < m->n_layer; i++)
+		if (m->layer[i].kind == LAYER_BLOCK)
+			m->layer[i].flops_per_token += delta;
+	m->seq = seq;
+	return 0;
+}
+
+double model_params(const struct model *m)
+{
+	double sum = 0;
+
+	for (int i = 0; i < m->n_layer; i++)
+		sum += m->layer[i].params;
+	return m->tied ? sum - (double)m->vocab * m->hidden : sum;
+}
+
+double model_flops_per_token(const struct model *m)
+{
+	double sum = 0;
+
+	for (int i = 0; i < m->n_layer; i++)
+		sum += m->layer[i].flops_per_token;
+	return sum;
+}
+
+/* Stops on a NULL from cJSON (it only fails for lack of memory). */
+static cJSON *must(cJSON *x)
+{
+	if (!x) {
+		fflush(stdout);
+		fputs("ampplan: fatal: out of memory\n", stderr);
+		exit(1);
+	}
+	return x;
+}
+
+static void put_num(cJSON *o, const char *key, double v)
+{
+	must(cJSON_AddNumberToObject(o, key, v));
+}
+
+static void put_str(cJSON *o, const char *key, const char *v)
+{
+	must(cJSON_AddStringToObject(o, key, v));
+}
+
+static void put_bool(cJSON *o, const char *key, bool v)
+{
+	must(cJSON_AddBoolToObject(o, key, v));
+}
+
+static bool same_layer(const struct layer *x, const struct layer *y)
+{
+	if (x->kind != y->kind || x->params != y->params ||
+	    x->expert_params != y->expert_params ||
+	    x->flops_per_token != y->flops_per_token ||
+	    x->act_bytes_per_token != y->act_bytes_per_token ||
+	    x->out_bytes_per_token != y->out_bytes_per_token ||
+	    x->n_measure != y->n_measure)
+		return false;
+	for (int i = 0; i < x->n_measure; i++) {
+		const struct layer_measure *p = &x->measure[i], *q = &y->measure[i];
+
+		if (strcmp(p->gpu, q->gpu) || p->tp != q->tp || p->mbs != q->mbs ||
+		    p->seq != q->seq || p->fwd_s != q->fwd_s || p->bwd_s != q->bwd_s)
+			return false;
+	}
+	return true;
+}
+
+static void put_measures(cJSON *o, const struct layer *l)
+{
+	cJSON *arr;
+
+	if (!l->n_measure)
+		return;
+	arr = must(cJSON_AddArrayToObject(o, "measured"));
+	for (int i = 0; i < l->n_measure; i++) {
+		const struct layer_measure *mm = &l->measure[i];
+		cJSON *p = must(cJSON_CreateObject());
+
+		cJSON_AddItemToArray(arr, p);
+		put_str(p, "gpu", mm->gpu);
+		put_num(p, "tp", mm->tp);
+		put_num(p, "micro_batch_size", mm->mbs);
+		put_num(p, "seq_length", mm->seq);
+		put_num(p, "forward_s", mm->fwd_s);
+		put_num(p, "backward_s", mm->bwd_s);
+	}
+}
+
+/* Appends the entry for l, standing for repeat equal layers, to arr. */
+static void put_layer(cJSON *arr, const struct layer *l, int repeat)
+{
+	cJSON *o = must(cJSON_CreateObject());
+
+	cJSON_AddItemToArray(arr, o);
+	put_str(o, "kind", kind_names[l->kind]);
+	if (repeat > 1)
+		put_num(o, "repeat", repeat);
+	put_num(o, "params", l->params);
+	if (l->expert_params)
+		put_num(o, "expert_params", l->expert_params);
+	put_num(o, "flops_per_token", l->flops_per_token);
+	put_num(o, "activation_bytes_per_token", l->act_bytes_per_token);
+	put_num(o, "output_bytes_per_token", l->out_bytes_per_token);
+	put_measures(o, l);
+}
+
+static void put_dims(cJSON *o, const struct model *m)
+{
+	put_str(o, "name", m->name);
+	put_num(o, "hidden_size", m->hidden);
+	put_num(o, "num_layers", m->layers);
+	put_num(o, "num_attention_heads", m->heads);
+	put_num(o, "num_kv_heads", m->kv_heads);
+	put_num(o, "head_dim", m->head_dim);
+	put_num(o, "ffn_hidden_size", m->ffn);
+	put_str(o, "ffn_kind", ffn_names[m->ffn_kind]);
+	put_num(o, "vocab_size", m->vocab);
+	put_num(o, "seq_length", m->seq);
+	put_num(o, "global_batch_size", m->gbs);
+	put_num(o, "max_position_embeddings", m->max_pos);
+	put_bool(o, "tie_word_embeddings", m->tied);
+	put_bool(o, "bias", m->bias);
+	put_str(o, "position_embedding", pos_names[m->learned_pos]);
+	put_str(o, "dtype", m->dtype_bytes == 4 ? "fp32" : "bf16");
+	if (m->experts > 0) {
+		put_num(o, "num_experts", m->experts);
+		put_num(o, "moe_top_k", m->top_k);
+		put_num(o, "moe_ffn_hidden_size", m->moe_ffn);
+	}
+}
+
+/* Writes "layers", runs of equal consecutive layers as one entry with
+ * "repeat". A 2-byte dtype prints as "bf16" (fp16 is not kept apart). */
+char *model_profile_json(const struct model *m)
+{
+	cJSON *root = must(cJSON_CreateObject()), *arr;
+	char *txt, *copy;
+
+	put_dims(root, m);
+	arr = must(cJSON_AddArrayToObject(root, "layers"));
+	for (int i = 0, run; i < m->n_layer; i += run) {
+		run = 1;
+		while (i + run < m->n_layer &&
+		       same_layer(&m->layer[i], &m->layer[i + run]))
+			run++;
+		put_layer(arr, &m->layer[i], run);
+	}
+	txt = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!txt)
+		must(NULL);
+	copy = xstrdup(txt);
+	cJSON_free(txt);
+	return copy;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	free_layers(m);
+	free(m->name);
+	free(m);
+}
