@@ -48,7 +48,7 @@ check: deps
 	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
 
 test: $(BUILD)/ampplan $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
 # Search time and memory on generated clusters of 64 to 16,384 GPUs.
 bench: deps

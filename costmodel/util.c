@@ -21,16 +21,25 @@ int err_set(struct err *e, const char *fmt, ...)
 
 void err_prefix(struct err *e, const char *fmt, ...)
 {
-	char head[256], tail[sizeof e->msg];
+	char head[sizeof e->msg];
+	size_t n, len, cap = sizeof e->msg - 1;
 	va_list ap;
+	int w;
 
 	if (!e)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(head, sizeof head, fmt, ap);
+	w = vsnprintf(head, sizeof head - 2, fmt, ap);
 	va_end(ap);
-	memcpy(tail, e->msg, sizeof tail);
-	snprintf(e->msg, sizeof e->msg, "%s: %s", head, tail);
+	n = w < 0 ? 0 : strlen(head);
+	memcpy(head + n, ": ", 3);
+	n += 2;
+	len = strlen(e->msg);
+	if (len > cap - n)
+		len = cap - n;
+	memmove(e->msg + n, e->msg, len);
+	memcpy(e->msg, head, n);
+	e->msg[n + len] = '\0';
 }
 
 static void *check(void *p)

@@ -1,0 +1,334 @@
+/* collective.c: ring collectives (alpha-beta), link selection, and the
+ * communication volumes of TP, CP, EP, PP and DP per micro-batch or
+ * iteration (Megatron-LM; COSTMODEL.md "Collectives", "Communication"). */
+#include "collective.h"
+
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "memory.h"
+#include "model.h"
+#include "strategy.h"
+
+static double eff_or_one(double eff)
+{
+	return eff > 0 ? eff : 1.0;	/* 0 = not given: the raw link */
+}
+
+static int dtype_bytes(const struct model *m)
+{
+	return m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+}
+
+/* Ring all-reduce, Thakur et al. 2005 Sec. 4.4 (reduce-scatter + all-gather,
+ * each n-1 steps of S/n): 2(n-1)/n * S/bw + 2(n-1) lat. */
+double coll_allreduce(int n, double S, struct link l)
+{
+	if (n <= 1 || S <= 0)
+		return 0;
+	return 2.0 * (n - 1) / n * S / l.bw + 2.0 * (n - 1) * l.lat;
+}
+
+/* Ring all-gather, Thakur et al. 2005 Sec. 4.1: n-1 steps of S/n,
+ * (n-1)/n * S/bw + (n-1) lat; S is the gathered (output) size. */
+double coll_allgather(int n, double S, struct link l)
+{
+	if (n <= 1 || S <= 0)
+		return 0;
+	return (double)(n - 1) / n * S / l.bw + (n - 1) * l.lat;
+}
+
+/* Ring reduce-scatter, Thakur et al. 2005 Sec. 4.3: (n-1)/n * S/bw +
+ * (n-1) lat; S is the input size. */
+double coll_reducescatter(int n, double S, struct link l)
+{
+	return coll_allgather(n, S, l);
+}
+
+/* Pairwise all-to-all, Thakur et al. 2005 Sec. 4.6 (long messages): each GPU
+ * sends (n-1)/n of its S bytes, in n-1 steps: (n-1)/n * S/bw + (n-1) lat. */
+double coll_alltoall(int n, double S, struct link l)
+{
+	return coll_allgather(n, S, l);
+}
+
+/* Point-to-point: S/bw + lat (COSTMODEL.md "Collectives"). */
+double coll_p2p(double S, struct link l)
+{
+	if (S <= 0)
+		return 0;
+	return S / l.bw + l.lat;
+}
+
+struct link link_inter(const struct node_group *g, int sharers)
+{
+	struct link l;
+
+	if (sharers < 1)
+		sharers = 1;
+	l.bw = g->inter_bw * eff_or_one(g->inter_eff) / sharers;
+	l.lat = g->inter_lat;
+	return l;
+}
+
+/* COSTMODEL.md "Collectives": NVLink inside a node; across nodes a node's
+ * bandwidth is shared by its GPUs that talk across nodes at once. Megatron
+ * orders ranks tp, cp, (ep,) dp, pp from the innermost, so a group of span
+ * consecutive GPUs is within one node iff span <= gpus_per_node (nodes hold
+ * a power of two GPUs and groups are aligned); otherwise every GPU of the
+ * node belongs to some ring that crosses nodes, and the rings share the
+ * node's NIC bandwidth: min(gpus_per_node, span) sharers. */
+struct link link_span(const struct node_group *g, int span)
+{
+	struct link l;
+
+	if (span <= g->gpus_per_node) {
+		l.bw = g->intra_bw * eff_or_one(g->intra_eff);
+		l.lat = g->intra_lat;
+		return l;
+	}
+	return link_inter(g, g->gpus_per_node < span ? g->gpus_per_node : span);
+}
+
+/* Activation bytes per GPU of one micro-batch between TP collectives:
+ * b * s/c * h * dtype (Shoeybi et al. 2019 Sec. 3; Korthikanti et al. 2022
+ * Sec. 4.2.2 for the sequence-parallel all-gather/reduce-scatter). */
+static double tp_bytes(const struct model *m, const struct strategy *s)
+{
+	return (double)s->mbs * s->seq / s->cp * m->hidden * dtype_bytes(m);
+}
+
+/* Megatron-LM TP, forward pass of one micro-batch (Shoeybi et al. 2019
+ * Sec. 3, Fig. 4: the f/g operators; Korthikanti et al. 2022 Sec. 4.2.2):
+ * - block: 2 all-reduces of S = b*s/c*h*dtype; with sequence parallelism
+ *   2 x (all-gather + reduce-scatter) of the same S, the same ring time;
+ * - embedding (vocab-parallel): one all-reduce of S; with SP a reduce-scatter
+ *   into the sequence-parallel region;
+ * - head: with SP an all-gather of S out of the sequence-parallel region;
+ *   the logits are never all-reduced (vocab-parallel cross-entropy), which
+ *   all-reduces 3 fp32 values per token instead (max, sum of exp, target
+ *   logit): 3 all-reduces of b*s/c*4 bytes.
+ * Over the intra-node link when tp <= gpus_per_node (link_span). Exposed:
+ * Megatron does not overlap these with compute. */
+double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s)
+{
+	const struct layer *ly = &m->layer[l];
+	struct link k;
+	double S;
+	bool sp = s->sp;
+
+	if (s->tp <= 1)
+		return 0;
+	k = link_span(&c->group[g], s->tp);
+	S = tp_bytes(m, s);
+	switch (ly->kind) {
+	case LAYER_EMBEDDING:
+		return sp ? coll_reducescatter(s->tp, S, k)
+			  : coll_allreduce(s->tp, S, k);
+	case LAYER_BLOCK:
+		return sp ? 2 * (coll_allgather(s->tp, S, k) +
+				 coll_reducescatter(s->tp, S, k))
+			  : 2 * coll_allreduce(s->tp, S, k);
+	case LAYER_HEAD:
+		return (sp ? coll_allgather(s->tp, S, k) : 0) +
+		       3 * coll_allreduce(s->tp, (double)s->mbs * s->seq /
+						      s->cp * 4, k);
+	}
+	return 0;
+}
+
+/* Megatron-LM TP, backward pass (the conjugate operators of comm_tp_fwd):
+ * block: 2 all-reduces (SP: all-gather + reduce-scatter each) of S;
+ * embedding: nothing (SP: the all-gather conjugate of the reduce-scatter);
+ * head: the all-reduce of the input gradient (SP: a reduce-scatter). */
+double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s)
+{
+	const struct layer *ly = &m->layer[l];
+	struct link k;
+	double S;
+	bool sp = s->sp;
+
+	if (s->tp <= 1)
+		return 0;
+	k = link_span(&c->group[g], s->tp);
+	S = tp_bytes(m, s);
+	switch (ly->kind) {
+	case LAYER_EMBEDDING:
+		return sp ? coll_allgather(s->tp, S, k) : 0;
+	case LAYER_BLOCK:
+		return sp ? 2 * (coll_allgather(s->tp, S, k) +
+				 coll_reducescatter(s->tp, S, k))
+			  : 2 * coll_allreduce(s->tp, S, k);
+	case LAYER_HEAD:
+		return sp ? coll_reducescatter(s->tp, S, k)
+			  : coll_allreduce(s->tp, S, k);
+	}
+	return 0;
+}
+
+/* Ring attention (Liu et al. 2023, Sec. 3; Megatron context parallel),
+ * forward pass of one block: c-1 steps, each passing a K,V shard of
+ * 2 * b * (s/c) * g_gpu * d * dtype bytes to the next CP rank, where g_gpu =
+ * max(1, g/t) is the KV heads a GPU holds under TP (each TP rank runs its
+ * own CP ring over its heads). Before overlap with the attention compute
+ * (the caller takes max(0, comm - attention core time)). The CP ring spans
+ * tp*cp consecutive GPUs: link_span. 0 for non-blocks and cp = 1. */
+double comm_cp_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s)
+{
+	int heads = m->heads > 0 ? m->heads : 1;
+	double kv = m->kv_heads > 0 ? m->kv_heads : heads;
+	double d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / heads;
+	double S;
+
+	if (s->cp <= 1 || m->layer[l].kind != LAYER_BLOCK)
+		return 0;
+	kv /= s->tp;
+	if (kv < 1)
+		kv = 1;
+	S = 2.0 * s->mbs * ((double)s->seq / s->cp) * kv * d * dtype_bytes(m);
+	return (s->cp - 1) *
+	       coll_p2p(S, link_span(&c->group[g], s->tp * s->cp));
+}
+
+/* MoE expert parallelism (GShard, Lepikhin et al. 2021; Megatron-Core
+ * all-to-all token dispatcher), forward pass of one MoE block: an all-to-all
+ * dispatch and an all-to-all combine over the ep GPUs of
+ * S = b * s/c * h * dtype * top_k bytes (each token routed to k experts);
+ * with sequence parallelism each TP rank dispatches only its s/(c*t)
+ * tokens, so S /= t. The EP group spans tp*ep GPUs: link_span. 0 for dense
+ * layers and ep = 1. */
+double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s)
+{
+	const struct layer *ly = &m->layer[l];
+	double S;
+
+	if (s->ep <= 1 || ly->kind != LAYER_BLOCK || ly->expert_params <= 0)
+		return 0;
+	S = (double)s->mbs * s->seq / s->cp * m->hidden * dtype_bytes(m) *
+	    (m->top_k > 0 ? m->top_k : 1);
+	if (s->sp && s->tp > 1)
+		S /= s->tp;
+	return 2 * coll_alltoall(s->ep, S, link_span(&c->group[g], s->tp * s->ep));
+}
+
+/* DP group sizes: dense parameters are replicated over dp*cp ranks (Megatron
+ * reduces gradients over the data-parallel x context-parallel group), expert
+ * parameters over the expert-data-parallel group of dp*cp/ep ranks. */
+static void dp_sizes(const struct strategy *s, int *n, int *n_e)
+{
+	*n = s->dp * s->cp;
+	*n_e = s->ep > 0 ? *n / s->ep : *n;
+	if (*n_e < 1)
+		*n_e = 1;
+}
+
+/* ZeRO-3 (Rajbhandari et al. 2020, Sec. 5.3 P_os+g+p): before each use the
+ * layer's parameter shards are all-gathered in bf16 over the DP group:
+ * (params - expert)/t * 2 bytes over dp*cp ranks and expert/(e*t) * 2 over
+ * dp*cp/ep ranks. Called once per forward and once per backward. */
+double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
+			 int g, const struct strategy *s)
+{
+	const struct layer *ly = &m->layer[l];
+	struct link k;
+	int n, n_e;
+
+	if (s->zero != 3)
+		return 0;
+	dp_sizes(s, &n, &n_e);
+	k = link_span(&c->group[g], s->tp * s->cp * s->dp);
+	return coll_allgather(n, (ly->params - ly->expert_params) / s->tp *
+					 MEM_WEIGHT_BYTES, k) +
+	       coll_allgather(n_e, ly->expert_params / ((double)s->ep * s->tp) *
+					   MEM_WEIGHT_BYTES, k);
+}
+
+/* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
+ * b*s*h*dtype bytes forward and the same backward per micro-batch, /t with
+ * sequence parallelism (Korthikanti 2022 Sec. 4.2.3; Megatron's scatter-
+ * gather optimisation does the same without SP, but we follow SP), /c with
+ * context parallelism. The link:
+ * - same node group and two ranks fit in one node (2*t*c*d <= gpus_per_node):
+ *   NVLink;
+ * - same group otherwise: the node's NIC shared by the min(gpus_per_node,
+ *   t*c*d) GPUs of the rank that send at once;
+ * - different groups: the slower of the two ends, each NIC shared likewise;
+ *   on different fabrics also no faster than fabric_bw (per node, shared
+ *   the same way, at the lower of the two NCCL efficiencies); latency the
+ *   largest on the way. */
+double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
+		    int gt, const struct strategy *s)
+{
+	const struct node_group *a = &c->group[gf], *b = &c->group[gt];
+	int rank_gpus = s->tp * s->cp * s->dp;
+	double S = (double)s->mbs * s->seq * m->hidden * dtype_bytes(m) / s->cp;
+	struct link k, kb;
+
+	if (s->sp && s->tp > 1)
+		S /= s->tp;
+	if (gf == gt) {
+		if (2 * rank_gpus <= a->gpus_per_node)
+			k = link_span(a, 1);
+		else
+			k = link_inter(a, a->gpus_per_node < rank_gpus ?
+						  a->gpus_per_node : rank_gpus);
+		return 2 * coll_p2p(S, k);
+	}
+	k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
+	kb = link_inter(b, b->gpus_per_node < rank_gpus ? b->gpus_per_node : rank_gpus);
+	if (kb.bw < k.bw)
+		k.bw = kb.bw;
+	if (kb.lat > k.lat)
+		k.lat = kb.lat;
+	if (a->fabric != b->fabric) {
+		double e = eff_or_one(a->inter_eff) < eff_or_one(b->inter_eff)
+				   ? eff_or_one(a->inter_eff)
+				   : eff_or_one(b->inter_eff);
+		int sh = a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus;
+		double fb = c->fabric_bw * e / sh;
+
+		if (fb < k.bw)
+			k.bw = fb;
+		if (c->fabric_lat > k.lat)
+			k.lat = c->fabric_lat;
+	}
+	return 2 * coll_p2p(S, k);
+}
+
+/* Gradient synchronisation per iteration (Narayanan et al. 2021 Sec. 3.2:
+ * the DP all-reduce; Rajbhandari et al. 2020 Sec. 5 for ZeRO), fp32
+ * gradients (4 bytes; Megatron accumulates and reduces main_grad in fp32
+ * under bf16), ring over the DP group's slowest link (link_span over the
+ * rank's t*c*d GPUs):
+ * - zero 0: all-reduce of 4*P over dp*cp ranks;
+ * - zero 1, 2: reduce-scatter of 4*P, then all-gather of the updated bf16
+ *   parameters 2*P (Megatron distributed optimizer);
+ * - zero 3: reduce-scatter only; parameters are gathered on use
+ *   (comm_zero3_gather), so no gather closes the iteration.
+ * Expert parameters go over the dp*cp/ep expert-data-parallel ranks.
+ * ZeRO-2 reduces once per iteration here, as ZeRO-1 (DeepSpeed reduces per
+ * micro-batch under gradient accumulation: optimistic for m > 1). */
+void comm_dp(const struct cluster *c, int g, const struct strategy *s,
+	     double dense_params, double expert_params, double *reduce,
+	     double *gather)
+{
+	struct link k = link_span(&c->group[g], s->tp * s->cp * s->dp);
+	int n, n_e;
+
+	dp_sizes(s, &n, &n_e);
+	*gather = 0;
+	if (s->zero == 0) {
+		*reduce = coll_allreduce(n, dense_params * MEM_GRAD_BYTES, k) +
+			  coll_allreduce(n_e, expert_params * MEM_GRAD_BYTES, k);
+		return;
+	}
+	*reduce = coll_reducescatter(n, dense_params * MEM_GRAD_BYTES, k) +
+		  coll_reducescatter(n_e, expert_params * MEM_GRAD_BYTES, k);
+	if (s->zero < 3)
+		*gather = coll_allgather(n, dense_params * MEM_WEIGHT_BYTES, k) +
+			  coll_allgather(n_e, expert_params * MEM_WEIGHT_BYTES, k);
+}

@@ -1,0 +1,72 @@
+/* collective.h (internal): ring collectives in the alpha-beta model, the link
+ * a group of GPUs talks over, and the communication of a strategy (TP, CP,
+ * EP, PP, DP) built from them. Seconds, bytes, bytes/s. */
+#ifndef AMPPLAN_COLLECTIVE_H
+#define AMPPLAN_COLLECTIVE_H
+
+struct cluster;
+struct node_group;
+struct model;
+struct strategy;
+
+/* A link as a collective sees it: achieved bandwidth per GPU, one direction
+ * (bytes/s; NCCL efficiency applied), and latency per step (s). */
+struct link {
+	double bw, lat;
+};
+
+/* Ring collectives over n GPUs of a message of S bytes per GPU (the whole
+ * buffer, NCCL's convention), Thakur et al. 2005, Sec. 4 (ring algorithms),
+ * alpha-beta cost, COSTMODEL.md "Collectives". All return 0 for n <= 1 or
+ * S <= 0.
+ *   all-reduce        2(n-1)/n * S/bw + 2(n-1) lat
+ *   all-gather        (n-1)/n * S/bw + (n-1) lat   (S = gathered size)
+ *   reduce-scatter    (n-1)/n * S/bw + (n-1) lat   (S = input size)
+ *   all-to-all        (n-1)/n * S/bw + (n-1) lat
+ * coll_p2p is one send of S bytes: S/bw + lat (0 for S <= 0). */
+double coll_allreduce(int n, double S, struct link l);
+double coll_allgather(int n, double S, struct link l);
+double coll_reducescatter(int n, double S, struct link l);
+double coll_alltoall(int n, double S, struct link l);
+double coll_p2p(double S, struct link l);
+
+/* The link of a group of span GPUs (consecutive ranks) of node group g:
+ * inside a node (intra_bw * intra_eff, intra_lat) when span <= gpus_per_node,
+ * else across nodes, where a node's NIC (inter_bw * inter_eff per node) is
+ * shared by the node's GPUs that talk across nodes at once:
+ * min(gpus_per_node, span) of them. */
+struct link link_span(const struct node_group *g, int span);
+/* Across nodes with sharers GPUs of each node sending at once. */
+struct link link_inter(const struct node_group *g, int sharers);
+
+/* Per-GPU comm of one micro-batch of layer l on group g, before any overlap
+ * (seconds). tp: TP collectives of the forward pass (the backward is the same
+ * amount, see comm_tp_bwd); cp: ring-attention K,V passing of the forward
+ * pass; ep: MoE all-to-alls of the forward pass; zero3: one all-gather of the
+ * layer's parameters over the DP group (ZeRO-3). */
+double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s);
+double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s);
+double comm_cp_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s);
+double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s);
+double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
+			 int g, const struct strategy *s);
+
+/* Seconds of p2p per micro-batch (forward activation + backward gradient)
+ * from a pipeline rank on group gf to the next on group gt. */
+double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
+		    int gt, const struct strategy *s);
+
+/* Gradient synchronisation of one pipeline rank per iteration, for
+ * dense_params and expert_params parameters per GPU (already divided by tp,
+ * ep*tp) on group g. *reduce: the gradient all-reduce or reduce-scatter,
+ * which may overlap with the backward pass; *gather: the parameter
+ * all-gather of ZeRO-1/2, exposed. */
+void comm_dp(const struct cluster *c, int g, const struct strategy *s,
+	     double dense_params, double expert_params, double *reduce,
+	     double *gather);
+
+#endif

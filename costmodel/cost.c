@@ -1,0 +1,380 @@
+/* cost.c: the cost model's public face: per-layer costs of a strategy, the
+ * pipeline frame for the partition search, and the full evaluation of a
+ * strategy (time breakdown, memory, MFU). COSTMODEL.md has the formulas;
+ * compute.c, collective.c, memory.c and schedule.c implement them. */
+#include "cost.h"
+
+#include <stdlib.h>
+
+#include "cluster.h"
+#include "collective.h"
+#include "compute.h"
+#include "memory.h"
+#include "model.h"
+#include "schedule.h"
+#include "util.h"
+
+/* The share of the last micro-batch's backward pass (recomputation
+ * included) that can hide the gradient reduction: Megatron's
+ * --overlap-grad-reduce issues each bucket's all-reduce (reduce-scatter
+ * under the distributed optimizer) as soon as its gradients are ready; the
+ * last buckets (the stage's first layers) finish with the backward pass and
+ * cannot be hidden, which 10% of the backward pass stands for. Not
+ * calibrated. The ZeRO-1/2 parameter all-gather is not overlapped (no
+ * --overlap-param-gather). */
+#define COST_DP_OVERLAP 0.9
+
+/* One layer's time per micro-batch on one GPU of a group, by part. _f: the
+ * forward pass, _b: the backward pass, _r: recomputation. Communication
+ * parts are the exposed (not overlapped) seconds. */
+struct parts {
+	double fwd, bwd, recompute;	/* compute */
+	double tp_f, tp_b, tp_r;
+	double cp_f, cp_b, cp_r;
+	double ep_f, ep_b, ep_r;
+	double z3_f, z3_b;		/* ZeRO-3 parameter gathers */
+};
+
+static double pos(double x)
+{
+	return x > 0 ? x : 0;
+}
+
+static int micro_batches(const struct strategy *s)
+{
+	if (s->micro_batches > 0)
+		return s->micro_batches;
+	return s->dp > 0 && s->mbs > 0 && s->gbs / (s->dp * s->mbs) > 0
+		       ? s->gbs / (s->dp * s->mbs)
+		       : 1;
+}
+
+/* Layer l on one GPU of group g (COSTMODEL.md "Compute time",
+ * "Communication per micro-batch"):
+ * - compute: compute_layer (forward, 2 x forward backward, recomputation);
+ * - TP: exposed (Megatron runs its collectives on the critical path);
+ *   full recomputation repeats the block's forward collectives;
+ * - CP: ring attention overlapped with the attention core (Liu et al. 2023
+ *   Sec. 3.1): forward max(0, comm - attn), backward twice both terms;
+ *   any recomputation of a block (full, or selective: the core itself)
+ *   reruns the forward ring;
+ * - EP: dispatch + combine in forward and backward, exposed; full
+ *   recomputation repeats the forward's;
+ * - ZeRO-3: the parameter gather prefetched under the layer's compute,
+ *   forward max(0, gather - fwd), backward max(0, gather - bwd); the
+ *   backward's gather serves the recomputation too. */
+static int layer_parts(struct parts *p, const struct model *m, int l,
+		       const struct cluster *c, int g, const struct strategy *s,
+		       struct err *e)
+{
+	struct layer_time t;
+	bool block = m->layer[l].kind == LAYER_BLOCK;
+	double cp, z3;
+
+	if (compute_layer(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
+		return -1;
+	p->fwd = t.fwd;
+	p->bwd = t.bwd;
+	p->recompute = t.recompute;
+	p->tp_f = comm_tp_fwd(m, l, c, g, s);
+	p->tp_b = comm_tp_bwd(m, l, c, g, s);
+	p->tp_r = block && s->recompute == RECOMPUTE_FULL ? p->tp_f : 0;
+	cp = comm_cp_fwd(m, l, c, g, s);
+	p->cp_f = pos(cp - t.attn_fwd);
+	p->cp_b = pos(2 * cp - 2 * t.attn_fwd);
+	p->cp_r = block && s->recompute != RECOMPUTE_NONE ? p->cp_f : 0;
+	p->ep_f = comm_ep_fwd(m, l, c, g, s);
+	p->ep_b = p->ep_f;
+	p->ep_r = block && s->recompute == RECOMPUTE_FULL ? p->ep_f : 0;
+	z3 = comm_zero3_gather(m, l, c, g, s);
+	p->z3_f = pos(z3 - t.fwd);
+	p->z3_b = pos(z3 - t.bwd);
+	return 0;
+}
+
+/* The forward side (forward compute and its exposed comm). */
+static double parts_fwd(const struct parts *p)
+{
+	return p->fwd + p->tp_f + p->cp_f + p->ep_f + p->z3_f;
+}
+
+/* The recomputation side. */
+static double parts_rc(const struct parts *p)
+{
+	return p->recompute + p->tp_r + p->cp_r + p->ep_r;
+}
+
+static double parts_bwd(const struct parts *p)
+{
+	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b;
+}
+
+static int check_strategy(const struct strategy *s, struct err *e)
+{
+	if (s->tp < 1 || s->cp < 1 || s->dp < 1 || s->ep < 1 || s->pp < 1 ||
+	    s->mbs < 1 || s->seq < 1)
+		return err_set(e, "strategy degrees, mbs and seq must be >= 1 "
+			       "(tp %d, cp %d, dp %d, ep %d, pp %d, mbs %d, seq %d)",
+			       s->tp, s->cp, s->dp, s->ep, s->pp, s->mbs, s->seq);
+	return 0;
+}
+
+/* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
+ * summed) and its forward side; per layer the bytes per GPU (memory_layer).
+ * One allocation holds all five arrays (lc->time is its base). O(layers x
+ * groups). */
+int cost_layers(struct layer_costs *lc, const struct model *m,
+		const struct cluster *c, const struct strategy *s, struct err *e)
+{
+	int L = m->n_layer, G = c->n_group;
+	double *buf;
+
+	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
+	lc->n_layer = lc->n_group = 0;
+	if (check_strategy(s, e) < 0)
+		return -1;
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3), sizeof *buf);
+	for (int g = 0; g < G; g++)
+		for (int l = 0; l < L; l++) {
+			struct parts p;
+			double f;
+
+			if (layer_parts(&p, m, l, c, g, s, e) < 0) {
+				free(buf);
+				return -1;
+			}
+			f = parts_fwd(&p);
+			buf[(size_t)g * L + l] = f + parts_rc(&p) + parts_bwd(&p);
+			buf[(size_t)(G + g) * L + l] = f;
+		}
+	lc->time = buf;
+	lc->fwd = buf + (size_t)G * L;
+	lc->state_bytes = buf + (size_t)2 * G * L;
+	lc->act_bytes = lc->state_bytes + L;
+	lc->extra_bytes = lc->act_bytes + L;
+	for (int l = 0; l < L; l++) {
+		struct layer_mem lm;
+
+		memory_layer(&lm, m, l, s);
+		lc->state_bytes[l] = lm.weights + lm.grads + lm.optimizer;
+		lc->act_bytes[l] = lm.act;
+		lc->extra_bytes[l] = lm.extra;
+	}
+	lc->n_layer = L;
+	lc->n_group = G;
+	return 0;
+}
+
+void cost_layers_free(struct layer_costs *lc)
+{
+	if (!lc)
+		return;
+	free(lc->time);
+	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
+	lc->n_layer = lc->n_group = 0;
+}
+
+/* ZB-H1's rho (schedule_weights): (forward + recomputation) / (forward +
+ * recomputation + backward), summed over all layers on the group of
+ * pipeline rank 0 (a whole-model ratio, independent of the partition).
+ * 1/3 (backward = 2 x forward) if a measured profile is unusable. */
+static double zb_rho(const struct model *m, const struct cluster *c, int g,
+		     const struct strategy *s)
+{
+	double fr = 0, all = 0;
+
+	for (int l = 0; l < m->n_layer; l++) {
+		struct parts p;
+
+		if (layer_parts(&p, m, l, c, g, s, NULL) < 0)
+			return 1.0 / 3;
+		fr += parts_fwd(&p) + parts_rc(&p);
+		all += parts_fwd(&p) + parts_rc(&p) + parts_bwd(&p);
+	}
+	return all > 0 ? fr / all : 1.0 / 3;
+}
+
+/* The pipeline frame (cost.h): schedule weights (schedule_weights), the
+ * activations in flight per virtual stage (schedule_inflight), the p2p
+ * seconds per micro-batch from virtual stage k to k+1 (comm_pp_send; with
+ * interleaving the boundaries between chunks, wrap-arounds from rank pp-1
+ * to rank 0 included, so a rank sends v times per micro-batch), and the
+ * memory cap per virtual stage: (GPU memory - MEM_ALLOWANCE_BYTES) / vp, the
+ * rank's memory split evenly over its chunks (conservative when the chunks
+ * differ). */
+void cost_frame(struct pipeline_frame *f, const struct model *m,
+		const struct cluster *c, const struct strategy *s)
+{
+	int pp = s->pp > 0 ? s->pp : 1, vp = s->vp > 0 ? s->vp : 1;
+	int n = s->n_stages > 0 ? s->n_stages : pp * vp, mb = micro_batches(s);
+	double rho = 1.0 / 3;
+
+	if (n > MAX_STAGES)
+		n = MAX_STAGES;
+	f->n_stages = n;
+	for (int k = 0; k < n; k++)
+		f->group[k] = s->group[k % pp];
+	if (s->schedule == SCHED_ZB_H1)
+		rho = zb_rho(m, c, f->group[0], s);
+	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
+	for (int k = 0; k < n; k++) {
+		const struct gpu_type *gt = &c->gpu[c->group[f->group[k]].gpu];
+
+		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k % pp);
+		f->send[k] = k + 1 < n ? comm_pp_send(m, c, f->group[k],
+						      f->group[k + 1], s)
+				       : 0;
+		f->cap[k] = (gt->mem_bytes - MEM_ALLOWANCE_BYTES) / vp;
+	}
+}
+
+/* Per pipeline rank: the DP tail (Narayanan et al. 2021 Sec. 3.2: the
+ * gradient all-reduce after the pipeline flush, here partly hidden under the
+ * last backward, COST_DP_OVERLAP) and the optimizer step (compute_optimizer
+ * over the rank's ZeRO shard). */
+static void rank_tail(double *dp, double *opt, const struct model *m,
+		      const struct cluster *c, const struct strategy *s,
+		      const struct layer_costs *lc, int n_stages, int r)
+{
+	int g = s->group[r], L = lc->n_layer;
+	double D = 0, E = 0, bwd = 0, reduce, gather, n, n_e;
+
+	for (int k = r; k < n_stages; k += s->pp)
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			double d, x;
+
+			memory_params(&m->layer[l], s, &d, &x);
+			D += d;
+			E += x;
+			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
+		}
+	comm_dp(c, g, s, D, E, &reduce, &gather);
+	*dp = pos(reduce - COST_DP_OVERLAP * bwd) + gather;
+	n = (double)s->dp * s->cp;
+	n_e = n / s->ep < 1 ? 1 : n / s->ep;
+	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
+				 s->zero >= 1 ? D / n + E / n_e : D + E);
+}
+
+/* Evaluation of a placed and partitioned strategy (cost.h):
+ * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
+ *   times on its group plus its send;
+ * - iter_s = T_pipe + max over ranks of (exposed DP + optimizer);
+ * - breakdown: compute, recompute, tp, cp, ep, pp = m x the parts of the
+ *   bottleneck rank (largest per-micro-batch time, all its chunks),
+ *   bubble = T_pipe - m x that time (>= 0 for every schedule), dp = m x its
+ *   exposed ZeRO-3 gathers + the tail rank's DP, optimizer the tail rank's;
+ * - mfu (model FLOPs, Narayanan 2021 Sec. 5.1; COSTMODEL.md):
+ *   3 * gbs * seq * sum_l F_l / (iter_s * sum of the peaks of the
+ *   tp*cp*dp GPUs of every rank), F_l the forward FLOPs per token (no
+ *   recomputation);
+ * - memory: per rank, its chunks' states + inflight x activations + extra,
+ *   plus MEM_ALLOWANCE_BYTES; the heaviest rank is reported; fits if every
+ *   virtual stage is within its cap. */
+void cost_evaluate(struct cost_result *r, const struct model *m,
+		   const struct cluster *c, const struct strategy *s,
+		   const struct layer_costs *lc)
+{
+	static const struct cost_result zero_result;
+	struct pipeline_frame f;
+	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES];
+	double t_pipe, tail = -1, tail_dp = 0, tail_opt = 0, peaks = 0;
+	double flops = 0, best_mem = -1;
+	int L = lc->n_layer, pp = s->pp, mb = micro_batches(s), bn = 0;
+
+	*r = zero_result;
+	r->overflow_stage = -1;
+	r->fits = true;
+	cost_frame(&f, m, c, s);
+	for (int q = 0; q < pp; q++)
+		rank_c[q] = rank_mem[q] = 0;
+	for (int k = 0; k < f.n_stages; k++) {
+		int g = f.group[k];
+		double st = 0, act = 0, ex = 0;
+
+		ck[k] = f.send[k];
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			ck[k] += lc->time[(size_t)g * L + l];
+			st += lc->state_bytes[l];
+			act += lc->act_bytes[l];
+			ex += lc->extra_bytes[l];
+		}
+		rank_c[k % pp] += ck[k];
+		rank_mem[k % pp] += st + f.inflight[k] * act + ex;
+		if (st + f.inflight[k] * act + ex > f.cap[k] && r->fits) {
+			r->fits = false;
+			r->overflow_stage = k;
+		}
+	}
+	t_pipe = schedule_time(f.a, f.b, ck, f.n_stages);
+
+	for (int q = 0; q < pp; q++) {
+		double dp, opt;
+
+		if (rank_c[q] > rank_c[bn])
+			bn = q;
+		rank_tail(&dp, &opt, m, c, s, lc, f.n_stages, q);
+		if (dp + opt > tail) {
+			tail = dp + opt;
+			tail_dp = dp;
+			tail_opt = opt;
+		}
+		peaks += (double)s->tp * s->cp * s->dp *
+			 c->gpu[c->group[s->group[q]].gpu].peak_flops;
+		if (rank_mem[q] > best_mem) {
+			best_mem = rank_mem[q];
+			r->heaviest_rank = q;
+		}
+	}
+
+	/* The bottleneck rank's parts, per micro-batch, times m. */
+	for (int k = bn; k < f.n_stages; k += pp) {
+		int g = f.group[k];
+
+		r->time.pp += mb * f.send[k];
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			struct parts p = {0};
+
+			if (layer_parts(&p, m, l, c, g, s, NULL) < 0) {
+				/* not reached when lc came from cost_layers */
+				p.fwd = lc->fwd[(size_t)g * L + l];
+				p.bwd = lc->time[(size_t)g * L + l] - p.fwd;
+			}
+			r->time.compute += mb * (p.fwd + p.bwd);
+			r->time.recompute += mb * p.recompute;
+			r->time.tp += mb * (p.tp_f + p.tp_b + p.tp_r);
+			r->time.cp += mb * (p.cp_f + p.cp_b + p.cp_r);
+			r->time.ep += mb * (p.ep_f + p.ep_b + p.ep_r);
+			r->time.dp += mb * (p.z3_f + p.z3_b);
+		}
+	}
+	r->time.bubble = pos(t_pipe - mb * rank_c[bn]);
+	r->time.dp += tail_dp;
+	r->time.optimizer = tail_opt;
+	r->iter_s = t_pipe + tail;
+
+	/* The heaviest rank's memory by kind. */
+	for (int k = r->heaviest_rank; k < f.n_stages; k += pp)
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			struct layer_mem lm;
+
+			memory_layer(&lm, m, l, s);
+			r->mem.weights += lm.weights;
+			r->mem.grads += lm.grads;
+			r->mem.optimizer += lm.optimizer;
+			r->mem.activations += f.inflight[k] * lm.act;
+			r->mem.logits += lm.extra;
+		}
+	r->mem.allowance = MEM_ALLOWANCE_BYTES;
+	r->peak_bytes = r->mem.weights + r->mem.grads + r->mem.optimizer +
+			r->mem.activations + r->mem.logits + r->mem.allowance;
+
+	for (int l = 0; l < m->n_layer; l++)
+		flops += compute_flops_per_token(m, l, s->seq);
+	if (r->iter_s > 0) {
+		double tokens = (double)s->gbs * s->seq;
+
+		r->tokens_per_s = tokens / r->iter_s;
+		r->mfu = peaks > 0 ? 3 * tokens * flops / (r->iter_s * peaks) : 0;
+	}
+}

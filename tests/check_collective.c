@@ -1,0 +1,272 @@
+/* check_collective.c: ring collectives, link selection and the per-strategy
+ * communication volumes (collective.h) against hand computations. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "cluster.h"
+#include "collective.h"
+#include "model.h"
+#include "strategy.h"
+#include "testutil.h"
+
+#define GiB 1073741824.0
+
+/* A DGX-A100-like group: 8 GPUs, NVLink 300 GB/s per direction at 80% NCCL
+ * efficiency (240 GB/s), 8 x 200 Gb/s = 200 GB/s per node at 50% (100 GB/s),
+ * no latency unless a test sets it. Group 1: another fabric, 8 GPUs,
+ * 50 GB/s per node at 100%. fabric_bw 25 GB/s. */
+static struct gpu_type gpus[1] = {{.name = "A100", .peak_flops = 312e12}};
+static struct node_group groups[2];
+static struct cluster clu;
+
+/* embedding, one block, head; h = 4096, a = 32, g = 8 KV heads, d = 128. */
+static struct layer lay[3];
+static struct model mod;
+
+static void setup(void)
+{
+	lay[0] = (struct layer){.kind = LAYER_EMBEDDING};
+	lay[1] = (struct layer){.kind = LAYER_BLOCK, .params = 1e8};
+	lay[2] = (struct layer){.kind = LAYER_HEAD};
+	mod = (struct model){.hidden = 4096, .heads = 32, .kv_heads = 8,
+			     .head_dim = 128, .vocab = 32000, .seq = 2048,
+			     .dtype_bytes = 2, .layer = lay, .n_layer = 3};
+	groups[0] = (struct node_group){
+		.name = "a", .nodes = 4, .gpus_per_node = 8, .gpu = 0,
+		.intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 200e9,
+		.inter_eff = 0.5, .fabric = 0};
+	groups[1] = (struct node_group){
+		.name = "b", .nodes = 4, .gpus_per_node = 8, .gpu = 0,
+		.intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 50e9,
+		.inter_eff = 1.0, .fabric = 0};
+	clu = (struct cluster){.gpu = gpus, .n_gpu = 1, .group = groups,
+			       .n_group = 2, .fabric_bw = 25e9, .total_gpus = 64};
+}
+
+static struct strategy strat(int tp, int cp, int dp, int ep, int seq, bool sp)
+{
+	struct strategy s = {.tp = tp, .cp = cp, .pp = 1, .dp = dp, .ep = ep,
+			     .vp = 1, .mbs = 1, .seq = seq, .sp = sp};
+	return s;
+}
+
+START_TEST(test_allreduce)
+{
+	struct link l = {300e9, 0};
+
+	/* 1 GiB over 8 GPUs at 300 GB/s: 2 * 7/8 * 2^30 / 3e11
+	 * = 1879048192 / 3e11 = 6.26349397e-3 s. */
+	ck_assert_rel(coll_allreduce(8, GiB, l), 1879048192.0 / 3e11, 1e-12);
+	/* plus 2 * 7 steps of 5 us = 70 us. */
+	l.lat = 5e-6;
+	ck_assert_rel(coll_allreduce(8, GiB, l), 1879048192.0 / 3e11 + 70e-6, 1e-12);
+	/* one GPU, or nothing to send: free. */
+	ck_assert_rel(coll_allreduce(1, GiB, l), 0, 0);
+	ck_assert_rel(coll_allreduce(8, 0, l), 0, 0);
+}
+END_TEST
+
+START_TEST(test_gather_scatter_alltoall_p2p)
+{
+	struct link l = {300e9, 5e-6};
+
+	/* 7/8 * 2^30 / 3e11 + 7 * 5 us = 939524096 / 3e11 + 35e-6. */
+	ck_assert_rel(coll_allgather(8, GiB, l), 939524096.0 / 3e11 + 35e-6, 1e-12);
+	ck_assert_rel(coll_reducescatter(8, GiB, l), 939524096.0 / 3e11 + 35e-6, 1e-12);
+	ck_assert_rel(coll_alltoall(8, GiB, l), 939524096.0 / 3e11 + 35e-6, 1e-12);
+	/* reduce-scatter + all-gather = all-reduce (Thakur 2005 Sec. 4.4). */
+	ck_assert_rel(coll_reducescatter(8, GiB, l) + coll_allgather(8, GiB, l),
+		      coll_allreduce(8, GiB, l), 1e-12);
+	/* 100 MB at 25 GB/s + 10 us = 4 ms + 10 us. */
+	l = (struct link){25e9, 10e-6};
+	ck_assert_rel(coll_p2p(100e6, l), 4e-3 + 10e-6, 1e-12);
+	ck_assert_rel(coll_p2p(0, l), 0, 0);
+}
+END_TEST
+
+START_TEST(test_link_span)
+{
+	struct link l;
+
+	/* inside a node: 300 GB/s * 0.8 = 240 GB/s. */
+	l = link_span(&groups[0], 8);
+	ck_assert_rel(l.bw, 240e9, 1e-12);
+	l = link_span(&groups[0], 4);
+	ck_assert_rel(l.bw, 240e9, 1e-12);
+	/* 16 GPUs cross nodes: 200 GB/s * 0.5 shared by 8 GPUs = 12.5 GB/s. */
+	l = link_span(&groups[0], 16);
+	ck_assert_rel(l.bw, 12.5e9, 1e-12);
+	/* two GPUs of a node sending across: 100 GB/s / 2 = 50 GB/s. */
+	l = link_inter(&groups[0], 2);
+	ck_assert_rel(l.bw, 50e9, 1e-12);
+}
+END_TEST
+
+START_TEST(test_tp)
+{
+	struct strategy s = strat(8, 1, 1, 1, 2048, false);
+
+	/* S = b*s*h*2 = 2048 * 4096 * 2 = 16777216 bytes; all-reduce over 8
+	 * at 240 GB/s: 1.75 * 16777216 / 240e9 = 29360128 / 240e9.
+	 * A block: 2 in the forward, 2 in the backward. */
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_bwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);
+	/* SP: all-gather + reduce-scatter, each 7/8 * S: the same. */
+	s.sp = true;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);
+	/* head with SP: all-gather 7/8 * S = 14680064 / 240e9 plus 3 fp32
+	 * all-reduces of 2048 * 4 = 8192 bytes: 3 * 1.75 * 8192 / 240e9. */
+	ck_assert_rel(comm_tp_fwd(&mod, 2, &clu, 0, &s),
+		      (14680064.0 + 3 * 14336.0) / 240e9, 1e-12);
+	/* head backward with SP: reduce-scatter of S. */
+	ck_assert_rel(comm_tp_bwd(&mod, 2, &clu, 0, &s), 14680064.0 / 240e9, 1e-12);
+	/* embedding with SP: reduce-scatter forward, all-gather backward. */
+	ck_assert_rel(comm_tp_fwd(&mod, 0, &clu, 0, &s), 14680064.0 / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_bwd(&mod, 0, &clu, 0, &s), 14680064.0 / 240e9, 1e-12);
+	/* with CP 2 the message halves. */
+	s.cp = 2;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 29360128.0 / 240e9, 1e-12);
+	/* tp 1: nothing. */
+	s = strat(1, 1, 1, 1, 2048, false);
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 0, 0);
+}
+END_TEST
+
+START_TEST(test_cp)
+{
+	struct strategy s = strat(2, 4, 1, 1, 8192, true);
+
+	/* KV heads per GPU 8/2 = 4; shard 2 * 1 * (8192/4) * 4 * 128 * 2 =
+	 * 4194304 bytes; CP ring spans tp*cp = 8 GPUs: NVLink 240 GB/s;
+	 * 3 steps: 3 * 4194304 / 240e9 = 5.24288e-5 s. */
+	ck_assert_rel(comm_cp_fwd(&mod, 1, &clu, 0, &s), 3 * 4194304.0 / 240e9, 1e-12);
+	/* not a block: nothing. */
+	ck_assert_rel(comm_cp_fwd(&mod, 2, &clu, 0, &s), 0, 0);
+	/* tp 16 > 8 KV heads: one (replicated) head per GPU, span 16*4 = 64
+	 * crosses nodes: 100 GB/s / 8 = 12.5 GB/s; shard 2*2048*1*128*2 =
+	 * 1048576; 3 steps. */
+	s.tp = 16;
+	ck_assert_rel(comm_cp_fwd(&mod, 1, &clu, 0, &s), 3 * 1048576.0 / 12.5e9, 1e-12);
+}
+END_TEST
+
+START_TEST(test_ep)
+{
+	struct strategy s = strat(2, 1, 4, 4, 4096, true);
+
+	mod.top_k = 2;
+	lay[1].expert_params = 5e7;
+	/* S = b*s*h*2*k / t = 4096 * 4096 * 2 * 2 / 2 = 33554432; span
+	 * tp*ep = 8: 240 GB/s; all-to-all 3/4 * S; dispatch + combine:
+	 * 2 * 25165824 / 240e9. */
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 25165824.0 / 240e9, 1e-12);
+	/* ep 8: span 16 crosses nodes, 12.5 GB/s: 2 * 7/8 * S / 12.5e9. */
+	s.ep = 8;
+	s.dp = 8;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 12.5e9, 1e-12);
+	/* a dense layer: nothing. */
+	lay[1].expert_params = 0;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 0, 0);
+}
+END_TEST
+
+START_TEST(test_pp)
+{
+	struct strategy s = strat(4, 1, 1, 1, 2048, true);
+
+	/* S = 2048 * 4096 * 2 / 4 (SP) = 4194304; ranks of 4 GPUs, two fit
+	 * in a node: NVLink 240 GB/s; forward + backward. */
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 4194304.0 / 240e9, 1e-12);
+	/* ranks of 8 GPUs: across nodes, 100 GB/s shared by 8: 12.5 GB/s;
+	 * S = 2097152 with tp 8. */
+	s.tp = 8;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 2097152.0 / 12.5e9, 1e-12);
+	/* to group b (50 GB/s per node / 8 = 6.25 GB/s): the slower end. */
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 1, &s), 2 * 2097152.0 / 6.25e9, 1e-12);
+	/* group b on another fabric: 25 GB/s * min(0.5, 1.0) / 8 = 1.5625 GB/s,
+	 * latency the fabric's 20 us. */
+	groups[1].fabric = 1;
+	clu.fabric_lat = 20e-6;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 1, &s),
+		      2 * (2097152.0 / 1.5625e9 + 20e-6), 1e-12);
+	/* CP 2 halves the message. */
+	groups[1].fabric = 0;
+	s.cp = 2;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 1, &s), 2097152.0 / 6.25e9, 1e-12);
+	/* no SP: the whole b*s*h*2 = 16777216, t*c = 8 GPUs per rank. */
+	s = strat(8, 1, 1, 1, 2048, false);
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 16777216.0 / 12.5e9, 1e-12);
+}
+END_TEST
+
+START_TEST(test_dp)
+{
+	struct strategy s = strat(2, 1, 4, 1, 2048, true);
+	double red, gat;
+
+	/* 1e9 parameters per GPU, fp32 gradients 4e9 bytes; DP ring of 4 over
+	 * tp*dp = 8 GPUs of one node: 240 GB/s. all-reduce
+	 * 2 * 3/4 * 4e9 / 240e9 = 0.025 s. */
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.025, 1e-12);
+	ck_assert_rel(gat, 0, 0);
+	/* distributed optimizer: reduce-scatter 3/4 * 4e9 / 240e9 = 0.0125,
+	 * all-gather of bf16 parameters 3/4 * 2e9 / 240e9 = 0.00625. */
+	s.zero = 1;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.0125, 1e-12);
+	ck_assert_rel(gat, 0.00625, 1e-12);
+	/* ZeRO-3: no closing gather. */
+	s.zero = 3;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.0125, 1e-12);
+	ck_assert_rel(gat, 0, 0);
+	/* expert parameters reduce over dp*cp/ep = 2 ranks: 5e8 params,
+	 * 2e9 bytes, all-reduce 2 * 1/2 * 2e9 / 240e9. */
+	s.zero = 0;
+	s.ep = 2;
+	comm_dp(&clu, 0, &s, 0, 5e8, &red, &gat);
+	ck_assert_rel(red, 2e9 / 240e9, 1e-12);
+	/* dp 8 at tp 2 = 16 GPUs: across nodes, 12.5 GB/s per GPU:
+	 * 2 * 7/8 * 4e9 / 12.5e9 = 0.56 s. */
+	s = strat(2, 1, 8, 1, 2048, true);
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.56, 1e-12);
+}
+END_TEST
+
+START_TEST(test_zero3_gather)
+{
+	struct strategy s = strat(2, 1, 4, 1, 2048, true);
+
+	/* block of 1e8 parameters, / tp 2 = 5e7, bf16 1e8 bytes, all-gather
+	 * over 4 at 240 GB/s: 3/4 * 1e8 / 240e9. Only under ZeRO-3. */
+	ck_assert_rel(comm_zero3_gather(&mod, 1, &clu, 0, &s), 0, 0);
+	s.zero = 3;
+	ck_assert_rel(comm_zero3_gather(&mod, 1, &clu, 0, &s), 0.75e8 / 240e9, 1e-12);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("collective");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_allreduce);
+	tcase_add_test(tc, test_gather_scatter_alltoall_p2p);
+	tcase_add_test(tc, test_link_span);
+	tcase_add_test(tc, test_tp);
+	tcase_add_test(tc, test_cp);
+	tcase_add_test(tc, test_ep);
+	tcase_add_test(tc, test_pp);
+	tcase_add_test(tc, test_dp);
+	tcase_add_test(tc, test_zero3_gather);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(suite());
+}

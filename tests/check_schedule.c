@@ -1,0 +1,143 @@
+/* check_schedule.c: pipeline schedule weights and activations in flight
+ * (schedule.h) against timelines drawn by hand. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "schedule.h"
+#include "testutil.h"
+
+/* 1F1B, p = 2, m = 3, t_f = 1, t_b = 2 on both stages (c = 3); one column
+ * per time unit, "." idle:
+ *
+ *   t        0   1   2   3   4   5   6   7   8   9  10  11
+ *   stage 0  F0  F1  .   .   B0  B0  F2  B1  B1  .   B2  B2
+ *   stage 1  .   F0  B0  B0  F1  B1  B1  F2  B2  B2
+ *
+ * ends at 12 = (m + p - 1) c = (m-1) max c + sum c = 2*3 + 6. */
+START_TEST(test_1f1b_balanced)
+{
+	double a, b, c[2] = {3, 3};
+
+	schedule_weights(SCHED_1F1B, 3, 1, 0, &a, &b);
+	ck_assert_rel(a, 2, 0);
+	ck_assert_rel(b, 1, 0);
+	ck_assert_rel(schedule_time(a, b, c, 2), 12, 1e-12);
+}
+END_TEST
+
+/* 1F1B, p = 2, m = 4, stage 0 t_f = 1, t_b = 2 (c0 = 3), stage 1 t_f = 2,
+ * t_b = 4 (c1 = 6), intervals [start, end):
+ *
+ *   stage 0  F0 0-1  F1 1-2  B0 7-9   F2 9-10  B1 13-15 F3 15-16 B2 19-21 B3 25-27
+ *   stage 1  F0 1-3  B0 3-7  F1 7-9   B1 9-13  F2 13-15 B2 15-19 F3 19-21 B3 21-25
+ *
+ * (stage 0 waits for stage 1's backward each time; stage 1 waits for
+ * nothing after F0). Ends at 27 = (m-1) max c + sum c = 3*6 + 9.
+ * GPipe (all forwards, then all backwards): stage 1 F0..F3 1-9, B0..B3
+ * 9-25, stage 0 B3 25-27: also 27. */
+START_TEST(test_1f1b_gpipe_unbalanced)
+{
+	double a, b, c[2] = {3, 6};
+
+	schedule_weights(SCHED_1F1B, 4, 1, 0, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c, 2), 27, 1e-12);
+	schedule_weights(SCHED_GPIPE, 4, 1, 0, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c, 2), 27, 1e-12);
+}
+END_TEST
+
+/* Interleaved, p = 2, v = 2, m = 2, every chunk t_f = 1, t_b = 2; virtual
+ * stages a, c on rank 0 and b, d on rank 1 (Megatron order a b c d):
+ *
+ *   t        0   1   2   3   4   5   6   7   8   9  10  11  12  13  14
+ *   rank 0   F0a F1a F0c F1c .   .   B0c B0c .   B1c B1c B0a B0a B1a B1a
+ *   rank 1   .   F0b F1b F0d B0d B0d F1d B1d B1d B0b B0b B1b B1b
+ *
+ * Ends at 15 = (m + (p-1)/v) * v * c_chunk = (2 + 1/2) * 2 * 3; weights
+ * a = m v - 1 = 3, b = 1/v: 3*3 + 12/2 = 15. */
+START_TEST(test_interleaved)
+{
+	double a, b, c[4] = {3, 3, 3, 3};
+
+	schedule_weights(SCHED_INTERLEAVED, 2, 2, 0, &a, &b);
+	ck_assert_rel(a, 3, 0);
+	ck_assert_rel(b, 0.5, 0);
+	ck_assert_rel(schedule_time(a, b, c, 4), 15, 1e-12);
+	/* m = 4: (4 + 1/2) * 2 * 3 = 27. */
+	schedule_weights(SCHED_INTERLEAVED, 4, 2, 0, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c, 4), 27, 1e-12);
+}
+END_TEST
+
+/* ZB-H1, p = 2, m = 2, F = B = W = 1 (c = 3, rho = 1/3):
+ *
+ *   t        0   1   2   3   4   5   6
+ *   stage 0  F0  F1  .   B0  W0  B1  W1
+ *   stage 1  .   F0  B0  F1  B1  W0  W1
+ *
+ * (stage 0 fills the wait for B1 with W0). Ends at 7 = m c + (p-1)(t_F +
+ * t_B - t_W) = 6 + 1, where 1F1B takes (m+p-1)c = 9. Weights a = m - rho,
+ * b = rho: (2 - 1/3) 3 + (1/3) 6 = 7. */
+START_TEST(test_zb_h1)
+{
+	double a, b, c2[2] = {3, 3}, c4[4] = {3, 3, 3, 3};
+
+	schedule_weights(SCHED_ZB_H1, 2, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c2, 2), 7, 1e-12);
+	/* p = 4, m = 8: 8*3 + 3*1 = 27. */
+	schedule_weights(SCHED_ZB_H1, 8, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(a, 8 - 1.0 / 3, 1e-12);
+	ck_assert_rel(b, 1.0 / 3, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 27, 1e-12);
+}
+END_TEST
+
+START_TEST(test_inflight)
+{
+	/* 1F1B, p = 4, m = 8: rank r holds p - r: 4, 3, 2, 1. */
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 4, 1, 8, 0), 4, 0);
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 4, 1, 8, 1), 3, 0);
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 4, 1, 8, 3), 1, 0);
+	/* m = 2 < p: at most m. */
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 4, 1, 2, 0), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 4, 1, 2, 3), 1, 0);
+	/* ZB-H1 as 1F1B; GPipe all m. */
+	ck_assert_rel(schedule_inflight(SCHED_ZB_H1, 4, 1, 8, 1), 3, 0);
+	ck_assert_rel(schedule_inflight(SCHED_GPIPE, 4, 1, 8, 3), 8, 0);
+	/* The drawn 1F1B timeline above (p = 2, m = 3): stage 0 holds F0, F1
+	 * before B0 (2), stage 1 one at a time (1). */
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 2, 1, 3, 0), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_1F1B, 2, 1, 3, 1), 1, 0);
+	/* Interleaved p = 4, v = 2, m = 8: rank 0 warm-up 2*3 + 1*4 = 10
+	 * chunks + 1 = 11 chunk activations = 5.5 per chunk (COSTMODEL.md:
+	 * p (1 + (p-1)/(p v)) = 4 * 11/8 = 5.5 micro-batches); rank 3:
+	 * 0 + 4 + 1 = 5 -> 2.5. */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 0), 5.5, 1e-12);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 3), 2.5, 1e-12);
+	/* m = 2: at most m v = 4 chunks -> 2. The drawn interleaved timeline
+	 * (p = 2, v = 2, m = 2): rank 0 holds all 4 chunk forwards (2 per
+	 * chunk), rank 1 holds F0b, F1b, F0d = 2*0 + 2 + 1 = 3 -> 1.5. */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 2, 0), 2, 1e-12);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 0), 2, 1e-12);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 1), 1.5, 1e-12);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("schedule");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_1f1b_balanced);
+	tcase_add_test(tc, test_1f1b_gpipe_unbalanced);
+	tcase_add_test(tc, test_interleaved);
+	tcase_add_test(tc, test_zb_h1);
+	tcase_add_test(tc, test_inflight);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(suite());
+}
