@@ -1,0 +1,37 @@
+/* emit.h: launch configs for a chosen strategy: Megatron-LM launch scripts,
+ * torchtitan TOML, DeepSpeed JSON, NeMo / Megatron Bridge overrides, and a
+ * Slurm job around the Megatron script. */
+#ifndef AMPPLAN_EMIT_H
+#define AMPPLAN_EMIT_H
+
+struct err;
+struct model;
+struct cluster;
+struct strategy;
+
+enum emit_format {
+	EMIT_MEGATRON,	 /* launch.sh, nodes.txt */
+	EMIT_TORCHTITAN, /* train.toml, run.sh, nodes.txt */
+	EMIT_DEEPSPEED,	 /* ds_config.json, launch.sh, nodes.txt */
+	EMIT_NEMO,	 /* overrides.txt, nodes.txt */
+	EMIT_SLURM,	 /* job.sbatch, launch.sh (Megatron), nodes.txt */
+	EMIT_COUNT
+};
+
+/* "megatron", "torchtitan", "deepspeed", "nemo", "slurm". */
+const char *emit_format_name(enum emit_format f);
+/* Returns the enum value, or -1 for an unknown name. */
+int emit_format_parse(const char *name);
+
+/* Writes the launch files of format (a name above) for strategy s of model m
+ * on cluster c into dir, creating dir and its parents if missing. Runs
+ * trainer_check first (slurm checks megatron) and writes nothing if it
+ * fails. Every file is written to a temporary name in dir and renamed only
+ * once all are complete, so none is ever half-written; existing files of the
+ * same names are replaced. m->layer is not read.
+ * Returns 0, or -1 with e set: "unknown format 'x'", the trainer_check rule,
+ * or "cannot create 'dir/launch.sh': <strerror>". */
+int emit_write(const char *format, const char *dir, const struct model *m,
+	       const struct cluster *c, const struct strategy *s, struct err *e);
+
+#endif

@@ -1,0 +1,190 @@
+/* emit_megatron.c: the Megatron-LM family: launch.sh for pretrain_gpt.py, a
+ * Slurm job around it, and NeMo 2.0 / Megatron Bridge overrides
+ * (TRAINERS.md, Megatron-LM and NeMo sections). */
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "emit_int.h"
+#include "model.h"
+#include "strategy.h"
+
+/* Appends the placement comment of a per-node launch script. */
+static void placement_comment(struct emit_buf *b, const struct emit_ctx *x)
+{
+	emit_printf(b, "#\n"
+		    "# Placement: ranks go tp-cp-dp-pp, so pipeline rank p owns global ranks\n"
+		    "# [p*%d, (p+1)*%d), and a node's ranks follow those of the lower node ranks.\n"
+		    "# Node rank r must run on a node of the group nodes.txt names for r, so that\n"
+		    "# each GPU type gets the stages the plan gave it; node ranks hold only with\n"
+		    "# torchrun's static rendezvous (--node-rank; add no --rdzv-backend):\n",
+		    x->block, x->block);
+	emit_node_runs(b, x);
+}
+
+void emit_megatron(struct emit_ctx *x)
+{
+	struct emit_buf *b = emit_add(x, "launch.sh", 0755);
+	const struct model *m = x->m;
+	const struct strategy *s = x->s;
+	int kv = m->kv_heads ? m->kv_heads : m->heads;
+
+	emit_printf(b, "#!/usr/bin/env bash\n");
+	emit_header(b, x, "Megatron-LM launch (pretrain_gpt.py); run it once on every node");
+	emit_printf(b, "#\n"
+		    "# Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \\\n"
+		    "#            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]\n"
+		    "# The flags below give the model's shape and the parallel plan. Data, tokenizer,\n"
+		    "# optimizer, learning rate, iterations and checkpoints are yours to add as\n"
+		    "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save, and\n"
+		    "# the model's --rotary-base or --norm-epsilon where they differ from the defaults).\n");
+	placement_comment(b, x);
+	emit_node_env(b, x, "launch.sh");
+	emit_printf(b, "MEGATRON_LM=${MEGATRON_LM:-.}\n");
+	if (s->tp > 1 || s->cp > 1)
+		emit_printf(b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+
+	emit_printf(b, "\nARGS=(\n"
+		    "\t--num-layers %d\n\t--hidden-size %d\n\t--ffn-hidden-size %d\n",
+		    m->layers, m->hidden, m->ffn);
+	if (m->experts > 0)
+		emit_printf(b, "\t--num-experts %d\n\t--moe-router-topk %d\n"
+			    "\t--moe-ffn-hidden-size %d\n\t--expert-model-parallel-size %d\n",
+			    m->experts, m->top_k, m->moe_ffn, s->ep);
+	emit_printf(b, "\t--num-attention-heads %d\n", m->heads);
+	if (kv < m->heads)
+		emit_printf(b, "\t--group-query-attention\n\t--num-query-groups %d\n", kv);
+	if (m->head_dim && m->head_dim * m->heads != m->hidden)
+		emit_printf(b, "\t--kv-channels %d\n", m->head_dim);
+	emit_printf(b, "\t--seq-length %d\n\t--max-position-embeddings %d\n",
+		    s->seq, m->max_pos >= s->seq ? m->max_pos : s->seq);
+	if (m->ffn_kind == FFN_SWIGLU)
+		emit_printf(b, "\t--swiglu\n");
+	if (m->learned_pos)
+		emit_printf(b, "\t--normalization LayerNorm\n\t--position-embedding-type learned_absolute\n");
+	else
+		emit_printf(b, "\t--normalization RMSNorm\n\t--position-embedding-type rope\n");
+	if (!m->bias)
+		emit_printf(b, "\t--disable-bias-linear\n");
+	if (!m->tied)
+		emit_printf(b, "\t--untie-embeddings-and-output-weights\n");
+	emit_printf(b, "\t--tensor-model-parallel-size %d\n\t--pipeline-model-parallel-size %d\n"
+		    "\t--context-parallel-size %d\n",
+		    s->tp, s->pp, s->cp);
+	if (s->sp)
+		emit_printf(b, "\t--sequence-parallel\n");
+	if (!emit_default_split(x)) {
+		emit_printf(b, "\t--pipeline-model-parallel-layout '");
+		emit_layout(b, x);
+		emit_printf(b, "'\n");
+	} else if (s->vp > 1) {
+		emit_printf(b, "\t--num-virtual-stages-per-pipeline-rank %d\n", s->vp);
+	}
+	emit_printf(b, "\t--micro-batch-size %d\n\t--global-batch-size %d\n", s->mbs, s->gbs);
+	if (s->recompute == RECOMPUTE_FULL)
+		emit_printf(b, "\t--recompute-granularity full\n\t--recompute-method uniform\n"
+			    "\t--recompute-num-layers 1\n");
+	else if (s->recompute == RECOMPUTE_SELECTIVE)
+		emit_printf(b, "\t--recompute-granularity selective\n");
+	if (s->zero >= 1)
+		emit_printf(b, "\t--use-distributed-optimizer\n\t--overlap-grad-reduce\n");
+	emit_printf(b, "\t--bf16\n)\n\n");
+
+	emit_printf(b, "exec torchrun --nnodes \"$NNODES\" ");
+	emit_nproc(b, x);
+	emit_printf(b, " --node-rank \"$NODE_RANK\" \\\n"
+		    "\t--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n"
+		    "\t\"$MEGATRON_LM/pretrain_gpt.py\" \"${ARGS[@]}\" \"$@\"\n");
+}
+
+void emit_slurm(struct emit_ctx *x)
+{
+	struct emit_buf *b = emit_add(x, "job.sbatch", 0644);
+	const struct trainer_nodes *n = &x->nodes;
+	int gpn = x->c->group[n->group[0]].gpus_per_node;
+
+	for (int i = 1; i < n->n; i++)
+		if (x->c->group[n->group[i]].gpus_per_node != gpn)
+			gpn = 0;
+	emit_printf(b, "#!/usr/bin/env bash\n");
+	emit_header(b, x, "Slurm job running launch.sh (Megatron-LM) on every node");
+	emit_printf(b, "#\n"
+		    "# Usage: MEGATRON_LM=<Megatron-LM checkout> sbatch job.sbatch [more flags]\n"
+		    "# from this directory; the flags go to pretrain_gpt.py (see launch.sh).\n");
+	if (x->hetero)
+		emit_printf(b, "# The plan puts node groups on given node ranks (nodes.txt):\n");
+	else
+		emit_printf(b, "# Node ranks follow Slurm's node ids:\n");
+	emit_node_runs(b, x);
+	if (x->hetero)
+		emit_printf(b, "# Slurm numbers nodes by name, not by group: allocate nodes of each group\n"
+			    "# (--nodelist or --constraint) and list the hosts in node-rank order in\n"
+			    "# HOSTS, e.g. HOSTS=\"gpu01 gpu02 ...\" sbatch --nodelist=gpu01,gpu02,... job.sbatch\n");
+	emit_printf(b, "#SBATCH --job-name=ampplan\n#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=1\n",
+		    n->n);
+	if (gpn)
+		emit_printf(b, "#SBATCH --gpus-per-node=%d\n", gpn);
+	emit_printf(b, "#SBATCH --exclusive\n\n"
+		    "set -euo pipefail\n"
+		    ": \"${MEGATRON_LM:?set MEGATRON_LM to your Megatron-LM checkout}\"\n"
+		    "cd \"$SLURM_SUBMIT_DIR\"\n"
+		    "export MEGATRON_LM NNODES=$SLURM_NNODES\n"
+		    "export MASTER_PORT=${MASTER_PORT:-29500}\n");
+	if (!x->hetero) {
+		emit_printf(b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+			    "export MASTER_ADDR\n\n"
+			    "# shellcheck disable=SC2016 # expanded on each node\n"
+			    "srun --ntasks-per-node=1 bash -c 'NODE_RANK=$SLURM_NODEID exec ./launch.sh \"$@\"' bash \"$@\"\n");
+		return;
+	}
+	emit_printf(b, ": \"${HOSTS:?set HOSTS to the %d hosts in node-rank order (nodes.txt)}\"\n"
+		    "export HOSTS MASTER_ADDR=${HOSTS%%%% *}\n\n"
+		    "# Each node takes its node rank from its place in HOSTS.\n"
+		    "# shellcheck disable=SC2016 # expanded on each node\n"
+		    "srun --ntasks-per-node=1 bash -c 'r=0; for h in $HOSTS; do [ \"$h\" = \"$SLURMD_NODENAME\" ] && break; r=$((r + 1)); done; NODE_RANK=$r exec ./launch.sh \"$@\"' bash \"$@\"\n",
+		    n->n);
+}
+
+void emit_nemo(struct emit_ctx *x)
+{
+	struct emit_buf *b = emit_add(x, "overrides.txt", 0644);
+	const struct strategy *s = x->s;
+
+	emit_header(b, x, "NeMo 2.0 / Megatron Bridge overrides, Hydra style");
+	emit_printf(b, "#\n"
+		    "# Pass them to a Megatron Bridge (or NeMo) pretraining script that takes\n"
+		    "# Hydra-style overrides, one argument per line, on every node in nodes.txt order:\n"
+		    "#   mapfile -t ov < <(grep -v '^#' overrides.txt)\n"
+		    "#   torchrun --nnodes %d ", x->nodes.n);
+	emit_nproc(b, x);
+	emit_printf(b, " --node-rank $NODE_RANK \\\n"
+		    "#     --master-addr $MASTER_ADDR --master-port $MASTER_PORT <script> \"${ov[@]}\"\n");
+	if (!emit_uniform_gpus(x))
+		emit_printf(b, "# with NPROC the processes of the node (launch files of format megatron list them).\n");
+	emit_printf(b, "model.tensor_model_parallel_size=%d\n"
+		    "model.pipeline_model_parallel_size=%d\n", s->tp, s->pp);
+	if (s->vp > 1)
+		emit_printf(b, "model.virtual_pipeline_model_parallel_size=%d\n", s->vp);
+	emit_printf(b, "model.context_parallel_size=%d\n"
+		    "model.sequence_parallel=%s\n", s->cp, s->sp ? "true" : "false");
+	if (x->m->experts > 0)
+		emit_printf(b, "model.expert_model_parallel_size=%d\n", s->ep);
+	if (!emit_default_split(x)) {
+		emit_printf(b, "model.pipeline_model_parallel_layout=\"");
+		emit_layout(b, x);
+		emit_printf(b, "\"\n");
+	}
+	if (s->recompute == RECOMPUTE_FULL)
+		emit_printf(b, "model.recompute_granularity=full\nmodel.recompute_method=uniform\n"
+			    "model.recompute_num_layers=1\n");
+	else if (s->recompute == RECOMPUTE_SELECTIVE)
+		emit_printf(b, "model.recompute_granularity=selective\n");
+	emit_printf(b, "model.seq_length=%d\n"
+		    "dataset.sequence_length=%d\n"
+		    "train.micro_batch_size=%d\n"
+		    "train.global_batch_size=%d\n"
+		    "ddp.use_distributed_optimizer=%s\n"
+		    "optimizer.use_distributed_optimizer=%s\n"
+		    "ddp.overlap_grad_reduce=%s\n",
+		    s->seq, s->seq, s->mbs, s->gbs, s->zero >= 1 ? "true" : "false",
+		    s->zero >= 1 ? "true" : "false", s->zero >= 1 ? "true" : "false");
+}

@@ -1,0 +1,207 @@
+/* emit_titan.c: torchtitan v0.2.2 job config (train.toml) and its torchrun
+ * script (TRAINERS.md, torchtitan section). */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "emit_int.h"
+#include "model.h"
+#include "strategy.h"
+
+/* torchtitan's llama3 flavors (torchtitan/models/llama3/__init__.py). */
+static const struct flavor {
+	int hidden, layers, heads, kv, ffn;
+	const char *name;
+} flavors[] = {
+	{ 4096, 32, 32, 8, 14336, "8B" },
+	{ 8192, 80, 64, 8, 28672, "70B" },
+	{ 16384, 126, 128, 8, 53248, "405B" },
+};
+
+/* Appends s as a TOML basic string. */
+static void toml_string(struct emit_buf *b, const char *s)
+{
+	emit_printf(b, "\"");
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			emit_printf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			emit_printf(b, "\\u%04x", (unsigned char)*s);
+		else
+			emit_printf(b, "%c", *s);
+	}
+	emit_printf(b, "\"");
+}
+
+static void model_section(struct emit_buf *b, const struct model *m)
+{
+	int kv = m->kv_heads ? m->kv_heads : m->heads;
+	const char *flavor = NULL;
+	bool llama = m->ffn_kind == FFN_SWIGLU && !m->bias && !m->learned_pos &&
+		     m->experts == 0;
+
+	for (size_t i = 0; llama && i < sizeof flavors / sizeof *flavors; i++)
+		if (flavors[i].hidden == m->hidden && flavors[i].layers == m->layers &&
+		    flavors[i].heads == m->heads && flavors[i].kv == kv &&
+		    flavors[i].ffn == m->ffn)
+			flavor = flavors[i].name;
+	emit_printf(b, "\n[model]\n"
+		    "# torchtitan picks the architecture by name and flavor; the flavor must have\n"
+		    "# dim %d, n_layers %d, n_heads %d, n_kv_heads %d, ffn hidden %d.\n",
+		    m->hidden, m->layers, m->heads, kv, m->ffn);
+	if (!llama)
+		emit_printf(b, "# torchtitan v0.2.2 has no built-in model of this kind (MoE, GeLU, biases\n"
+			    "# or learned positions differ from llama3): register a TrainSpec of this name.\n");
+	else if (!flavor)
+		emit_printf(b, "# No llama3 flavor of torchtitan v0.2.2 has these dimensions: add one of this\n"
+			    "# name in torchtitan/models/llama3/__init__.py.\n");
+	emit_printf(b, "name = ");
+	toml_string(b, llama ? "llama3" : m->name);
+	emit_printf(b, "\nflavor = ");
+	toml_string(b, flavor ? flavor : m->name);
+	emit_printf(b, "\n");
+}
+
+/* Appends one quoted module name of a stage list, wrapping the line before
+ * column 80; *col is the current column. */
+static void fqn(struct emit_buf *b, int *col, bool first, const char *name)
+{
+	int n = (int)strlen(name);
+
+	if (!first && *col + 2 + n + 2 > 80) {
+		emit_printf(b, ",\n\t ");
+		*col = 9;
+	} else if (!first) {
+		emit_printf(b, ", ");
+		*col += 2;
+	}
+	emit_printf(b, "\"%s\"", name);
+	*col += n + 2;
+}
+
+/* module_fqns_per_model_part: one list of module names per stage, in stage
+ * order: tok_embeddings, layers.<i>, and norm + output for the head. */
+static void fqns(struct emit_buf *b, const struct emit_ctx *x)
+{
+	const struct strategy *s = x->s;
+	int head = x->m->layers + 1;
+
+	emit_printf(b, "module_fqns_per_model_part = [\n");
+	for (int k = 0; k < s->n_stages; k++) {
+		int col = 9;
+
+		emit_printf(b, "\t[");
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			bool first = l == s->first[k];
+
+			if (l == 0) {
+				fqn(b, &col, first, "tok_embeddings");
+			} else if (l == head) {
+				fqn(b, &col, first, "norm");
+				fqn(b, &col, false, "output");
+			} else {
+				char name[32];
+
+				snprintf(name, sizeof name, "layers.%d", l - 1);
+				fqn(b, &col, first, name);
+			}
+		}
+		emit_printf(b, "],\n");
+	}
+	emit_printf(b, "]\n");
+}
+
+static void toml(struct emit_ctx *x)
+{
+	struct emit_buf *b = emit_add(x, "train.toml", 0644);
+	const struct strategy *s = x->s;
+	static const char *const sched[SCHED_COUNT] = {
+		[SCHED_1F1B] = "1F1B", [SCHED_INTERLEAVED] = "Interleaved1F1B",
+		[SCHED_GPIPE] = "GPipe",
+	};
+	static const char *const ac[RECOMPUTE_COUNT] = {
+		[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
+		[RECOMPUTE_FULL] = "full",
+	};
+
+	emit_header(b, x, "torchtitan job config (--job.config_file), run by run.sh");
+	emit_printf(b, "#\n"
+		    "# For torchtitan v0.2.2, the last release that reads TOML job configs; later\n"
+		    "# versions replaced TOML with Python config functions. Dataset, tokenizer\n"
+		    "# (model.hf_assets_path), optimizer and steps keep torchtitan's defaults: add\n"
+		    "# them here, or as --section.key arguments to run.sh.\n"
+		    "\n[job]\ndescription = ");
+	{
+		struct emit_buf d = { 0 };
+
+		emit_printf(&d, "ampplan: %s on %s", x->m->name ? x->m->name : "model",
+			    x->c->name ? x->c->name : "cluster");
+		toml_string(b, d.s);
+		free(d.s);
+	}
+	emit_printf(b, "\n");
+	model_section(b, x->m);
+	emit_printf(b, "\n[training]\nlocal_batch_size = %d\nglobal_batch_size = %d\nseq_len = %d\n",
+		    s->gbs / s->dp, s->gbs, s->seq);
+
+	emit_printf(b, "\n[parallelism]\n");
+	if (s->zero >= 1)
+		emit_printf(b, "# zero %d: FSDP over the data-parallel ranks (it shards parameters,\n"
+			    "# gradients and optimizer states alike)\n"
+			    "data_parallel_replicate_degree = 1\ndata_parallel_shard_degree = %d\n",
+			    s->zero, s->dp);
+	else
+		emit_printf(b, "data_parallel_replicate_degree = %d\ndata_parallel_shard_degree = 1\n",
+			    s->dp);
+	if (s->tp > 1)
+		emit_printf(b, "# torchtitan's tensor parallelism always shards norms along the sequence (SP)\n");
+	emit_printf(b, "tensor_parallel_degree = %d\ncontext_parallel_degree = %d\n"
+		    "pipeline_parallel_degree = %d\n",
+		    s->tp, s->cp, s->pp);
+	if (s->pp > 1) {
+		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
+			    "pipeline_parallel_microbatch_size = %d\n",
+			    sched[s->schedule], s->mbs);
+		fqns(b, x);
+	}
+	emit_printf(b, "expert_parallel_degree = %d\n", s->ep);
+	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac[s->recompute]);
+	if (s->recompute == RECOMPUTE_SELECTIVE)
+		emit_printf(b, "selective_ac_option = \"op\"\n");
+}
+
+static void run_sh(struct emit_ctx *x)
+{
+	struct emit_buf *b = emit_add(x, "run.sh", 0755);
+
+	emit_printf(b, "#!/usr/bin/env bash\n");
+	emit_header(b, x, "torchtitan v0.2.2 launch of train.toml; run it once on every node");
+	emit_printf(b, "#\n"
+		    "# Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \\\n"
+		    "#            ./run.sh [more --section.key value]\n"
+		    "# where torchtitan v0.2.2 is importable (python -m torchtitan.train).\n"
+		    "#\n"
+		    "# Placement: torchtitan's mesh (pp, dp, cp, tp, outer to inner) puts pipeline\n"
+		    "# rank p on global ranks [p*%d, (p+1)*%d), and a node's ranks follow those of\n"
+		    "# the lower node ranks. Node rank r must run on a node of the group nodes.txt\n"
+		    "# names for r, so that each GPU type gets the stages the plan gave it; node\n"
+		    "# ranks hold only with torchrun's static rendezvous (--node-rank):\n",
+		    x->block, x->block);
+	emit_node_runs(b, x);
+	emit_node_env(b, x, "run.sh");
+	emit_printf(b, "here=$(cd \"$(dirname \"$0\")\" && pwd)\n\n"
+		    "exec torchrun --nnodes \"$NNODES\" ");
+	emit_nproc(b, x);
+	emit_printf(b, " --node-rank \"$NODE_RANK\" \\\n"
+		    "\t--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n"
+		    "\t-m torchtitan.train --job.config_file \"$here/train.toml\" \"$@\"\n");
+}
+
+void emit_titan(struct emit_ctx *x)
+{
+	toml(x);
+	run_sh(x);
+}

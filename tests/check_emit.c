@@ -1,0 +1,1000 @@
+/* check_emit.c: the launch-config writers (emit.h) and the trainer rules
+ * (trainer.h): golden files per format for three hand-built plans, the
+ * values read back from the outputs, and one refusal per rule.
+ * AMPPLAN_UPDATE_GOLDEN=1 rewrites tests/data/golden/ from the current
+ * output; read the diff before committing it. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "emit.h"
+#include "model.h"
+#include "strategy.h"
+#include "testutil.h"
+#include "trainer.h"
+#include "util.h"
+
+#define GOLDEN "tests/data/golden"
+
+/* ---- hand-built plans ---- */
+
+static struct gpu_type gpus[] = {
+	{ .name = (char *)"H100" }, { .name = (char *)"A100" }, { .name = (char *)"L40S" },
+};
+
+struct fix {
+	struct model m;
+	struct cluster c;
+	struct node_group g[2];
+	struct strategy s;
+};
+
+enum { HOMO, HETERO, INTERLEAVED, N_CASE };
+static const char *const case_names[N_CASE] = { "homo", "hetero", "interleaved" };
+
+/* Llama 3 dimensions (model_hparams.csv). */
+static void llama3(struct model *m, const char *name, int hidden, int layers, int heads, int ffn)
+{
+	*m = (struct model){
+		.name = (char *)name, .hidden = hidden, .layers = layers, .heads = heads,
+		.kv_heads = 8, .head_dim = 128, .ffn = ffn, .vocab = 128256, .seq = 8192,
+		.gbs = 512, .ffn_kind = FFN_SWIGLU, .max_pos = 8192, .dtype_bytes = 2,
+	};
+}
+
+static void group(struct fix *f, int i, const char *name, int nodes, int gpn, int gpu)
+{
+	f->g[i] = (struct node_group){ .name = (char *)name, .nodes = nodes,
+				       .gpus_per_node = gpn, .gpu = gpu };
+	if (f->c.n_group < i + 1)
+		f->c.n_group = i + 1;
+	f->c.total_gpus = 0;
+	for (int g = 0; g < f->c.n_group; g++)
+		f->c.total_gpus += f->g[g].nodes * f->g[g].gpus_per_node;
+}
+
+static void cluster(struct fix *f, const char *name)
+{
+	f->c = (struct cluster){ .name = (char *)name, .gpu = gpus, .n_gpu = 3, .group = f->g };
+}
+
+/* Degrees and batch; layers[k] layers (embedding and head included) in
+ * stage k, pipeline rank p on node group grp[p]. */
+static void plan(struct fix *f, int tp, int cp, int pp, int vp, int dp, int mbs, int gbs,
+		 const int *layers, const unsigned char *grp)
+{
+	struct strategy *s = &f->s;
+
+	*s = (struct strategy){
+		.tp = tp, .cp = cp, .pp = pp, .dp = dp, .ep = 1, .vp = vp, .mbs = mbs,
+		.gbs = gbs, .seq = 8192, .micro_batches = gbs / (mbs * dp),
+		.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B, .zero = 1,
+		.sp = tp > 1, .n_stages = pp * vp,
+	};
+	for (int k = 0; k < s->n_stages; k++)
+		s->first[k + 1] = (unsigned short)(s->first[k] + layers[k]);
+	for (int p = 0; p < pp; p++)
+		s->group[p] = grp[p];
+}
+
+static void fixture(struct fix *f, int which)
+{
+	static const unsigned char g00[] = { 0, 0 }, g0011[] = { 0, 0, 1, 1 };
+
+	memset(f, 0, sizeof *f);
+	switch (which) {
+	case HOMO: /* Llama-3-8B, 2 x 8 H100, tp2 pp2 dp4, even */
+		llama3(&f->m, "llama3-8b", 4096, 32, 32, 14336);
+		cluster(f, "dgx-h100");
+		group(f, 0, "h100", 2, 8, 0);
+		plan(f, 2, 1, 2, 1, 4, 1, 512, (const int[]){ 17, 17 }, g00);
+		f->s.recompute = RECOMPUTE_SELECTIVE;
+		break;
+	case HETERO: /* Llama-3-70B, 4 x 8 H100 + 4 x 8 A100, tp4 pp4 dp4, uneven */
+		llama3(&f->m, "llama3-70b", 8192, 80, 64, 28672);
+		cluster(f, "mixed");
+		group(f, 0, "h100", 4, 8, 0);
+		group(f, 1, "a100", 4, 8, 1);
+		plan(f, 4, 1, 4, 1, 4, 1, 256, (const int[]){ 1 + 22, 22, 20, 16 + 1 }, g0011);
+		f->s.recompute = RECOMPUTE_FULL;
+		break;
+	case INTERLEAVED: /* Llama-3-8B, 2 x 8 H100, tp2 cp2 pp2 vp2 dp2 */
+		llama3(&f->m, "llama3-8b", 4096, 32, 32, 14336);
+		cluster(f, "dgx-h100");
+		group(f, 0, "h100", 2, 8, 0);
+		plan(f, 2, 2, 2, 2, 2, 1, 64, (const int[]){ 1 + 7, 8, 8, 9 + 1 }, g00);
+		break;
+	}
+}
+
+static int world(const struct strategy *s) { return s->tp * s->cp * s->pp * s->dp; }
+
+/* ---- files ---- */
+
+/* Returns the file's bytes, NUL-terminated (caller frees), or NULL. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4097 > cap)
+			buf = xreallocarray(buf, cap = cap * 2 + 8192, 1);
+		got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+static char *path2(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = xmalloc(n);
+
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+static char *read_in(const char *dir, const char *name)
+{
+	char *p = path2(dir, name), *text = slurp(p);
+
+	ck_assert_msg(text, "cannot read '%s'", p);
+	free(p);
+	return text;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sorted names in dir, joined by spaces ("" if it does not exist). */
+static char *listing(const char *dir)
+{
+	char *names[64], *out = xcalloc(1, 1024);
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return out;
+	while ((de = readdir(d)) && n < 64)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			names[n++] = xstrdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof *names, cmp_str);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strcat(out, " ");
+		strncat(out, names[i], 1023 - strlen(out));
+		free(names[i]);
+	}
+	return out;
+}
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d) {
+		remove(dir);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			char *p = path2(dir, de->d_name);
+
+			rm_tree(p);
+			free(p);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* A new empty directory; caller frees the name and removes the tree. */
+static char *tmpdir(void)
+{
+	char *d = xstrdup("/tmp/ampplan-emit-XXXXXX");
+
+	ck_assert(mkdtemp(d));
+	return d;
+}
+
+/* Emits format for the fixture into a fresh directory; returns it. */
+static char *emit_fix(const char *format, const struct fix *f)
+{
+	char *dir = tmpdir();
+	struct err e = { "" };
+
+	ck_assert_msg(emit_write(format, dir, &f->m, &f->c, &f->s, &e) == 0,
+		      "%s: %s", format, e.msg);
+	return dir;
+}
+
+/* ---- golden files ---- */
+
+/* Runs cmd through sh; returns its exit status, *out its stdout (malloc'd). */
+static int run(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	char *buf = xcalloc(1, 65536);
+	size_t n = 0, got;
+	int st;
+
+	ck_assert_ptr_nonnull(p);
+	while ((got = fread(buf + n, 1, 65535 - n, p)) > 0)
+		n += got;
+	st = pclose(p);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The shell scripts of dir parse (bash -n). */
+static void check_syntax(const char *dir)
+{
+	char *names = listing(dir), *save = NULL;
+
+	for (char *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+		char cmd[512], *out;
+		size_t n = strlen(name);
+
+		if (!(n > 3 && strcmp(name + n - 3, ".sh") == 0) &&
+		    !(n > 7 && strcmp(name + n - 7, ".sbatch") == 0))
+			continue;
+		snprintf(cmd, sizeof cmd, "bash -n '%s/%s' 2>&1", dir, name);
+		ck_assert_msg(run(cmd, &out) == 0, "%s/%s: %s", dir, name, out);
+		free(out);
+	}
+	free(names);
+}
+
+static void compare_dirs(const char *got, const char *want)
+{
+	char *lg = listing(got), *lw = listing(want);
+
+	ck_assert_msg(strcmp(lg, lw) == 0, "files '%s', golden '%s' in %s", lg, lw, want);
+	for (char *name = strtok(lw, " "); name; name = strtok(NULL, " ")) {
+		char *a = read_in(got, name), *b = read_in(want, name);
+		int line = 1;
+		size_t i = 0;
+
+		for (; a[i] && a[i] == b[i]; i++)
+			line += a[i] == '\n';
+		ck_assert_msg(a[i] == b[i], "%s/%s differs from the golden file at line %d "
+			      "(AMPPLAN_UPDATE_GOLDEN=1 rewrites it)", want, name, line);
+		free(a);
+		free(b);
+	}
+	free(lg);
+	free(lw);
+}
+
+/* Every format on every plan, byte for byte; DeepSpeed refuses the
+ * interleaved plan and writes nothing. */
+START_TEST(test_golden)
+{
+	int cs = _i / EMIT_COUNT, fm = _i % EMIT_COUNT;
+	const char *format = emit_format_name(fm), *update = getenv("AMPPLAN_UPDATE_GOLDEN");
+	char want[256];
+	struct fix f;
+
+	fixture(&f, cs);
+	snprintf(want, sizeof want, GOLDEN "/%s/%s", case_names[cs], format);
+	if (cs == INTERLEAVED && fm == EMIT_DEEPSPEED) {
+		char *dir = tmpdir(), *sub = path2(dir, "out");
+		struct err e = { "" };
+		struct stat st;
+
+		ck_assert_int_eq(emit_write(format, sub, &f.m, &f.c, &f.s, &e), -1);
+		ck_assert_str_eq(e.msg, "deepspeed: no interleaved pipeline (vp 2): the pipeline engine runs one stage per rank");
+		ck_assert_int_ne(stat(sub, &st), 0);
+		free(sub);
+		rm_tree(dir);
+		free(dir);
+		return;
+	}
+	if (update && strcmp(update, "1") == 0) {
+		struct err e = { "" };
+
+		rm_tree(want);
+		ck_assert_msg(emit_write(format, want, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	}
+	char *dir = emit_fix(format, &f);
+
+	check_syntax(dir);
+	compare_dirs(dir, want);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ---- reading the outputs back ---- */
+
+/* Shell-like words of text: blanks separate, '...' and "..." quote,
+ * backslash-newline joins, # starts a comment at a word's start. Returns a
+ * NULL-terminated malloc'd array of malloc'd words. */
+static char **words(const char *text)
+{
+	char **w = NULL;
+	int n = 0;
+	const char *p = text;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\n' || (*p == '\\' && p[1] == '\n'))
+			p += *p == '\\' ? 2 : 1;
+		if (*p == '#') {
+			while (*p && *p != '\n')
+				p++;
+			continue;
+		}
+		if (!*p)
+			break;
+		char *word = xmalloc(strlen(p) + 1);
+		size_t k = 0;
+
+		while (*p && *p != ' ' && *p != '\t' && *p != '\n') {
+			if (*p == '\'' || *p == '"') {
+				char q = *p++;
+
+				while (*p && *p != q)
+					word[k++] = *p++;
+				if (*p)
+					p++;
+			} else {
+				word[k++] = *p++;
+			}
+		}
+		word[k] = '\0';
+		w = xreallocarray(w, (size_t)n + 2, sizeof *w);
+		w[n++] = word;
+	}
+	w = xreallocarray(w, (size_t)n + 1, sizeof *w);
+	w[n] = NULL;
+	return w;
+}
+
+static void words_free(char **w)
+{
+	for (int i = 0; w[i]; i++)
+		free(w[i]);
+	free(w);
+}
+
+/* The word after flag, or NULL. */
+static const char *value(char **w, const char *flag)
+{
+	for (int i = 0; w[i]; i++)
+		if (strcmp(w[i], flag) == 0)
+			return w[i + 1];
+	return NULL;
+}
+
+static int ivalue(char **w, const char *flag)
+{
+	const char *v = value(w, flag);
+
+	ck_assert_msg(v, "no %s", flag);
+	return atoi(v);
+}
+
+static bool has(char **w, const char *flag)
+{
+	for (int i = 0; w[i]; i++)
+		if (strcmp(w[i], flag) == 0)
+			return true;
+	return false;
+}
+
+/* The text between the line starting with from and the next line that
+ * starts with to (malloc'd). */
+static char *between(const char *text, const char *from, const char *to)
+{
+	const char *a = strstr(text, from), *b;
+
+	ck_assert_msg(a, "no '%s'", from);
+	a += strlen(from);
+	b = strstr(a, to);
+	ck_assert_msg(b, "no '%s' after '%s'", to, from);
+	char *out = xmalloc((size_t)(b - a) + 1);
+
+	memcpy(out, a, (size_t)(b - a));
+	out[b - a] = '\0';
+	return out;
+}
+
+/* The per-node process counts of a torchrun script: nproc[r] for node rank
+ * r < *n, from the default of NNODES and --nproc-per-node or the NPROC
+ * table. */
+static void nprocs(const char *script, int *nproc, int *n)
+{
+	const char *p = strstr(script, "NNODES=${NNODES:-");
+	char *line = between(script, "exec torchrun", "\n");
+	char **w = words(line);
+	const char *v = value(w, "--nproc-per-node");
+
+	ck_assert(p && v);
+	*n = atoi(p + strlen("NNODES=${NNODES:-"));
+	if (strcmp(v, "$NPROC") != 0) {
+		for (int i = 0; i < *n; i++)
+			nproc[i] = atoi(v);
+	} else {
+		char *table = between(script, "case $NODE_RANK in\n", "esac\n");
+
+		for (char *l = strtok(table, "\n"); l; l = strtok(NULL, "\n")) {
+			int g = atoi(strstr(l, "NPROC=") + 6);
+
+			for (char *q = l; *q != ')'; q += strcspn(q, "|)") + (q[strcspn(q, "|)")] == '|'))
+				nproc[atoi(q)] = g;
+		}
+		free(table);
+	}
+	words_free(w);
+	free(line);
+}
+
+/* nodes.txt: the node group of each node rank, by name, from its table. */
+static int node_groups(const char *text, char names[][16])
+{
+	int n = 0;
+
+	for (const char *l = text; *l; l = strchr(l, '\n') + 1) {
+		if (*l != '#') {
+			int r;
+			char g[16];
+
+			ck_assert_int_eq(sscanf(l, "%d %15s", &r, g), 2);
+			ck_assert_int_eq(r, n);
+			strcpy(names[n++], g);
+		}
+		if (!strchr(l, '\n'))
+			break;
+	}
+	return n;
+}
+
+/* Node ranks and groups agree with the plan: every global rank of pipeline
+ * rank p sits on a node of group s->group[p]. */
+static void check_nodes(const struct fix *f, const char *dir, const int *nproc, int n)
+{
+	char *text = read_in(dir, "nodes.txt"), names[64][16];
+	int block = f->s.tp * f->s.cp * f->s.dp, rank = 0;
+
+	ck_assert_int_eq(node_groups(text, names), n);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < nproc[i]; k++, rank++)
+			ck_assert_str_eq(names[i], f->c.group[f->s.group[rank / block]].name);
+	ck_assert_int_eq(rank, world(&f->s));
+	free(text);
+}
+
+/* Megatron flags read back from launch.sh: world, dp, micro-batches and the
+ * layout's stages against the plan, and the nodes against nodes.txt. */
+static void check_megatron(const struct fix *f, const char *dir)
+{
+	char *script = read_in(dir, "launch.sh");
+	char *args = between(script, "ARGS=(\n", "\n)\n");
+	char **w = words(args);
+	const struct strategy *s = &f->s;
+	int nproc[64], n, total = 0;
+
+	nprocs(script, nproc, &n);
+	for (int i = 0; i < n; i++)
+		total += nproc[i];
+	int tp = ivalue(w, "--tensor-model-parallel-size"), pp = ivalue(w, "--pipeline-model-parallel-size");
+	int cp = ivalue(w, "--context-parallel-size"), layers = ivalue(w, "--num-layers");
+	int dp = total / (tp * pp * cp), mbs = ivalue(w, "--micro-batch-size");
+	int gbs = ivalue(w, "--global-batch-size");
+	const char *layout = value(w, "--pipeline-model-parallel-layout");
+
+	ck_assert_int_eq(total % (tp * pp * cp), 0);
+	ck_assert_int_eq(total, world(s));
+	ck_assert_int_eq(dp, s->dp);
+	ck_assert_int_eq(gbs % (mbs * dp), 0);
+	ck_assert_int_eq(gbs / (mbs * dp), s->micro_batches);
+	ck_assert_int_eq(layers, f->m.layers);
+	ck_assert_int_eq(has(w, "--sequence-parallel"), s->sp);
+	if (layout) {
+		char *copy = xstrdup(layout), *save = NULL;
+		int stages = 0, t = 0;
+
+		ck_assert(!has(w, "--num-virtual-stages-per-pipeline-rank"));
+		for (char *st = strtok_r(copy, "|", &save); st; st = strtok_r(NULL, "|", &save), stages++) {
+			int blocks = 0;
+			const char *q = st;
+
+			ck_assert_int_eq(*q == 'E', stages == 0);
+			q += *q == 'E';
+			if (*q == 't') {
+				blocks = q[1] == '*' ? atoi(q + 2) : 1;
+				q += 1 + strspn(q + 1, "*0123456789");
+			}
+			ck_assert_int_eq(*q == 'L', stages == s->n_stages - 1);
+			q += *q == 'L';
+			ck_assert_int_eq(*q, '\0');
+			ck_assert_int_eq(blocks + (stages == 0) + (stages == s->n_stages - 1),
+					 stage_layers(s, stages));
+			t += blocks;
+		}
+		ck_assert_int_eq(t, layers);
+		ck_assert_int_eq(stages % pp, 0);
+		ck_assert_int_eq(stages / pp, s->vp);
+		free(copy);
+	} else {
+		int vp = has(w, "--num-virtual-stages-per-pipeline-rank")
+				 ? ivalue(w, "--num-virtual-stages-per-pipeline-rank") : 1;
+
+		ck_assert_int_eq(vp, s->vp);
+		ck_assert_int_eq(layers % (pp * vp), 0);
+		for (int k = 0; k < s->n_stages; k++)
+			ck_assert_int_eq(stage_layers(s, k), layers / (pp * vp) + (k == 0) +
+					 (k == s->n_stages - 1));
+	}
+	check_nodes(f, dir, nproc, n);
+	words_free(w);
+	free(args);
+	free(script);
+}
+
+START_TEST(test_megatron_read_back)
+{
+	struct fix f;
+
+	fixture(&f, _i);
+	char *dir = emit_fix("megatron", &f);
+
+	check_megatron(&f, dir);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Nodes of different GPU counts: one torchrun per node with its own
+ * --nproc-per-node from a table in the script. */
+START_TEST(test_megatron_mixed_gpu_counts)
+{
+	static const unsigned char g01[] = { 0, 1 };
+	struct fix f;
+
+	fixture(&f, HOMO);
+	cluster(&f, "odd");
+	group(&f, 0, "h100", 1, 8, 0);
+	group(&f, 1, "l40s", 2, 4, 2);
+	plan(&f, 2, 1, 2, 1, 4, 1, 512, (const int[]){ 18, 16 }, g01);
+	char *dir = emit_fix("megatron", &f), *script = read_in(dir, "launch.sh");
+
+	ck_assert_ptr_nonnull(strstr(script, "case $NODE_RANK in\n0) NPROC=8 ;;\n1|2) NPROC=4 ;;\nesac\n"));
+	ck_assert_ptr_nonnull(strstr(script, "--nproc-per-node \"$NPROC\""));
+	ck_assert_ptr_nonnull(strstr(script, "'Et*17|t*15L'"));
+	check_megatron(&f, dir);
+
+	/* Run it with a torchrun that prints its arguments. */
+	char cmd[1024], *out;
+
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"$@\"\\n' >%s/torchrun && chmod +x %s/torchrun", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh --lr 1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	const char *want = "--nnodes 3 --nproc-per-node 4 --node-rank 2 --master-addr h0 "
+			   "--master-port 29500 ./pretrain_gpt.py --num-layers 32 ";
+
+	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, " --bf16 --lr 1\n"));
+	free(out);
+	snprintf(cmd, sizeof cmd, "NODE_RANK=3 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir);
+	ck_assert_int_eq(run(cmd, &out), 1);
+	ck_assert_str_eq(out, "launch.sh: error: NODE_RANK must be 0 to 2, not '3'\n");
+	free(out);
+	free(script);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* An even interleaved split needs no layout, only the virtual stage count. */
+START_TEST(test_megatron_even_interleaved)
+{
+	struct fix f;
+
+	fixture(&f, INTERLEAVED);
+	plan(&f, 2, 2, 2, 2, 2, 1, 64, (const int[]){ 9, 8, 8, 9 }, (const unsigned char[]){ 0, 0 });
+	char *dir = emit_fix("megatron", &f), *script = read_in(dir, "launch.sh");
+
+	ck_assert_ptr_nonnull(strstr(script, "\t--num-virtual-stages-per-pipeline-rank 2\n"));
+	ck_assert_ptr_null(strstr(script, "--pipeline-model-parallel-layout"));
+	ck_assert_ptr_nonnull(strstr(script, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"));
+	check_megatron(&f, dir);
+	free(script);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ds_config.json read back with cJSON: train_batch_size == micro * gas * dp,
+ * dp from the slots of launch.sh's hostfile and the plan's tp and pp. */
+START_TEST(test_deepspeed_read_back)
+{
+	struct fix f;
+
+	fixture(&f, _i);
+	char *dir = emit_fix("deepspeed", &f), *text = read_in(dir, "ds_config.json");
+	char *script = read_in(dir, "launch.sh"), *slots = between(script, "slots=(", ")\n");
+	cJSON *doc = cJSON_Parse(text);
+	int total = 0;
+
+	for (char *t = strtok(slots, " "); t; t = strtok(NULL, " "))
+		total += atoi(t);
+	ck_assert_ptr_nonnull(doc);
+	int tbs = cJSON_GetObjectItemCaseSensitive(doc, "train_batch_size")->valueint;
+	int micro = cJSON_GetObjectItemCaseSensitive(doc, "train_micro_batch_size_per_gpu")->valueint;
+	int gas = cJSON_GetObjectItemCaseSensitive(doc, "gradient_accumulation_steps")->valueint;
+	cJSON *zero = cJSON_GetObjectItemCaseSensitive(doc, "zero_optimization");
+	cJSON *bf16 = cJSON_GetObjectItemCaseSensitive(doc, "bf16");
+
+	ck_assert_int_eq(total, world(&f.s));
+	ck_assert_int_eq(tbs, micro * gas * (total / (f.s.tp * f.s.pp)));
+	ck_assert_int_eq(tbs, f.s.gbs);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bf16, "enabled")));
+	ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(zero, "stage")->valueint, f.s.zero);
+	cJSON_Delete(doc);
+	free(slots);
+	free(script);
+	free(text);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* A tiny TOML reader: the integer value of "key = n" in [section], or -1. */
+static int toml_int(const char *text, const char *section, const char *key)
+{
+	char head[64];
+	const char *p;
+
+	snprintf(head, sizeof head, "\n[%s]\n", section);
+	p = strstr(text, head);
+
+	ck_assert_msg(p, "no [%s]", section);
+	for (p += strlen(head); *p && *p != '['; p = strchr(p, '\n') + 1) {
+		size_t n = strlen(key);
+
+		if (strncmp(p, key, n) == 0 && strncmp(p + n, " = ", 3) == 0)
+			return atoi(p + n + 3);
+		if (!strchr(p, '\n'))
+			break;
+	}
+	return -1;
+}
+
+/* train.toml read back: dp * tp * cp * pp == world of run.sh; batch keys
+ * agree; one module list per stage naming every block once. */
+START_TEST(test_titan_read_back)
+{
+	struct fix f;
+
+	fixture(&f, _i);
+	char *dir = emit_fix("torchtitan", &f), *toml = read_in(dir, "train.toml");
+	char *script = read_in(dir, "run.sh");
+	int nproc[64], n, total = 0;
+
+	nprocs(script, nproc, &n);
+	for (int i = 0; i < n; i++)
+		total += nproc[i];
+	int rep = toml_int(toml, "parallelism", "data_parallel_replicate_degree");
+	int shard = toml_int(toml, "parallelism", "data_parallel_shard_degree");
+	int tp = toml_int(toml, "parallelism", "tensor_parallel_degree");
+	int cp = toml_int(toml, "parallelism", "context_parallel_degree");
+	int pp = toml_int(toml, "parallelism", "pipeline_parallel_degree");
+	int mbs = toml_int(toml, "parallelism", "pipeline_parallel_microbatch_size");
+	int local = toml_int(toml, "training", "local_batch_size");
+	int global = toml_int(toml, "training", "global_batch_size");
+	int seq = toml_int(toml, "training", "seq_len");
+
+	ck_assert_int_eq(rep * shard * tp * cp * pp, total);
+	ck_assert_int_eq(total, world(&f.s));
+	ck_assert_int_eq(local * rep * shard, global);
+	ck_assert_int_eq(local % mbs, 0);
+	ck_assert_int_eq(local / mbs, f.s.micro_batches);
+	ck_assert_int_eq(seq % (tp * 2 * cp), 0);
+
+	char *parts = between(toml, "module_fqns_per_model_part = [\n", "]\n");
+	int lists = 0, blocks = 0;
+
+	for (char *q = strchr(parts, '['); q; q = strchr(q + 1, '['))
+		lists++;
+	for (char *q = strstr(parts, "\"layers."); q; q = strstr(q + 1, "\"layers."))
+		ck_assert_int_eq(atoi(q + 8), blocks++);
+	ck_assert_int_eq(lists, f.s.n_stages);
+	ck_assert_int_eq(blocks, f.m.layers);
+	ck_assert_ptr_nonnull(strstr(toml, f.s.vp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\""));
+	free(parts);
+	free(script);
+	free(toml);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* ---- writing ---- */
+
+/* Missing parents are created; a second emit replaces the files and leaves
+ * no temporary behind; scripts are executable. */
+START_TEST(test_write_dirs_and_replace)
+{
+	struct fix f;
+	struct err e = { "" };
+	char *dir = tmpdir(), *sub = path2(dir, "a/b/plan");
+	struct stat st;
+
+	fixture(&f, HOMO);
+	ck_assert_msg(emit_write("slurm", sub, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	f.s.gbs = 256;
+	f.s.micro_batches = 64;
+	ck_assert_msg(emit_write("slurm", sub, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	char *names = listing(sub), *script = read_in(sub, "launch.sh");
+	char *launch = path2(sub, "launch.sh");
+
+	ck_assert_str_eq(names, "job.sbatch launch.sh nodes.txt");
+	ck_assert_ptr_nonnull(strstr(script, "--global-batch-size 256\n"));
+	ck_assert_int_eq(stat(launch, &st), 0);
+	ck_assert(st.st_mode & S_IXUSR);
+	free(launch);
+	free(script);
+	free(names);
+	free(sub);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_write_refused)
+{
+	struct fix f;
+	struct err e = { "" };
+	char *dir = tmpdir(), *sub = path2(dir, "plan");
+	struct stat st;
+
+	fixture(&f, HOMO);
+	ck_assert_int_eq(emit_write("fairseq", sub, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_str_eq(e.msg, "unknown format 'fairseq' (megatron, torchtitan, deepspeed, nemo, slurm)");
+	f.s.schedule = SCHED_ZB_H1;
+	ck_assert_int_eq(emit_write("slurm", sub, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "megatron: schedule 'zb-h1'"));
+	ck_assert_int_ne(stat(sub, &st), 0);
+	free(sub);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_write_unwritable)
+{
+	struct fix f;
+	struct err e = { "" };
+
+	fixture(&f, HOMO);
+	ck_assert_int_eq(emit_write("megatron", "/proc/ampplan-no/plan", &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "cannot create '/proc/ampplan-no'"));
+	ck_assert_int_eq(emit_write("megatron", "", &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_str_eq(e.msg, "the output directory name is empty");
+}
+END_TEST
+
+START_TEST(test_names)
+{
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		ck_assert_int_eq(trainer_parse(trainer_name(t)), t);
+	for (int f = 0; f < EMIT_COUNT; f++)
+		ck_assert_int_eq(emit_format_parse(emit_format_name(f)), f);
+	ck_assert_int_eq(trainer_parse("slurm"), -1);
+	ck_assert_int_eq(emit_format_parse("Megatron"), -1);
+}
+END_TEST
+
+/* Pipeline ranks fill nodes in order; a node is not shared by two groups. */
+START_TEST(test_nodes)
+{
+	static const unsigned char g010[] = { 0, 1, 0 };
+	struct fix f;
+	struct trainer_nodes n;
+	struct err e = { "" };
+
+	fixture(&f, HOMO);
+	cluster(&f, "two");
+	group(&f, 0, "h100", 3, 8, 0);
+	group(&f, 1, "a100", 1, 8, 1);
+	plan(&f, 2, 1, 3, 1, 2, 1, 64, (const int[]){ 12, 11, 11 }, g010);
+	ck_assert_int_eq(trainer_nodes(&n, &f.c, &f.s, &e), 0);
+	ck_assert_int_eq(n.n, 3);
+	ck_assert_int_eq(n.group[0], 0);
+	ck_assert_int_eq(n.group[1], 1);
+	ck_assert_int_eq(n.group[2], 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(n.gpus[i], 4);
+	trainer_nodes_free(&n);
+	trainer_nodes_free(NULL);
+	group(&f, 0, "h100", 1, 8, 0);
+	ck_assert_int_eq(trainer_nodes(&n, &f.c, &f.s, &e), -1);
+	ck_assert_str_eq(e.msg, "world size 12 (tp*cp*pp*dp) needs 2 nodes of group 'h100', which has 1");
+}
+END_TEST
+
+/* ---- one refusal per rule ---- */
+
+static void moe(struct fix *f, int experts, int moe_ffn)
+{
+	f->m.experts = experts;
+	f->m.top_k = 2;
+	f->m.moe_ffn = moe_ffn;
+}
+
+/* Sets the degrees of the homogeneous plan to tp, cp, pp (vp 1), dp with an
+ * even split and a consistent micro-batch count. */
+static void degrees(struct fix *f, int tp, int cp, int pp, int dp)
+{
+	struct strategy *s = &f->s;
+	int n = f->m.layers + 2;
+
+	s->tp = tp, s->cp = cp, s->pp = pp, s->dp = dp, s->vp = 1;
+	s->n_stages = pp;
+	s->micro_batches = s->gbs / (s->mbs * dp);
+	for (int k = 0; k <= pp; k++)
+		s->first[k] = (unsigned short)(k * n / pp);
+	memset(s->group, 0, sizeof s->group);
+}
+
+static void interleave(struct fix *f)
+{
+	f->s.vp = 2;
+	f->s.n_stages = 4;
+	f->s.schedule = SCHED_INTERLEAVED;
+	for (int k = 0; k <= 4; k++)
+		f->s.first[k] = (unsigned short)(k == 0 ? 0 : k == 4 ? 34 : 1 + 8 * k);
+}
+
+#define R(name) static void name(struct fix *f)
+R(r_empty_stage) { f->s.first[1] = 34; }
+R(r_cover) { f->s.first[2] = 33; }
+R(r_n_stages) { f->s.n_stages = 3; }
+R(r_group) { f->s.group[1] = 5; }
+R(r_zero_range) { f->s.zero = 4; }
+R(r_positive) { f->s.mbs = 0; }
+R(r_zb_h1) { f->s.schedule = SCHED_ZB_H1; }
+R(r_gpipe) { f->s.schedule = SCHED_GPIPE; }
+R(r_interleaved_vp1) { f->s.schedule = SCHED_INTERLEAVED; }
+R(r_vp_1f1b) { interleave(f); f->s.schedule = SCHED_1F1B; }
+R(r_vp) { interleave(f); }
+R(r_interleave_mb) { interleave(f); f->s.gbs = 4; f->s.micro_batches = 1; }
+R(r_gbs) { f->s.gbs = 510; }
+R(r_micro_batches) { f->s.micro_batches = 64; }
+R(r_sp) { degrees(f, 1, 1, 2, 8); f->s.sp = true; }
+R(r_heads) { f->m.heads = 31; }
+R(r_kv) { degrees(f, 8, 1, 2, 1); f->m.kv_heads = 12; }
+R(r_kv_titan) { degrees(f, 16, 1, 1, 1); }
+R(r_ffn) { f->m.ffn = 14335; }
+R(r_moe_ffn) { moe(f, 8, 1001); }
+R(r_tp_node) { f->g[0].gpus_per_node = 6; degrees(f, 4, 1, 2, 2); }
+R(r_cp_ds) { degrees(f, 2, 2, 2, 2); }
+R(r_cp_seq) { degrees(f, 2, 2, 2, 2); f->s.seq = 8190; }
+R(r_cp_seq_titan) { degrees(f, 2, 2, 2, 2); f->s.seq = 8196; }
+R(r_ep_dense) { f->s.ep = 2; }
+R(r_ep_experts) { moe(f, 6, 14336); f->s.ep = 4; }
+R(r_ep_world) { moe(f, 8, 14336); f->s.ep = 8; }
+R(r_ep_sp) { moe(f, 8, 14336); f->s.ep = 2; f->s.sp = false; }
+R(r_zero_pp) { f->s.zero = 2; }
+R(r_zero3) { f->s.zero = 3; }
+R(r_ddp) { f->s.zero = 0; }
+R(r_recompute) { f->m.layers = 1; f->s.first[1] = 2; f->s.first[2] = 3; f->s.recompute = RECOMPUTE_FULL; }
+R(r_learned) { f->m.learned_pos = true; f->m.max_pos = 4096; }
+R(r_world) { f->g[0].nodes = 1; }
+
+static const struct rule {
+	enum trainer t;
+	void (*mutate)(struct fix *f);
+	const char *want;
+} rules[] = {
+	{ TRAINER_MEGATRON, r_empty_stage, "megatron: stage 1 holds no layers (first[1] = 34, first[2] = 34); every stage of the layout must be non-empty" },
+	{ TRAINER_MEGATRON, r_cover, "megatron: the stages must cover layers 0 to 33 (embedding, 32 blocks, head), not 0 to 32" },
+	{ TRAINER_MEGATRON, r_n_stages, "megatron: strategy has 3 stages, not pp * vp (2)" },
+	{ TRAINER_MEGATRON, r_group, "megatron: pipeline rank 1 is on node group 5, but the cluster has 1" },
+	{ TRAINER_DEEPSPEED, r_zero_range, "deepspeed: ZeRO stage 4 is not 0 to 3" },
+	{ TRAINER_MEGATRON, r_positive, "megatron: strategy degrees, batch sizes and seq must be positive" },
+	{ TRAINER_MEGATRON, r_zb_h1, "megatron: schedule 'zb-h1' is a planning option only, with no megatron flag or config" },
+	{ TRAINER_TORCHTITAN, r_zb_h1, "torchtitan: schedule 'zb-h1' is a planning option only" },
+	{ TRAINER_DEEPSPEED, r_zb_h1, "deepspeed: schedule 'zb-h1' is a planning option only" },
+	{ TRAINER_NEMO, r_gpipe, "nemo: schedule 'gpipe' has no nemo flag or config (its pipeline runs 1F1B)" },
+	{ TRAINER_MEGATRON, r_interleaved_vp1, "megatron: schedule 'interleaved' needs vp > 1, not 1" },
+	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', not '1f1b'" },
+	{ TRAINER_DEEPSPEED, r_vp, "deepspeed: no interleaved pipeline (vp 2)" },
+	{ TRAINER_MEGATRON, r_interleave_mb, "megatron: interleaving (vp 2) needs micro-batches (1) >= pp (2)" },
+	{ TRAINER_MEGATRON, r_gbs, "megatron: global batch (510) must be divisible by micro batch (1) * dp (4)" },
+	{ TRAINER_MEGATRON, r_micro_batches, "megatron: micro-batches (64) must be global batch / (micro batch * dp) = 128" },
+	{ TRAINER_MEGATRON, r_sp, "megatron: sequence parallelism needs tp > 1" },
+	{ TRAINER_MEGATRON, r_heads, "megatron: num_attention_heads (31) must be divisible by tp (2)" },
+	{ TRAINER_MEGATRON, r_kv, "megatron: num_query_groups (12) must be divisible by tp (8) or divide it" },
+	{ TRAINER_TORCHTITAN, r_kv_titan, "torchtitan: n_kv_heads (8) must be divisible by tp (16)" },
+	{ TRAINER_MEGATRON, r_ffn, "megatron: ffn_hidden_size (14335) must be divisible by tp (2)" },
+	{ TRAINER_MEGATRON, r_moe_ffn, "megatron: MoE ffn hidden size (1001) must be divisible by tp (2)" },
+	{ TRAINER_MEGATRON, r_tp_node, "megatron: tp (4) must divide the GPUs per node (6) of group 'h100'" },
+	{ TRAINER_DEEPSPEED, r_cp_ds, "deepspeed: no context parallelism (cp 2)" },
+	{ TRAINER_MEGATRON, r_cp_seq, "megatron: seq_length (8190) must be divisible by 2 * cp (4)" },
+	{ TRAINER_TORCHTITAN, r_cp_seq_titan, "torchtitan: seq_len (8196) must be divisible by tp * 2 * cp (8)" },
+	{ TRAINER_MEGATRON, r_ep_dense, "megatron: expert parallelism (ep 2) needs a MoE model" },
+	{ TRAINER_MEGATRON, r_ep_experts, "megatron: num_experts (6) must be divisible by ep (4)" },
+	{ TRAINER_MEGATRON, r_ep_world, "megatron: world size (16) must be divisible by tp * ep * pp (32)" },
+	{ TRAINER_MEGATRON, r_ep_sp, "megatron: expert parallelism with tp > 1 needs sequence parallelism" },
+	{ TRAINER_DEEPSPEED, r_zero_pp, "deepspeed: ZeRO stage 2 cannot run with pipeline parallelism (pp 2)" },
+	{ TRAINER_MEGATRON, r_zero3, "megatron: ZeRO stage 3 (sharded parameters) has no flag" },
+	{ TRAINER_TORCHTITAN, r_ddp, "torchtitan: data parallelism without ZeRO (zero 0, dp 4) runs as DDP" },
+	{ TRAINER_MEGATRON, r_recompute, "megatron: full recompute needs recompute_num_layers (1) <= layers per pipeline rank (num_layers 1 // pp 2 = 0)" },
+	{ TRAINER_MEGATRON, r_learned, "megatron: seq_length (8192) exceeds max_position_embeddings (4096) of the learned position embeddings" },
+	{ TRAINER_MEGATRON, r_world, "megatron: world size 16 (tp*cp*pp*dp) needs 2 nodes of group 'h100', which has 1" },
+};
+
+/* The base plan passes; the mutated one fails with the rule's message. */
+START_TEST(test_rule)
+{
+	const struct rule *r = &rules[_i];
+	struct fix f;
+	struct err e = { "" };
+
+	fixture(&f, HOMO);
+	ck_assert_msg(trainer_check(r->t, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	r->mutate(&f);
+	ck_assert_int_eq(trainer_check(r->t, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_msg(strncmp(e.msg, r->want, strlen(r->want)) == 0, "got \"%s\", want \"%s...\"",
+		      e.msg, r->want);
+}
+END_TEST
+
+/* The three plans pass every trainer but DeepSpeed on the interleaved one. */
+START_TEST(test_plans_pass)
+{
+	struct fix f;
+	struct err e = { "" };
+
+	fixture(&f, _i / TRAINER_COUNT);
+	int t = _i % TRAINER_COUNT, rc = trainer_check(t, &f.m, &f.c, &f.s, &e);
+
+	if (_i / TRAINER_COUNT == INTERLEAVED && t == TRAINER_DEEPSPEED)
+		ck_assert_int_eq(rc, -1);
+	else
+		ck_assert_msg(rc == 0, "%s", e.msg);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("emit");
+	TCase *tc = tcase_create("emit");
+
+	tcase_add_loop_test(tc, test_golden, 0, N_CASE * EMIT_COUNT);
+	tcase_add_loop_test(tc, test_megatron_read_back, 0, N_CASE);
+	tcase_add_test(tc, test_megatron_mixed_gpu_counts);
+	tcase_add_test(tc, test_megatron_even_interleaved);
+	tcase_add_loop_test(tc, test_deepspeed_read_back, HOMO, HETERO + 1);
+	tcase_add_loop_test(tc, test_titan_read_back, 0, N_CASE);
+	tcase_add_test(tc, test_write_dirs_and_replace);
+	tcase_add_test(tc, test_write_refused);
+	tcase_add_test(tc, test_write_unwritable);
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_nodes);
+	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof rules / sizeof *rules));
+	tcase_add_loop_test(tc, test_plans_pass, 0, N_CASE * TRAINER_COUNT);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
