@@ -50,6 +50,11 @@ check: deps
 test: $(BUILD)/ampplan $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
+# Predicted vs published iteration times (README "Validation").
+validate: deps
+	@$(MAKE) --no-print-directory all
+	scripts/validate.sh
+
 # Search time and memory on generated clusters of 64 to 16,384 GPUs.
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench
@@ -68,6 +73,6 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps demo check test bench install format clean
+.PHONY: all deps demo check test validate bench install format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

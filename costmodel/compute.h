@@ -10,7 +10,7 @@ struct model;
 struct strategy;
 
 /* Bytes of HBM traffic per parameter of a mixed-precision Adam step. */
-#define COMPUTE_ADAM_BYTES 32.0
+#define COMPUTE_ADAM_BYTES 160.0
 
 /* Seconds per micro-batch of one layer on one GPU (compute only). */
 struct layer_time {

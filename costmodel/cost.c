@@ -306,7 +306,14 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 			r->overflow_stage = k;
 		}
 	}
-	t_pipe = schedule_time(f.a, f.b, ck, f.n_stages);
+	/* Interleaved: the slowest rank's chunks together set the steady
+	 * state, T = (m - 1/v) max_r C_r + (1/v) sum_r C_r (balanced: (m +
+	 * (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives 1F1B). The frame's
+	 * per-chunk weights, which the partition DP uses, bound it from above. */
+	if (s->vp > 1)
+		t_pipe = schedule_time(mb - 1.0 / s->vp, 1.0 / s->vp, rank_c, pp);
+	else
+		t_pipe = schedule_time(f.a, f.b, ck, f.n_stages);
 
 	for (int q = 0; q < pp; q++) {
 		double dp, opt;

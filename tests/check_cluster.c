@@ -33,12 +33,13 @@ START_TEST(test_mixed)
 	ck_assert_rel(c->gpu[0].peak_flops, 989.4e12, 1e-15);
 	ck_assert_rel(c->gpu[0].mem_bytes, 80 * GiB, 1e-15);
 	ck_assert_rel(c->gpu[0].hbm_bw, 3350e9, 1e-15);
-	ck_assert_rel(c->gpu[0].eff_max, 0.5, 1e-15);
-	ck_assert_rel(c->gpu[0].eff_half_flop, 0, 0);
+	ck_assert_rel(c->gpu[0].eff_max, 0.6, 1e-15);
+	ck_assert_rel(c->gpu[0].eff_half_flop, 127e9, 1e-15);	/* GFLOP */
 	ck_assert_str_eq(c->gpu[1].name, "A100-SXM4-40GB");
 	ck_assert_rel(c->gpu[1].peak_flops, 312e12, 1e-15);
 	ck_assert_rel(c->gpu[1].mem_bytes, 40 * GiB, 1e-15);
-	ck_assert_rel(c->gpu[1].eff_max, 0.55, 1e-15);
+	ck_assert_rel(c->gpu[1].eff_max, 0.68, 1e-15);
+	ck_assert_rel(c->gpu[1].eff_half_flop, 40e9, 1e-15);	/* GFLOP */
 	ck_assert_str_eq(h->name, "h100");
 	ck_assert_int_eq(h->gpu, 0);
 	ck_assert_int_eq(h->nodes, 4);

@@ -1,0 +1,421 @@
+/* check_partition.c: partition_solve against hand-worked cases, exhaustive
+ * enumeration of every partition on small random instances, and a reference
+ * that tries every stage cost as the bottleneck on larger ones. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "partition.h"
+#include "testutil.h"
+
+#define NL 48	/* most layers in these tests */
+#define NG 3
+
+/* A problem instance with its storage. */
+struct inst {
+	struct layer_costs lc;
+	struct pipeline_frame f;
+	double time[NG * NL], fwd[NG * NL];
+	double state[NL], act[NL], extra[NL];
+};
+
+static void inst_init(struct inst *in, int n, int G, int K)
+{
+	memset(in, 0, sizeof *in);
+	in->lc.n_layer = n;
+	in->lc.n_group = G;
+	in->lc.time = in->time;
+	in->lc.fwd = in->fwd;
+	in->lc.state_bytes = in->state;
+	in->lc.act_bytes = in->act;
+	in->lc.extra_bytes = in->extra;
+	in->f.n_stages = K;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)	/* splitmix64 */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double unif(double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(rng_next() >> 11) * 0x1p-53;
+}
+
+static int irand(int lo, int hi)	/* inclusive */
+{
+	return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+/* Stage k over layers [i, j): cost, and whether it fits (sums in layer order). */
+static double stage_cost(const struct inst *in, int k, int i, int j)
+{
+	const double *t = in->time + (size_t)in->f.group[k] * (size_t)in->lc.n_layer;
+	double c = 0;
+
+	for (int l = i; l < j; l++)
+		c += t[l];
+	return c + in->f.send[k];
+}
+
+static int stage_fits(const struct inst *in, int k, int i, int j)
+{
+	double st = 0, ac = 0, ex = 0;
+
+	for (int l = i; l < j; l++) {
+		st += in->state[l];
+		ac += in->act[l];
+		ex += in->extra[l];
+	}
+	return st + in->f.inflight[k] * ac + ex <= in->f.cap[k];
+}
+
+/* Objective of first[], or INFINITY if it is not a fitting partition. */
+static double objective(const struct inst *in, const unsigned short *first)
+{
+	int K = in->f.n_stages;
+	double mx = 0, sum = 0;
+
+	if (first[0] != 0 || first[K] != in->lc.n_layer)
+		return INFINITY;
+	for (int k = 0; k < K; k++) {
+		double c;
+		if (first[k + 1] <= first[k] || !stage_fits(in, k, first[k], first[k + 1]))
+			return INFINITY;
+		c = stage_cost(in, k, first[k], first[k + 1]);
+		mx = fmax(mx, c);
+		sum += c;
+	}
+	return in->f.a * mx + in->f.b * sum;
+}
+
+/* Every composition of the layers into K non-empty stages. */
+static void brute_rec(const struct inst *in, unsigned short *first, int k, double *best)
+{
+	int n = in->lc.n_layer, K = in->f.n_stages;
+
+	if (k == K - 1) {
+		first[K] = (unsigned short)n;
+		*best = fmin(*best, objective(in, first));
+		return;
+	}
+	for (int j = first[k] + 1; j <= n - (K - 1 - k); j++) {
+		first[k + 1] = (unsigned short)j;
+		brute_rec(in, first, k + 1, best);
+	}
+}
+
+static double brute(const struct inst *in)
+{
+	unsigned short first[MAX_STAGES + 1] = {0};
+	double best = INFINITY;
+
+	if (in->f.n_stages <= in->lc.n_layer)
+		brute_rec(in, first, 0, &best);
+	return best;
+}
+
+/* Reference for larger instances: min over every stage cost U of
+ * a * U + b * (least sum with all c_k <= U), each by a plain O(K n^2) DP. */
+static double ref_all_bounds(const struct inst *in)
+{
+	int n = in->lc.n_layer, K = in->f.n_stages;
+	static double cand[NL * NL * 16], d[17][NL + 1];
+	int nc = 0;
+	double best = INFINITY;
+
+	for (int k = 0; k < K; k++)
+		for (int i = 0; i < n; i++)
+			for (int j = i + 1; j <= n; j++)
+				cand[nc++] = stage_cost(in, k, i, j);
+	for (int c = 0; c < nc; c++) {
+		double u = cand[c];
+		for (int k = 0; k <= K; k++)
+			for (int j = 0; j <= n; j++)
+				d[k][j] = INFINITY;
+		d[0][0] = 0;
+		for (int k = 0; k < K; k++)
+			for (int i = 0; i < n; i++) {
+				if (d[k][i] == INFINITY)
+					continue;
+				for (int j = i + 1; j <= n; j++) {
+					double s = stage_cost(in, k, i, j);
+					if (s <= u && stage_fits(in, k, i, j) &&
+					    d[k][i] + s < d[k + 1][j])
+						d[k + 1][j] = d[k][i] + s;
+				}
+			}
+		if (d[K][n] < INFINITY)
+			best = fmin(best, in->f.a * u + in->f.b * d[K][n]);
+	}
+	return best;
+}
+
+/* A random instance: per-layer times per group (sometimes small integers, for
+ * ties), 1F1B-like in-flight counts, tight caps, a in [0.5, 8], b in [0, 1]. */
+static void random_inst(struct inst *in, int n, int K, int G)
+{
+	int m = irand(1, 8), ints = irand(0, 2) == 0;
+	double tot_s = 0, tot_a = 0, tot_e = 0;
+
+	inst_init(in, n, G, K);
+	for (int g = 0; g < G; g++) {
+		double speed = unif(0.3, 3);
+		for (int l = 0; l < n; l++)
+			in->time[g * n + l] = ints ? irand(1, 3) : speed * unif(0.2, 1.5);
+	}
+	for (int l = 0; l < n; l++) {
+		in->state[l] = ints ? irand(1, 4) : unif(1, 10);
+		in->act[l] = ints ? irand(0, 2) : unif(0.5, 5);
+		tot_s += in->state[l];
+		tot_a += in->act[l];
+	}
+	if (irand(0, 1))
+		tot_e = in->extra[n - 1] = unif(0, 20);
+	in->f.a = unif(0.5, 8);
+	in->f.b = irand(0, 4) == 0 ? 0 : unif(0, 1);
+	for (int k = 0; k < K; k++) {
+		in->f.group[k] = irand(0, G - 1);
+		in->f.inflight[k] = K - k < m ? K - k : m;
+		in->f.send[k] = k == K - 1 || irand(0, 2) == 0 ? 0 : unif(0, 0.5);
+		in->f.cap[k] = (tot_s + in->f.inflight[k] * tot_a + tot_e) / K *
+			       unif(0.7, 2.2);
+		if (ints)
+			in->f.cap[k] = floor(in->f.cap[k]);
+	}
+}
+
+/* Runs partition_solve and checks its answer against want (INFINITY = none). */
+static void check_against(const struct inst *in, double want, int seed)
+{
+	unsigned short first[MAX_STAGES + 1];
+	double t = -1;
+	int rc = partition_solve(&in->lc, &in->f, first, &t);
+
+	if (want == INFINITY) {
+		ck_assert_msg(rc == -1, "seed %d: found %g, none fits", seed, t);
+		return;
+	}
+	ck_assert_msg(rc == 0, "seed %d: none found, want %.10g", seed, want);
+	ck_assert_rel(t, want, 1e-9);
+	ck_assert_rel(objective(in, first), t, 1e-9);
+}
+
+/* 4 layers of time 1 on 2 stages of one group, a = 3, b = 1: split 2|2,
+ * max 2, sum 4, T = 3 * 2 + 1 * 4 = 10. */
+START_TEST(test_hand_even)
+{
+	struct inst in;
+	unsigned short first[3];
+	double t;
+
+	inst_init(&in, 4, 1, 2);
+	for (int l = 0; l < 4; l++)
+		in.time[l] = 1, in.state[l] = 1;
+	in.f.a = 3, in.f.b = 1;
+	in.f.cap[0] = in.f.cap[1] = 100;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	ck_assert_int_eq(first[0], 0);
+	ck_assert_int_eq(first[1], 2);
+	ck_assert_int_eq(first[2], 4);
+	ck_assert_rel(t, 10, 1e-12);
+
+	/* stage 0 may hold one layer only (3 in flight x 1 byte + 1 byte state
+	 * per layer, cap 5): split 1|3, T = 3 * 3 + 4 = 13 */
+	in.f.inflight[0] = 3, in.f.cap[0] = 5;
+	for (int l = 0; l < 4; l++)
+		in.act[l] = 1;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	ck_assert_int_eq(first[1], 1);
+	ck_assert_rel(t, 13, 1e-12);
+
+	/* cap 3: not even one layer fits stage 0 */
+	in.f.cap[0] = 3;
+	first[1] = 77;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), -1);
+	ck_assert_int_eq(first[1], 77);
+}
+END_TEST
+
+/* The bottleneck and the sum disagree: 6 layers, stage 0 on a group of time 1
+ * per layer, stage 1 on a group of time 2. Split x|6-x costs (x, 2(6-x)):
+ * 4|2 gives max 4, sum 8; 5|1 gives max 5, sum 7. With a = 0.5, b = 1:
+ * 4|2 -> 10, 5|1 -> 9.5 (the optimum); with a = 3, b = 1: 4|2 -> 20,
+ * 5|1 -> 22, so 4|2. */
+START_TEST(test_hand_tradeoff)
+{
+	struct inst in;
+	unsigned short first[3];
+	double t;
+
+	inst_init(&in, 6, 2, 2);
+	for (int l = 0; l < 6; l++)
+		in.time[l] = 1, in.time[6 + l] = 2;
+	in.f.group[0] = 0, in.f.group[1] = 1;
+	in.f.cap[0] = in.f.cap[1] = 1;
+	in.f.a = 0.5, in.f.b = 1;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	ck_assert_int_eq(first[1], 5);
+	ck_assert_rel(t, 9.5, 1e-12);
+	in.f.a = 3;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	ck_assert_int_eq(first[1], 4);
+	ck_assert_rel(t, 20, 1e-12);
+}
+END_TEST
+
+/* Edges: one stage, one layer per stage, more stages than layers. */
+START_TEST(test_edges)
+{
+	struct inst in;
+	unsigned short first[8];
+	double t;
+
+	inst_init(&in, 5, 1, 1);
+	for (int l = 0; l < 5; l++)
+		in.time[l] = l + 1;
+	in.f.a = 2, in.f.b = 0.5, in.f.cap[0] = 0;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	ck_assert_rel(t, 2 * 15 + 0.5 * 15, 1e-12);	/* (a + b) * 15 */
+	ck_assert_int_eq(first[1], 5);
+
+	in.f.n_stages = 5;	/* one layer each: max 5, sum 15 + sends 1 */
+	for (int k = 0; k < 5; k++)
+		in.f.send[k] = k < 4 ? 0.25 : 0;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
+	for (int k = 0; k <= 5; k++)
+		ck_assert_int_eq(first[k], k);
+	ck_assert_rel(t, 2 * 5 + 0.5 * 16, 1e-12);
+
+	in.f.n_stages = 6;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), -1);
+	in.f.n_stages = 0;
+	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), -1);
+}
+END_TEST
+
+/* Hundreds of seeded instances with n <= 9, K <= 4, 1-3 groups against the
+ * enumeration of every partition; both must agree on infeasibility. */
+START_TEST(test_brute_force)
+{
+	static struct inst in;
+	int feasible = 0, infeasible = 0;
+
+	for (int seed = 1; seed <= 1500; seed++) {
+		int n, K, G;
+		double want;
+
+		rng_state = (uint64_t)seed;
+		n = irand(1, 9);
+		K = irand(1, 5);	/* K = 5 > n sometimes: none */
+		G = irand(1, 3);
+		random_inst(&in, n, K, G);
+		want = brute(&in);
+		check_against(&in, want, seed);
+		if (want == INFINITY)
+			infeasible++;
+		else
+			feasible++;
+	}
+	ck_assert_int_ge(feasible, 500);
+	ck_assert_int_ge(infeasible, 200);
+}
+END_TEST
+
+/* Larger instances (n <= 20, K <= 6) against trying every stage cost as the
+ * bound, which checks the candidate sequence and the stopping rule. */
+START_TEST(test_all_bounds)
+{
+	static struct inst in;
+	int feasible = 0;
+
+	for (int seed = 1; seed <= 60; seed++) {
+		double want;
+
+		rng_state = (uint64_t)seed * 7919;
+		random_inst(&in, irand(8, 20), irand(2, 6), irand(1, 3));
+		want = ref_all_bounds(&in);
+		check_against(&in, want, seed);
+		feasible += want < INFINITY;
+	}
+	ck_assert_int_ge(feasible, 20);
+}
+END_TEST
+
+/* The largest shapes (130 layers, up to 128 stages) give valid, fitting
+ * partitions no worse than an even split. */
+START_TEST(test_large)
+{
+	static struct layer_costs lc;
+	static struct pipeline_frame f;
+	static double time[2 * 130], state[130], act[130], extra[130];
+	static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 100, 128};
+	unsigned short first[MAX_STAGES + 1];
+	double t;
+
+	rng_state = 42;
+	lc.n_layer = 130, lc.n_group = 2;
+	lc.time = time, lc.fwd = time, lc.state_bytes = state;
+	lc.act_bytes = act, lc.extra_bytes = extra;
+	for (int l = 0; l < 130; l++) {
+		time[l] = unif(0.9, 1.1);
+		time[130 + l] = 2 * time[l];
+		state[l] = 1, act[l] = 0.1;
+	}
+	for (size_t q = 0; q < sizeof ks / sizeof *ks; q++) {
+		int K = ks[q], per = 130 / K;
+		double mx = 0, sum = 0;
+
+		f.n_stages = K, f.a = 15, f.b = 1;
+		for (int k = 0; k < K; k++) {
+			f.group[k] = k % 2;
+			f.inflight[k] = K - k < 16 ? K - k : 16;
+			f.cap[k] = 1e9;
+			f.send[k] = k < K - 1 ? 0.01 : 0;
+		}
+		ck_assert_int_eq(partition_solve(&lc, &f, first, &t), 0);
+		ck_assert_int_eq(first[0], 0);
+		ck_assert_int_eq(first[K], 130);
+		for (int k = 0; k < K; k++)
+			ck_assert_int_lt(first[k], first[k + 1]);
+		for (int k = 0; k < K; k++) {	/* even split, remainder last */
+			int i = k * per, j = k == K - 1 ? 130 : i + per;
+			double c = f.send[k];
+			for (int l = i; l < j; l++)
+				c += time[f.group[k] * 130 + l];
+			mx = fmax(mx, c);
+			sum += c;
+		}
+		ck_assert(t <= (f.a * mx + f.b * sum) * (1 + 1e-12));
+	}
+}
+END_TEST
+
+static Suite *partition_suite(void)
+{
+	Suite *s = suite_create("partition");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_hand_even);
+	tcase_add_test(tc, test_hand_tradeoff);
+	tcase_add_test(tc, test_edges);
+	tcase_add_test(tc, test_brute_force);
+	tcase_add_test(tc, test_all_bounds);
+	tcase_add_test(tc, test_large);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(partition_suite());
+}
