@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "emit.h"
 #include "model.h"
 #include "plan.h"
 #include "report.h"
+#include "trainer.h"
 #include "util.h"
 
 enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -35,6 +37,11 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(CSV, "csv", 1, "FILE", "write every strategy that fits as CSV ('-' for stdout)") \
 	X(SHOW_INFEASIBLE, "show-infeasible", 0, "", "also list strategies that do not fit, with the reason") \
 	X(EXPLAIN, "explain", 0, "", "break down time and memory of the top strategies")  \
+	X(JSON, "json", 1, "FILE", "write the whole ranking with per-stage details as JSON") \
+	X(TRAINER, "trainer", 1, "NAME", "rank only what megatron, torchtitan, deepspeed or nemo can run") \
+	X(EMIT, "emit", 1, "FORMAT", "write launch files: megatron, torchtitan, deepspeed, nemo, slurm") \
+	X(OUT, "out", 1, "DIR", "directory for --emit (default: launch)")                \
+	X(PICK, "pick", 1, "N", "emit the N-th strategy of the ranking (default 1)")        \
 	X(HELP, "help", 0, "", "print this help and exit")
 
 enum option_id {
@@ -52,9 +59,9 @@ static const struct option long_options[] = {
 };
 
 struct cli {
-	const char *model, *cluster, *csv;
+	const char *model, *cluster, *csv, *json, *emit, *out;
 	bool profile, explain;
-	int top;
+	int top, pick;
 	struct plan_opts opts;
 };
 
@@ -102,6 +109,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
 		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
 		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_TOP] = &cl->top,
+		[OPT_PICK] = &cl->pick,
 	};
 	const char *name = long_options[id].name;
 
@@ -114,6 +122,17 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	case OPT_MODEL: cl->model = arg; break;
 	case OPT_CLUSTER: cl->cluster = arg; break;
 	case OPT_CSV: cl->csv = arg; break;
+	case OPT_JSON: cl->json = arg; break;
+	case OPT_OUT: cl->out = arg; break;
+	case OPT_EMIT:
+		if (emit_format_parse(arg) < 0)
+			return usage("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)", arg);
+		cl->emit = arg;
+		break;
+	case OPT_TRAINER:
+		if ((o->trainer = trainer_parse(arg)) < 0)
+			return usage("unknown trainer '%s' (megatron, torchtitan, deepspeed, nemo)", arg);
+		break;
 	case OPT_EXPLAIN: cl->explain = true; break;
 	case OPT_SHOW_INFEASIBLE: o->keep_infeasible = true; break;
 	case OPT_SCHEDULE:
@@ -132,12 +151,25 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	return 0;
 }
 
+/* The trainer whose rules a launch format must follow. */
+static int emit_trainer(int format)
+{
+	switch (format) {
+	case EMIT_TORCHTITAN: return TRAINER_TORCHTITAN;
+	case EMIT_DEEPSPEED: return TRAINER_DEEPSPEED;
+	case EMIT_NEMO: return TRAINER_NEMO;
+	default: return TRAINER_MEGATRON;
+	}
+}
+
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(struct cli *cl, int argc, char **argv)
 {
 	int c;
 
 	cl->top = 10;
+	cl->pick = 1;
+	cl->out = "launch";
 	plan_opts_init(&cl->opts);
 	if (argc > 1 && strcmp(argv[1], "profile") == 0) {
 		cl->profile = true;
@@ -165,6 +197,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
 		return usage("%s", "--cluster is required");
+	if (cl->emit && cl->opts.trainer < 0)
+		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->opts.vp > 1 && cl->opts.schedule < 0)
 		cl->opts.schedule = SCHED_INTERLEAVED;
 	if (plan_opts_what_if(&cl->opts)) {
@@ -242,8 +276,18 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	} else if (!p->n_feasible) {
 		err_set(&e, "'%s' fits no strategy on '%s' (try --show-infeasible)", cl->model, cl->cluster);
 		rc = EXIT_INPUT;
-	} else if (cl->csv && report_csv(cl->csv, p, m, c, &e)) {
+	} else if ((cl->csv && report_csv(cl->csv, p, m, c, &e)) ||
+		   (cl->json && report_json(cl->json, p, m, c, &e))) {
 		rc = EXIT_INPUT;
+	} else if (cl->emit && cl->pick > p->n_feasible) {
+		err_set(&e, "--pick %d, but only %d strategies fit", cl->pick, p->n_feasible);
+		rc = EXIT_USAGE;
+	} else if (cl->emit) {
+		if (emit_write(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, &e))
+			rc = EXIT_INPUT;
+		else
+			printf("\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
+			       cl->pick, cl->out);
 	}
 	if (rc) {
 		fflush(stdout);

@@ -11,6 +11,7 @@
 #include "ilp.h"
 #include "model.h"
 #include "partition.h"
+#include "trainer.h"
 #include "util.h"
 
 #define MAX_GROUPS 64
@@ -22,6 +23,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->schedule = -1;
 	o->recompute = -1;
 	o->zero = -1;
+	o->trainer = -1;
 	o->ilp_time_limit_s = 1.0;
 }
 
@@ -203,6 +205,11 @@ static bool evaluate(struct search *S, struct strategy *s)
 			try_placement(S, s, &best, &r);
 	}
 	if (r.fits) {
+		/* A strategy the chosen trainer cannot run is not ranked; it
+		 * still counts as fitting for the micro-batch pruning. */
+		if (S->o->trainer >= 0 &&
+		    trainer_check((enum trainer)S->o->trainer, S->m, S->c, &best, NULL))
+			return true;
 		struct plan_row *row = push_row(S);
 
 		row->s = best;

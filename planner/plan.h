@@ -22,6 +22,7 @@ struct plan_opts {
 	int recompute;		/* enum recompute, or -1 */
 	int zero;		/* 0..3, or -1 */
 	int gbs, seq;		/* 0: the model's defaults */
+	int trainer;		/* enum trainer: rank only what it runs; -1 any */
 	double ilp_time_limit_s;
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 };

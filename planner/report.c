@@ -2,12 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "report.h"
 
+#include <cjson/cJSON.h>
 #include <csv.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -145,112 +147,192 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 		fprintf(out, "    %-12s %9.2f GiB\n", mn[i], mv[i] / GiB);
 }
 
-/* The CSV columns; each name carries its unit. */
-static const char *const csv_header[] = {
-	"rank", "fits", "tp", "pp", "dp", "cp", "ep", "sp", "micro_batch_seqs",
-	"micro_batches", "global_batch_seqs", "seq_tokens", "schedule",
-	"virtual_stages", "recompute", "zero_stage", "layers_per_stage",
-	"groups_per_rank", "iteration_s", "tokens_per_s", "mfu_pct",
-	"peak_mem_GiB", "compute_s", "recompute_s", "bubble_s", "tp_comm_s",
-	"cp_comm_s", "pp_comm_s", "dp_comm_s", "ep_comm_s", "optimizer_s",
-	"weights_GiB", "grads_GiB", "optimizer_GiB", "activations_GiB",
-	"logits_GiB", "allowance_GiB", "reason",
+/* The columns of the CSV and of the JSON ranking; each name carries its
+ * unit. num: written as a JSON number. */
+static const struct column {
+	const char *name;
+	bool num;
+} columns[] = {
+	{ "rank", 1 }, { "fits", 0 }, { "tp", 1 }, { "pp", 1 }, { "dp", 1 },
+	{ "cp", 1 }, { "ep", 1 }, { "sp", 0 }, { "micro_batch_seqs", 1 },
+	{ "micro_batches", 1 }, { "global_batch_seqs", 1 }, { "seq_tokens", 1 },
+	{ "schedule", 0 }, { "virtual_stages", 1 }, { "recompute", 0 },
+	{ "zero_stage", 1 }, { "layers_per_stage", 0 }, { "groups_per_rank", 0 },
+	{ "gpu_types_per_rank", 0 }, { "iteration_s", 1 }, { "tokens_per_s", 1 },
+	{ "mfu_pct", 1 }, { "peak_mem_GiB", 1 }, { "compute_s", 1 },
+	{ "recompute_s", 1 }, { "bubble_s", 1 }, { "tp_comm_s", 1 },
+	{ "cp_comm_s", 1 }, { "pp_comm_s", 1 }, { "dp_comm_s", 1 },
+	{ "ep_comm_s", 1 }, { "optimizer_s", 1 }, { "weights_GiB", 1 },
+	{ "grads_GiB", 1 }, { "optimizer_GiB", 1 }, { "activations_GiB", 1 },
+	{ "logits_GiB", 1 }, { "allowance_GiB", 1 }, { "reason", 0 },
 };
+#define N_COLUMNS (sizeof columns / sizeof columns[0])
+#define FIELD_MAX 1024
+
+/* GPU type of each pipeline rank, run-length coded like report_groups. */
+static void gpu_types(char *buf, size_t n, const struct plan_row *row, const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < s->pp;) {
+		int g = c->group[s->group[r]].gpu, run = 1;
+
+		while (r + run < s->pp && c->group[s->group[r + run]].gpu == g)
+			run++;
+		append(buf, n, &at, "%s%s", r ? "," : "", c->gpu[g].name);
+		if (run > 1)
+			append(buf, n, &at, "*%d", run);
+		r += run;
+	}
+}
+
+/* The values of one row in column order, as text. */
+static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row,
+		       const struct model *m, const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	const struct cost_result *r = &row->r;
+	const double num[] = {
+		r->iter_s, r->tokens_per_s, 100.0 * r->mfu, r->peak_bytes / GiB,
+		r->time.compute, r->time.recompute, r->time.bubble, r->time.tp,
+		r->time.cp, r->time.pp, r->time.dp, r->time.ep, r->time.optimizer,
+		r->mem.weights / GiB, r->mem.grads / GiB, r->mem.optimizer / GiB,
+		r->mem.activations / GiB, r->mem.logits / GiB, r->mem.allowance / GiB,
+	};
+	const int ints[] = { rank, -1, s->tp, s->pp, s->dp, s->cp, s->ep, -1, s->mbs,
+			     s->micro_batches, s->gbs, s->seq, -1, s->vp, -1, s->zero };
+	size_t i = 0;
+
+	for (; i < sizeof ints / sizeof *ints; i++)
+		snprintf(f[i], FIELD_MAX, "%d", ints[i]);
+	snprintf(f[1], FIELD_MAX, "%s", r->fits ? "yes" : "no");
+	snprintf(f[7], FIELD_MAX, "%s", s->sp ? "yes" : "no");
+	snprintf(f[12], FIELD_MAX, "%s", schedule_name(s->schedule));
+	snprintf(f[14], FIELD_MAX, "%s", recompute_name(s->recompute));
+	report_layers(f[i++], FIELD_MAX, row, m);
+	report_groups(f[i++], FIELD_MAX, row, c);
+	gpu_types(f[i++], FIELD_MAX, row, c);
+	for (size_t j = 0; j < sizeof num / sizeof *num; j++)
+		snprintf(f[i++], FIELD_MAX, "%.6g", num[j]);
+	snprintf(f[i], FIELD_MAX, "%s", row->why);
+}
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting
  * (STYLE.md library notes). */
-static void field(FILE *f, const char *s, bool first)
+static void csv_field(FILE *f, const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!first)
-		fputc(',', f);
 	if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' ')))
 		csv_fwrite(f, s, n);
 	else
 		fputs(s, f);
 }
 
-static void fieldf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fieldf(FILE *f, const char *fmt, ...)
-{
-	char buf[64];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	field(f, buf, false);
-}
-
-static void csv_row(FILE *f, int rank, const struct plan_row *row,
-		    const struct model *m, const struct cluster *c)
-{
-	const struct strategy *s = &row->s;
-	const struct cost_result *r = &row->r;
-	char layers[1024], groups[1024];
-
-	report_layers(layers, sizeof layers, row, m);
-	report_groups(groups, sizeof groups, row, c);
-	fprintf(f, "%d,%s,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d", rank, r->fits ? "yes" : "no",
-		s->tp, s->pp, s->dp, s->cp, s->ep, s->sp ? "yes" : "no", s->mbs,
-		s->micro_batches, s->gbs, s->seq);
-	field(f, schedule_name(s->schedule), false);
-	fieldf(f, "%d", s->vp);
-	field(f, recompute_name(s->recompute), false);
-	fieldf(f, "%d", s->zero);
-	field(f, layers, false);
-	field(f, groups, false);
-	fieldf(f, "%.6g", r->iter_s);
-	fieldf(f, "%.6g", r->tokens_per_s);
-	fieldf(f, "%.4g", 100.0 * r->mfu);
-	fieldf(f, "%.4g", r->peak_bytes / GiB);
-	const double tv[] = { r->time.compute, r->time.recompute, r->time.bubble,
-			      r->time.tp, r->time.cp, r->time.pp, r->time.dp,
-			      r->time.ep, r->time.optimizer };
-	for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
-		fieldf(f, "%.6g", tv[i]);
-	const double mv[] = { r->mem.weights, r->mem.grads, r->mem.optimizer,
-			      r->mem.activations, r->mem.logits, r->mem.allowance };
-	for (size_t i = 0; i < sizeof mv / sizeof mv[0]; i++)
-		fieldf(f, "%.4g", mv[i] / GiB);
-	field(f, row->why, false);
-	fputc('\n', f);
-}
-
 static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 		      const struct cluster *c)
 {
-	for (size_t i = 0; i < sizeof csv_header / sizeof csv_header[0]; i++)
-		field(f, csv_header[i], i == 0);
+	static char fields[N_COLUMNS][FIELD_MAX];
+
+	for (size_t i = 0; i < N_COLUMNS; i++) {
+		fputs(i ? "," : "", f);
+		csv_field(f, columns[i].name);
+	}
 	fputc('\n', f);
-	for (int i = 0; i < p->n_row; i++)
-		csv_row(f, i < p->n_feasible ? i + 1 : 0, &p->row[i], m, c);
+	for (int r = 0; r < p->n_row; r++) {
+		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+		for (size_t i = 0; i < N_COLUMNS; i++) {
+			fputs(i ? "," : "", f);
+			csv_field(f, fields[i]);
+		}
+		fputc('\n', f);
+	}
 }
 
-int report_csv(const char *path, const struct plan *p, const struct model *m,
-	       const struct cluster *c, struct err *e)
+/* The per-stage details of a row: layers, pipeline rank, node group, GPU. */
+static cJSON *json_stages(const struct plan_row *row, const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	cJSON *a = cJSON_CreateArray();
+
+	for (int k = 0; k < s->n_stages; k++) {
+		const struct node_group *g = &c->group[s->group[k % s->pp]];
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "stage", k);
+		cJSON_AddNumberToObject(o, "pipeline_rank", k % s->pp);
+		cJSON_AddNumberToObject(o, "first_layer", s->first[k]);
+		cJSON_AddNumberToObject(o, "layers", stage_layers(s, k));
+		cJSON_AddStringToObject(o, "group", g->name);
+		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static char *json_ranking(const struct plan *p, const struct model *m,
+			  const struct cluster *c)
+{
+	static char fields[N_COLUMNS][FIELD_MAX];
+	cJSON *doc = cJSON_CreateObject(), *rows = cJSON_CreateArray();
+	char *text;
+
+	cJSON_AddStringToObject(doc, "model", m->name);
+	cJSON_AddStringToObject(doc, "cluster", c->name);
+	cJSON_AddNumberToObject(doc, "gpus", c->total_gpus);
+	cJSON_AddNumberToObject(doc, "strategies_costed", (double)p->evaluated);
+	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
+	for (int r = 0; r < p->n_row; r++) {
+		cJSON *o = cJSON_CreateObject();
+
+		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+		for (size_t i = 0; i < N_COLUMNS; i++) {
+			if (columns[i].num)
+				cJSON_AddNumberToObject(o, columns[i].name, strtod(fields[i], NULL));
+			else
+				cJSON_AddStringToObject(o, columns[i].name, fields[i]);
+		}
+		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], c));
+		cJSON_AddItemToArray(rows, o);
+	}
+	cJSON_AddItemToObject(doc, "strategies", rows);
+	text = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	return text;
+}
+
+/* Writes text to path through a temporary file and a rename, or to stdout
+ * for "-". */
+static int write_whole(const char *path, void (*body)(FILE *, const void *),
+		       const void *arg, struct err *e)
 {
 	char tmp[4096];
 	FILE *f;
 	int fd;
+	mode_t mask;
 
 	if (strcmp(path, "-") == 0) {
-		write_csv(stdout, p, m, c);
-		return fflush(stdout) ? err_set(e, "cannot write the CSV to stdout: %s",
-						strerror(errno)) : 0;
+		body(stdout, arg);
+		return fflush(stdout) ? err_set(e, "cannot write to stdout: %s", strerror(errno)) : 0;
 	}
 	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
-		return err_set(e, "CSV path '%s' is too long", path);
+		return err_set(e, "path '%s' is too long", path);
 	fd = mkstemp(tmp);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		int en = errno;
 
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			remove(tmp);
+		}
 		return err_set(e, "cannot create '%s': %s", path, strerror(en));
 	}
-	write_csv(f, p, m, c);
+	mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	body(f, arg);
 	if (ferror(f) | fclose(f) || rename(tmp, path)) {
 		int en = errno;
 
@@ -258,4 +340,43 @@ int report_csv(const char *path, const struct plan *p, const struct model *m,
 		return err_set(e, "cannot write '%s': %s", path, strerror(en));
 	}
 	return 0;
+}
+
+struct output {
+	const struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+};
+
+static void csv_body(FILE *f, const void *arg)
+{
+	const struct output *o = arg;
+
+	write_csv(f, o->p, o->m, o->c);
+}
+
+static void json_body(FILE *f, const void *arg)
+{
+	const struct output *o = arg;
+	char *text = json_ranking(o->p, o->m, o->c);
+
+	fputs(text, f);
+	fputc('\n', f);
+	cJSON_free(text);
+}
+
+int report_csv(const char *path, const struct plan *p, const struct model *m,
+	       const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return write_whole(path, csv_body, &o, e);
+}
+
+int report_json(const char *path, const struct plan *p, const struct model *m,
+		const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return write_whole(path, json_body, &o, e);
 }

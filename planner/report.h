@@ -26,6 +26,13 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e);
 
+/* Writes the whole ranking as JSON (every CSV column per strategy, plus a
+ * "stages" array with each stage's first layer, layer count, pipeline rank,
+ * node group and GPU type) to path, or stdout for "-"; atomically like
+ * report_csv. Returns 0, or -1 with e set. */
+int report_json(const char *path, const struct plan *p, const struct model *m,
+		const struct cluster *c, struct err *e);
+
 /* Layers per stage as in Megatron's layout string, e.g. "E+19|20|20|21+L",
  * and node group names per pipeline rank, e.g. "h100*2,a100*2". Write at most
  * n bytes (NUL included) to buf, ending in "..." if cut. */

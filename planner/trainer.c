@@ -204,8 +204,11 @@ static int check_zero(enum trainer t, const struct strategy *s, struct err *e)
 		break;
 	case TRAINER_MEGATRON:
 	case TRAINER_NEMO:
-		if (s->zero == 3)
-			return refuse(e, t, "ZeRO stage 3 (sharded parameters) has no flag; the distributed optimizer covers stages 1 and 2");
+		/* The distributed optimizer shards the optimizer states only
+		 * (6 + 12/dp bytes per parameter, theoretical_memory_usage.py). */
+		if (s->zero >= 2)
+			return refuse(e, t, "ZeRO stage %d has no flag; the distributed optimizer is ZeRO-1 (gradients stay whole)",
+				      s->zero);
 		break;
 	case TRAINER_TORCHTITAN:
 		/* torchtitan applies DDP only to a 1-D mesh ("DDP has not

@@ -897,6 +897,7 @@ R(r_ep_world) { moe(f, 8, 14336); f->s.ep = 8; }
 R(r_ep_sp) { moe(f, 8, 14336); f->s.ep = 2; f->s.sp = false; }
 R(r_zero_pp) { f->s.zero = 2; }
 R(r_zero3) { f->s.zero = 3; }
+R(r_zero2) { f->s.zero = 2; }
 R(r_ddp) { f->s.zero = 0; }
 R(r_recompute) { f->m.layers = 1; f->s.first[1] = 2; f->s.first[2] = 3; f->s.recompute = RECOMPUTE_FULL; }
 R(r_learned) { f->m.learned_pos = true; f->m.max_pos = 4096; }
@@ -938,7 +939,8 @@ static const struct rule {
 	{ TRAINER_MEGATRON, r_ep_world, "megatron: world size (16) must be divisible by tp * ep * pp (32)" },
 	{ TRAINER_MEGATRON, r_ep_sp, "megatron: expert parallelism with tp > 1 needs sequence parallelism" },
 	{ TRAINER_DEEPSPEED, r_zero_pp, "deepspeed: ZeRO stage 2 cannot run with pipeline parallelism (pp 2)" },
-	{ TRAINER_MEGATRON, r_zero3, "megatron: ZeRO stage 3 (sharded parameters) has no flag" },
+	{ TRAINER_MEGATRON, r_zero3, "megatron: ZeRO stage 3 has no flag; the distributed optimizer is ZeRO-1" },
+	{ TRAINER_NEMO, r_zero2, "nemo: ZeRO stage 2 has no flag; the distributed optimizer is ZeRO-1" },
 	{ TRAINER_TORCHTITAN, r_ddp, "torchtitan: data parallelism without ZeRO (zero 0, dp 4) runs as DDP" },
 	{ TRAINER_MEGATRON, r_recompute, "megatron: full recompute needs recompute_num_layers (1) <= layers per pipeline rank (num_layers 1 // pp 2 = 0)" },
 	{ TRAINER_MEGATRON, r_learned, "megatron: seq_length (8192) exceeds max_position_embeddings (4096) of the learned position embeddings" },
