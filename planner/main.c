@@ -42,6 +42,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(EMIT, "emit", 1, "FORMAT", "write launch files: megatron, torchtitan, deepspeed, nemo, slurm") \
 	X(OUT, "out", 1, "DIR", "directory for --emit (default: launch)")                \
 	X(PICK, "pick", 1, "N", "emit the N-th strategy of the ranking (default 1)")        \
+	X(EXHAUSTIVE, "exhaustive", 0, "", "reference search over every placement and partition (small cases)") \
 	X(HELP, "help", 0, "", "print this help and exit")
 
 enum option_id {
@@ -135,6 +136,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		break;
 	case OPT_EXPLAIN: cl->explain = true; break;
 	case OPT_SHOW_INFEASIBLE: o->keep_infeasible = true; break;
+	case OPT_EXHAUSTIVE: o->exhaustive = true; break;
 	case OPT_SCHEDULE:
 		if ((o->schedule = schedule_parse(arg)) < 0)
 			return usage("unknown schedule '%s' (1f1b, interleaved, zb-h1, gpipe)", arg);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cluster.h"
+#include "exhaustive.h"
 #include "ilp.h"
 #include "model.h"
 #include "partition.h"
@@ -191,7 +192,9 @@ static bool evaluate(struct search *S, struct strategy *s)
 		if (S->ranks[g])
 			order[n++] = g;
 	block_placement(S, s, order, n);
-	if (n == 1) {
+	if (S->o->exhaustive) {
+		exhaustive_search(&best, &r, s, S->ranks, S->m, S->c, &S->lc);
+	} else if (n == 1) {
 		try_placement(S, s, &best, &r);
 	} else {
 		/* Every order of contiguous blocks (at most 4 groups), and the
@@ -245,8 +248,9 @@ static bool each_schedule(struct search *S, struct strategy *s)
 		for (int vp = 1; vp <= 4; vp++) {
 			if ((sc == SCHED_INTERLEAVED) != (vp > 1) || (o->vp && vp != o->vp))
 				continue;
-			/* Interleaving needs micro-batches >= pp (Megatron). */
-			if (vp > 1 && (s->micro_batches < s->pp || s->pp == 1))
+			/* Interleaving needs micro-batches >= pp (Megatron);
+			 * ZB-H1's bubble (Qi et al. 2024) assumes it too. */
+			if ((vp > 1 || sc == SCHED_ZB_H1) && s->micro_batches < s->pp)
 				continue;
 			if (s->pp * vp > S->m->n_layer || s->pp * vp > MAX_STAGES)
 				continue;

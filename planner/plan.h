@@ -25,6 +25,8 @@ struct plan_opts {
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
 	double ilp_time_limit_s;
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
+	bool exhaustive;	/* reference search: every placement and
+				   partition (small cases only) */
 };
 
 void plan_opts_init(struct plan_opts *o);
