@@ -119,6 +119,68 @@ static int check_strategy(const struct strategy *s, struct err *e)
 	return 0;
 }
 
+/* The tail of a pipeline rank on group g whose layers hold D dense and E
+ * expert parameters per GPU and take bwd seconds of backward (+ recompute)
+ * per micro-batch: the DP gradient reduction after the pipeline flush
+ * (Narayanan et al. 2021 Sec. 3.2), partly hidden under the last backward
+ * (COST_DP_OVERLAP), plus the ZeRO-1/2 parameter all-gather, plus the
+ * optimizer step over the rank's ZeRO shard (compute_optimizer). */
+static void stage_tail(double *dp, double *opt, const struct cluster *c,
+		       const struct strategy *s, int g, double D, double E, double bwd)
+{
+	double reduce, gather, n = (double)s->dp * s->cp;
+	double n_e = n / s->ep < 1 ? 1 : n / s->ep;
+
+	comm_dp(c, g, s, D, E, &reduce, &gather);
+	*dp = pos(reduce - COST_DP_OVERLAP * bwd) + gather;
+	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
+				 s->zero >= 1 ? D / n + E / n_e : D + E);
+}
+
+/* The tail of pipeline rank r over all its chunks. */
+static void rank_tail(double *dp, double *opt, const struct model *m,
+		      const struct cluster *c, const struct strategy *s,
+		      const struct layer_costs *lc, int n_stages, int r)
+{
+	int g = s->group[r], L = lc->n_layer;
+	double D = 0, E = 0, bwd = 0;
+
+	for (int k = r; k < n_stages; k += s->pp)
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			double d, x;
+
+			memory_params(&m->layer[l], s, &d, &x);
+			D += d;
+			E += x;
+			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
+		}
+	stage_tail(dp, opt, c, s, g, D, E, bwd);
+}
+
+/* lc->tail0 for every group and every end of the first stage. */
+static void first_stage_tails(struct layer_costs *lc, const struct model *m,
+			      const struct cluster *c, const struct strategy *s)
+{
+	int L = lc->n_layer;
+
+	for (int g = 0; g < lc->n_group; g++) {
+		double D = 0, E = 0, bwd = 0, dp, opt;
+		double *t = lc->tail0 + (size_t)g * (L + 1);
+
+		t[0] = 0;
+		for (int l = 0; l < L; l++) {
+			double d, x;
+
+			memory_params(&m->layer[l], s, &d, &x);
+			D += d;
+			E += x;
+			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
+			stage_tail(&dp, &opt, c, s, g, D, E, bwd);
+			t[l + 1] = dp + opt;
+		}
+	}
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
  * summed) and its forward side; per layer the bytes per GPU (memory_layer).
  * One allocation holds all five arrays (lc->time is its base). O(layers x
@@ -130,10 +192,11 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	double *buf;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
+	lc->tail0 = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3), sizeof *buf);
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 1), sizeof *buf);
 	for (int g = 0; g < G; g++)
 		for (int l = 0; l < L; l++) {
 			struct parts p;
@@ -152,6 +215,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	lc->state_bytes = buf + (size_t)2 * G * L;
 	lc->act_bytes = lc->state_bytes + L;
 	lc->extra_bytes = lc->act_bytes + L;
+	lc->tail0 = lc->extra_bytes + L;
 	for (int l = 0; l < L; l++) {
 		struct layer_mem lm;
 
@@ -162,6 +226,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	}
 	lc->n_layer = L;
 	lc->n_group = G;
+	first_stage_tails(lc, m, c, s);
 	return 0;
 }
 
@@ -171,6 +236,7 @@ void cost_layers_free(struct layer_costs *lc)
 		return;
 	free(lc->time);
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
+	lc->tail0 = NULL;
 	lc->n_layer = lc->n_group = 0;
 }
 
@@ -228,42 +294,17 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	}
 }
 
-/* Per pipeline rank: the DP tail (Narayanan et al. 2021 Sec. 3.2: the
- * gradient all-reduce after the pipeline flush, here partly hidden under the
- * last backward, COST_DP_OVERLAP) and the optimizer step (compute_optimizer
- * over the rank's ZeRO shard). */
-static void rank_tail(double *dp, double *opt, const struct model *m,
-		      const struct cluster *c, const struct strategy *s,
-		      const struct layer_costs *lc, int n_stages, int r)
-{
-	int g = s->group[r], L = lc->n_layer;
-	double D = 0, E = 0, bwd = 0, reduce, gather, n, n_e;
-
-	for (int k = r; k < n_stages; k += s->pp)
-		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			double d, x;
-
-			memory_params(&m->layer[l], s, &d, &x);
-			D += d;
-			E += x;
-			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
-		}
-	comm_dp(c, g, s, D, E, &reduce, &gather);
-	*dp = pos(reduce - COST_DP_OVERLAP * bwd) + gather;
-	n = (double)s->dp * s->cp;
-	n_e = n / s->ep < 1 ? 1 : n / s->ep;
-	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
-				 s->zero >= 1 ? D / n + E / n_e : D + E);
-}
-
 /* Evaluation of a placed and partitioned strategy (cost.h):
  * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
  *   times on its group plus its send;
- * - iter_s = T_pipe + max over ranks of (exposed DP + optimizer);
+ * - iter_s = T_pipe + the tail (exposed DP + optimizer) of pipeline rank 0:
+ *   under 1F1B rank 0 runs the iteration's last backward and the next
+ *   iteration's first forward; the other ranks' tails hide under the next
+ *   pipeline fill (they finish their last backward earlier);
  * - breakdown: compute, recompute, tp, cp, ep, pp = m x the parts of the
  *   bottleneck rank (largest per-micro-batch time, all its chunks),
  *   bubble = T_pipe - m x that time (>= 0 for every schedule), dp = m x its
- *   exposed ZeRO-3 gathers + the tail rank's DP, optimizer the tail rank's;
+ *   exposed ZeRO-3 gathers + rank 0's DP tail, optimizer rank 0's;
  * - mfu (model FLOPs, Narayanan 2021 Sec. 5.1; COSTMODEL.md):
  *   3 * gbs * seq * sum_l F_l / (iter_s * sum of the peaks of the
  *   tp*cp*dp GPUs of every rank), F_l the forward FLOPs per token (no
@@ -278,7 +319,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	static const struct cost_result zero_result;
 	struct pipeline_frame f;
 	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES];
-	double t_pipe, tail = -1, tail_dp = 0, tail_opt = 0, peaks = 0;
+	double t_pipe, tail, tail_dp, tail_opt, peaks = 0;
 	double flops = 0, best_mem = -1;
 	int L = lc->n_layer, pp = s->pp, mb = micro_batches(s), bn = 0;
 
@@ -315,17 +356,11 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	else
 		t_pipe = schedule_time(f.a, f.b, ck, f.n_stages);
 
+	rank_tail(&tail_dp, &tail_opt, m, c, s, lc, f.n_stages, 0);
+	tail = tail_dp + tail_opt;
 	for (int q = 0; q < pp; q++) {
-		double dp, opt;
-
 		if (rank_c[q] > rank_c[bn])
 			bn = q;
-		rank_tail(&dp, &opt, m, c, s, lc, f.n_stages, q);
-		if (dp + opt > tail) {
-			tail = dp + opt;
-			tail_dp = dp;
-			tail_opt = opt;
-		}
 		peaks += (double)s->tp * s->cp * s->dp *
 			 c->gpu[c->group[s->group[q]].gpu].peak_flops;
 		if (rank_mem[q] > best_mem) {

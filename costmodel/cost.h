@@ -28,6 +28,11 @@ struct layer_costs {
 	double *act_bytes;	/* [l] activations per in-flight micro-batch per GPU */
 	double *extra_bytes;	/* [l] transient while the layer runs (fp32
 				   logits of the head), per GPU */
+	/* [g * (n_layer + 1) + j]: seconds that pipeline rank 0 on group g
+	 * adds after the pipeline when its (only) stage holds layers [0, j):
+	 * exposed DP gradient reduction + optimizer step. iter_s = T_pipe +
+	 * this (cost_evaluate). */
+	double *tail0;
 };
 
 /* Fills lc for strategy s (uses tp, cp, dp, ep, mbs, seq, recompute, zero,
@@ -41,7 +46,10 @@ void cost_layers_free(struct layer_costs *lc);
  * whose partition may not be. The pipeline time of a partition is
  *   T_pipe = a * max_k c_k + b * sum_k c_k,
  * with c_k = sum of layer_costs.time over the layers of virtual stage k on
- * group group[k % pp], plus send[k]. A partition fits if for every k:
+ * group group[k % pp], plus send[k]; without virtual stages the iteration is
+ * T_pipe + layer_costs.tail0[group[0]][first[1]]. With vp > 1 cost_evaluate
+ * takes T_pipe from the ranks' totals, (m - 1/v) max_r C_r + (1/v) sum_r C_r,
+ * which a * max_k c_k + b * sum_k c_k bounds from above. A partition fits if for every k:
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
 struct pipeline_frame {
 	int n_stages;
