@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "emit.h"
@@ -153,6 +155,31 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	return 0;
 }
 
+/* Draws the search's progress on stderr when it is a terminal and the
+ * search has run for half a second; erases it at the end. */
+static void progress_bar(double done, void *arg)
+{
+	static double start = -1;
+	struct timespec ts;
+	double now;
+	int width = 40, fill = (int)(done * width);
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	if (start < 0)
+		start = now;
+	if (done >= 1.0) {
+		if (now - start >= 0.5)
+			fputs("\r\033[K", stderr);
+		return;
+	}
+	if (now - start < 0.5)
+		return;
+	fprintf(stderr, "\rampplan: searching [%.*s%*s] %3.0f%%", fill,
+		"########################################", width - fill, "", 100.0 * done);
+}
+
 /* The trainer whose rules a launch format must follow. */
 static int emit_trainer(int format)
 {
@@ -199,6 +226,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
 		return usage("%s", "--cluster is required");
+	if (isatty(STDERR_FILENO))
+		cl->opts.progress = progress_bar;
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->opts.vp > 1 && cl->opts.schedule < 0)

@@ -42,6 +42,7 @@ struct search {
 	int cap_rows;
 	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
 	struct layer_costs lc;
+	int n_degrees, done;	/* (TP, CP, PP) triples: all, searched */
 };
 
 static double now(void)
@@ -316,7 +317,10 @@ static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc
 	}
 }
 
-static void each_degree(struct search *S, struct strategy *s, struct err *e, int *rc)
+/* Visits every (TP, CP, PP, DP) the cluster and options allow; with count
+ * set only counts them (for the progress report). */
+static void each_degree(struct search *S, struct strategy *s, bool count,
+			struct err *e, int *rc)
 {
 	const struct plan_opts *o = S->o;
 	int N = S->c->total_gpus, node = 0;
@@ -336,12 +340,18 @@ static void each_degree(struct search *S, struct strategy *s, struct err *e, int
 				    (o->pp && pp != o->pp) || (o->dp && dp != o->dp) ||
 				    s->gbs % dp || !split_groups(S, N / pp))
 					continue;
+				if (count) {
+					S->n_degrees++;
+					continue;
+				}
 				s->tp = tp;
 				s->cp = cp;
 				s->pp = pp;
 				s->dp = dp;
 				s->sp = tp > 1;
 				each_ep(S, s, e, rc);
+				if (o->progress)
+					o->progress((double)++S->done / S->n_degrees, o->progress_arg);
 			}
 		}
 	}
@@ -400,7 +410,11 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	memset(&s, 0, sizeof s);
 	s.gbs = opts.gbs;
 	s.seq = opts.seq;
-	each_degree(&S, &s, e, &rc);
+	if (opts.progress)
+		each_degree(&S, &s, true, e, &rc);
+	each_degree(&S, &s, false, e, &rc);
+	if (opts.progress && S.done < S.n_degrees)
+		opts.progress(1.0, opts.progress_arg);
 	if (rc) {
 		plan_free(S.p);
 		return -1;

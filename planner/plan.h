@@ -27,6 +27,10 @@ struct plan_opts {
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
+	/* Called with the fraction of the search done, from 0 to 1 (1 once,
+	 * at the end); may be NULL. */
+	void (*progress)(double done, void *arg);
+	void *progress_arg;
 };
 
 void plan_opts_init(struct plan_opts *o);
