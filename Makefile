@@ -1,7 +1,9 @@
 # ampplan: plain Makefile (STYLE.md 15). Variables are overridable.
 CC ?= cc
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP -Icostmodel -Iplanner
+# Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
+	-Icostmodel -Iplanner $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS += -lglpk -lcsv -lcjson -lm
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
@@ -26,12 +28,12 @@ $(BUILD)/libampplan.a: $(LIB_OBJ)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/testutil.o $(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
 
-$(BUILD)/tests/%.o: CFLAGS += -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
+$(BUILD)/tests/%.o: EXTRA_CFLAGS = -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
 
 # Installs the Debian packages if missing (no-op when present).
 deps:

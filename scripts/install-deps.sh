@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages ampplan needs, if any is missing.
 # A no-op when all are present; exits 1 with a clear message when it cannot.
 set -eu
-pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev check pkg-config"
+pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev check pkg-config python3-torch"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
