@@ -241,8 +241,10 @@ void cost_layers_free(struct layer_costs *lc)
 }
 
 /* ZB-H1's rho (schedule_weights): (forward + recomputation) / (forward +
- * recomputation + backward), summed over all layers on the group of
- * pipeline rank 0 (a whole-model ratio, independent of the partition).
+ * recomputation + backward), summed over all layers on the cluster's first
+ * node group: a whole-model ratio, independent of the partition and of the
+ * placement (the analytic ratio is the same on every group; measured
+ * profiles may differ slightly).
  * 1/3 (backward = 2 x forward) if a measured profile is unusable. */
 static double zb_rho(const struct model *m, const struct cluster *c, int g,
 		     const struct strategy *s)
@@ -281,16 +283,19 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	for (int k = 0; k < n; k++)
 		f->group[k] = s->group[k % pp];
 	if (s->schedule == SCHED_ZB_H1)
-		rho = zb_rho(m, c, f->group[0], s);
+		rho = zb_rho(m, c, 0, s);
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
+	f->n_group = c->n_group;
+	f->vp = vp;
+	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
+		f->cap_of[g] = (c->gpu[c->group[g].gpu].mem_bytes - MEM_ALLOWANCE_BYTES) / vp;
+		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
+			f->link[g][h] = comm_pp_send(m, c, g, h, s);
+	}
 	for (int k = 0; k < n; k++) {
-		const struct gpu_type *gt = &c->gpu[c->group[f->group[k]].gpu];
-
 		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k % pp);
-		f->send[k] = k + 1 < n ? comm_pp_send(m, c, f->group[k],
-						      f->group[k + 1], s)
-				       : 0;
-		f->cap[k] = (gt->mem_bytes - MEM_ALLOWANCE_BYTES) / vp;
+		f->send[k] = k ? f->link[f->group[k - 1]][f->group[k]] : 0;
+		f->cap[k] = f->cap_of[f->group[k]];
 	}
 }
 

@@ -52,14 +52,21 @@ void cost_layers_free(struct layer_costs *lc);
  * which a * max_k c_k + b * sum_k c_k bounds from above. A partition fits if for every k:
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
 struct pipeline_frame {
-	int n_stages;
+	int n_stages, n_group, vp;
 	double a, b;			/* schedule weights (cost_schedule) */
 	double inflight[MAX_STAGES];	/* micro-batches of activations held */
-	double send[MAX_STAGES];	/* seconds of p2p per micro-batch to the
-					   next stage (0 for the last) */
+	double send[MAX_STAGES];	/* seconds of p2p per micro-batch into
+					   stage k from stage k - 1 (0 for k = 0):
+					   link[group[k-1]][group[k]] */
 	double cap[MAX_STAGES];		/* bytes available for the stage's
-					   layers on one GPU */
+					   layers on one GPU: cap_of[group[k]] */
 	int group[MAX_STAGES];		/* node group of virtual stage k */
+	/* Placement-free terms, for a search that also places the ranks:
+	 * link[g][h] the p2p seconds per micro-batch (forward and backward)
+	 * between a stage on group g and the next on group h; cap_of[g] the
+	 * bytes for a stage's layers on a GPU of group g. */
+	double link[MAX_GROUPS][MAX_GROUPS];
+	double cap_of[MAX_GROUPS];
 };
 void cost_frame(struct pipeline_frame *f, const struct model *m,
 		const struct cluster *c, const struct strategy *s);

@@ -8,6 +8,8 @@
 
 /* Most pipeline stages, virtual stages included (pp * vp). */
 #define MAX_STAGES 256
+/* Most node groups in a cluster. */
+#define MAX_GROUPS 16
 
 enum schedule { SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_COUNT };
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };

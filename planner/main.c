@@ -266,8 +266,12 @@ static void print_summary(const struct plan *p, const struct model *m,
 		printf("%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
 		       c->gpu[c->group[g].gpu].name);
 	printf("), global batch %d x %d tokens\n", gbs, m->seq);
-	printf("%ld strategies costed, %d fit, searched in %.3f s\n\n", p->evaluated,
+	printf("%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
 	       p->n_feasible, p->search_s);
+	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
+		printf("ILP placements: %ld optimal, %ld stopped at the time limit (best found used), %ld failed (block placements used)\n",
+		       p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
+	putchar('\n');
 }
 
 static int run(struct cli *cl, struct model *m, const struct cluster *c)

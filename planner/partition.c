@@ -1,247 +1,358 @@
-/* partition.c: exact layer-to-stage partition under per-stage memory caps,
- * minimising a * max_k c_k + b * sum_k c_k by a bottleneck-bounded DP. */
+/* partition.c: exact layer-to-stage partition, with the placement of
+ * pipeline ranks on node groups given or searched, under memory caps (see
+ * partition.h). A DP over (layers covered, ranks used per group, group of
+ * the last stage) gives, for a bound U on every stage cost, the least value
+ * b * sum c_k + tail; a bisection over U finds min a * U + value. */
 #include "partition.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cost.h"
 #include "util.h"
 
-/* Scratch for one call, carved out of a single allocation. */
-struct part_ws {
-	int n, k;			/* layers, stages */
+/* The DP's scratch and inputs for one call. In forced mode the count index
+ * is the stage index k and stage k's group is f->group[k]; in free mode it
+ * is the mixed-radix vector of ranks used per group. */
+struct dp {
+	int n, K, G, ncnt;
+	const int *ranks;		/* NULL: forced placement */
+	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
-	const double *pre;		/* [g * (n + 1) + j]: time of layers [0, j) on group g */
-	const unsigned short *jmax;	/* [s * (n + 1) + i]: last end of stage s from i */
-	double *prev, *cur;		/* [n + 1] DP rows */
-	unsigned short *par;		/* [s * (n + 1) + j]: start of stage s ending at j */
+	int radix[MAX_GROUPS];
+	int *stage_of;			/* [ncnt] stages placed = sum of counts */
+	int *order;			/* [ncnt] count indices by stage */
+	double *pre;			/* [G][n + 1] time prefix sums */
+	unsigned short *jm;		/* [K][G][n + 1] last end that fits */
+	double *val;			/* [ncnt][G][n + 1] least value */
+	unsigned short *par_i;		/* same shape: start of the last stage */
+	unsigned char *par_h;		/* same shape: group of the one before */
+	double best;			/* objective of first[] and group[] */
+	unsigned short first[MAX_STAGES + 1];
+	int group[MAX_STAGES];
 };
 
-/* Cost of stage s over layers [i, j). Nondecreasing in j because layer times
- * are >= 0 and rounding is monotone. */
-static inline double seg_cost(const struct part_ws *w, int s, int i, int j)
+static size_t at(const struct dp *d, int cnt, int g, int j)
 {
-	const double *p = w->pre + (size_t)w->f->group[s] * (size_t)(w->n + 1);
-
-	return p[j] - p[i] + w->f->send[s];
+	return ((size_t)cnt * (size_t)d->G + (size_t)g) * (size_t)(d->n + 1) + (size_t)j;
 }
 
-/* Smallest feasible bottleneck (min over partitions of max_k c_k), or
- * INFINITY if no partition fits. O(K * (n - K + 1)^2). */
-static double minmax_dp(struct part_ws *w)
+/* Whether stage k may run on group g after the counts of index cnt. */
+static int allowed(const struct dp *d, int cnt, int k, int g)
 {
-	int n = w->n, K = w->k, s, i, j;
-	double *prev = w->prev, *cur = w->cur, *t;
+	if (!d->ranks)
+		return d->f->group[k] == g;
+	return (cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g];
+}
 
-	for (j = 0; j <= n; j++)
-		prev[j] = INFINITY;
-	prev[0] = 0;
-	for (s = 0; s < K; s++) {
-		const unsigned short *jm = w->jmax + (size_t)s * (size_t)(n + 1);
-		int last = s == K - 1;
+static int next_count(const struct dp *d, int cnt, int g)
+{
+	return d->ranks ? cnt + d->radix[g] : cnt + 1;
+}
 
-		for (j = 0; j <= n; j++)
-			cur[j] = INFINITY;
-		for (i = s; i <= n - (K - s); i++) {
-			if (prev[i] == INFINITY)
-				continue;
-			if (last) {
-				if (jm[i] == n) {
-					double c = fmax(prev[i], seg_cost(w, s, i, n));
-					if (c < cur[n])
-						cur[n] = c;
-				}
-				continue;
-			}
-			for (j = i + 1; j <= jm[i]; j++) {
-				double c = fmax(prev[i], seg_cost(w, s, i, j));
-				if (c < cur[j])
-					cur[j] = c;
+/* p2p seconds into stage k on group g from the previous on group h. */
+static double send(const struct dp *d, int k, int h, int g)
+{
+	if (!d->ranks)
+		return d->f->send[k];
+	return k ? d->f->link[h][g] : 0;
+}
+
+static double tail(const struct dp *d, int g, int j)
+{
+	const struct layer_costs *lc = d->lc;
+
+	if (!lc->tail0 || d->f->vp != 1)
+		return 0;
+	return lc->tail0[(size_t)g * (size_t)(d->n + 1) + (size_t)j];
+}
+
+/* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
+ * and leave a layer for each later stage (i when none fits). */
+static void fill_jm(struct dp *d)
+{
+	const struct layer_costs *lc = d->lc;
+	int n = d->n, K = d->K;
+	double *ps = xmalloc(3 * (size_t)(n + 1) * sizeof *ps), *pa = ps + n + 1, *pe = pa + n + 1;
+
+	ps[0] = pa[0] = pe[0] = 0;
+	for (int l = 0; l < n; l++) {
+		ps[l + 1] = ps[l] + lc->state_bytes[l];
+		pa[l + 1] = pa[l] + lc->act_bytes[l];
+		pe[l + 1] = pe[l] + lc->extra_bytes[l];
+	}
+	for (int k = 0; k < K; k++)
+		for (int g = 0; g < d->G; g++) {
+			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
+			double inf = d->f->inflight[k];
+			double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+			int lim = n - (K - 1 - k);
+
+			for (int i = k, j = k; i <= n - (K - k); i++) {
+				if (j < i)
+					j = i;
+				while (j < lim && ps[j + 1] - ps[i] + inf * (pa[j + 1] - pa[i]) +
+							  pe[j + 1] - pe[i] <= cap)
+					j++;
+				jm[i] = (unsigned short)j;
 			}
 		}
-		t = prev, prev = cur, cur = t;
-	}
-	return prev[n];
+	free(ps);
 }
 
-/* Least sum_k c_k over the fitting partitions with every c_k <= u (u may be
- * INFINITY), with parents in w->par; INFINITY if none. *next gets the
- * smallest stage cost > u met from a reachable state: no partition changes
- * feasibility for bounds in [u, *next). O(K * (n - K + 1)^2) at most; the
- * inner loop stops at the first stage cost above u. */
-static double sum_dp(struct part_ws *w, double u, double *next)
+/* One DP pass at bound u: the least value over fitting partitions whose
+ * stages all cost <= u (INFINITY if none), with parents in d->par_*; *nx
+ * gets the smallest stage cost > u seen from a reachable state: no bound in
+ * [u, *nx) changes the answer. Returns the group of the last stage, or -1. */
+static int pass(struct dp *d, double u, double *value, double *nx)
 {
-	int n = w->n, K = w->k, s, i, j;
-	double *prev = w->prev, *cur = w->cur, *t, nx = INFINITY;
+	int n = d->n, K = d->K, G = d->G, last = -1;
+	double b = d->f->b;
+	size_t cells = (size_t)d->ncnt * G * (n + 1);
 
-	for (j = 0; j <= n; j++)
-		prev[j] = INFINITY;
-	prev[0] = 0;
-	for (s = 0; s < K; s++) {
-		const unsigned short *jm = w->jmax + (size_t)s * (size_t)(n + 1);
-		unsigned short *par = w->par + (size_t)s * (size_t)(n + 1);
-		int last = s == K - 1;
+	for (size_t x = 0; x < cells; x++)
+		d->val[x] = INFINITY;
+	*nx = INFINITY;
+	for (int o = 0; o < d->ncnt; o++) {
+		int cnt = d->order[o], k = d->stage_of[cnt];
 
-		for (j = 0; j <= n; j++)
-			cur[j] = INFINITY;
-		for (i = s; i <= n - (K - s); i++) {
-			double d = prev[i];
+		if (k == K)
+			break;
+		for (int h = 0; h < (k ? G : 1); h++)
+			for (int i = k; i <= n - (K - k); i++) {
+				double v0 = k ? d->val[at(d, cnt, h, i)] : (i ? INFINITY : 0);
 
-			if (d == INFINITY)
-				continue;
-			if (last) {
-				if (jm[i] == n) {
-					double c = seg_cost(w, s, i, n);
-					if (c > u) {
-						if (c < nx)
-							nx = c;
-					} else if (d + c < cur[n]) {
-						cur[n] = d + c;
-						par[n] = (unsigned short)i;
+				if (v0 == INFINITY)
+					continue;
+				for (int g = 0; g < G; g++) {
+					const double *p = d->pre + (size_t)g * (n + 1);
+					const unsigned short *jm = d->jm + ((size_t)k * G + g) * (size_t)(n + 1);
+					double s = send(d, k, h, g);
+					int nc;
+
+					if (!allowed(d, cnt, k, g))
+						continue;
+					nc = next_count(d, cnt, g);
+					for (int j = i + 1; j <= jm[i]; j++) {
+						double c = p[j] - p[i] + s, v;
+
+						if (c > u) {
+							if (c < *nx)
+								*nx = c;
+							break;
+						}
+						if (k == K - 1 && j < n)
+							continue;
+						v = v0 + b * c + (k ? 0 : tail(d, g, j));
+						if (v < d->val[at(d, nc, g, j)]) {
+							d->val[at(d, nc, g, j)] = v;
+							d->par_i[at(d, nc, g, j)] = (unsigned short)i;
+							d->par_h[at(d, nc, g, j)] = (unsigned char)h;
+						}
 					}
 				}
-				continue;
 			}
-			for (j = i + 1; j <= jm[i]; j++) {
-				double c = seg_cost(w, s, i, j);
-				if (c > u) {
-					if (c < nx)
-						nx = c;
-					break;
-				}
-				if (d + c < cur[j]) {
-					cur[j] = d + c;
-					par[j] = (unsigned short)i;
-				}
-			}
-		}
-		t = prev, prev = cur, cur = t;
 	}
-	*next = nx;
-	return prev[n];
+	*value = INFINITY;
+	for (int o = 0; o < d->ncnt; o++) {
+		int cnt = d->order[o];
+
+		if (d->stage_of[cnt] != K)
+			continue;
+		for (int g = 0; g < G; g++)
+			if (d->val[at(d, cnt, g, n)] < *value) {
+				*value = d->val[at(d, cnt, g, n)];
+				last = g;
+			}
+		if (!d->ranks || last >= 0)
+			break;
+	}
+	return last;
 }
 
-/* Fills the memory limits: jmax[s][i] = the largest j such that layers
- * [i, j) fit stage s and leave one layer for each later stage (i when
- * none fits). The memory of a segment grows with its length (bytes >= 0),
- * so the scan stops at the first overflow. Sums run layer by layer in order. */
-static void fill_jmax(unsigned short *jmax, const struct layer_costs *lc,
-		      const struct pipeline_frame *f)
+/* Evaluates bound u: the least value in *value, the bottleneck of the
+ * partition found in *mx, the next candidate in *nx; keeps the partition if
+ * it beats d->best. Returns 0, or -1 if nothing fits under u. */
+static int eval_bound(struct dp *d, double u, double *value, double *mx, double *nx)
 {
-	int n = lc->n_layer, K = f->n_stages, s, i, j;
+	unsigned short first[MAX_STAGES + 1];
+	int group[MAX_STAGES], K = d->K, j = d->n, g = pass(d, u, value, nx), cnt = 0;
+	double m = 0;
 
-	for (s = 0; s < K; s++) {
-		unsigned short *jm = jmax + (size_t)s * (size_t)(n + 1);
-		int lim = s == K - 1 ? n : n - (K - 1 - s);
-		double inf = f->inflight[s], cap = f->cap[s];
-
-		for (i = s; i <= n - (K - s); i++) {
-			double st = 0, ac = 0, ex = 0;
-
-			for (j = i; j < lim; j++) {
-				st += lc->state_bytes[j];
-				ac += lc->act_bytes[j];
-				ex += lc->extra_bytes[j];
-				if (st + inf * ac + ex > cap)
-					break;
-			}
-			jm[i] = (unsigned short)j;
-		}
-	}
-}
-
-/* Rebuilds first[] from the parents of the last sum_dp; returns the
- * objective of that partition. */
-static double rebuild(const struct part_ws *w, unsigned short *first)
-{
-	int n = w->n, K = w->k, s, j = n;
-	double mx = 0, sum = 0;
-
-	first[K] = (unsigned short)n;
-	for (s = K - 1; s >= 0; s--) {
-		int i = w->par[(size_t)s * (size_t)(n + 1) + (size_t)j];
-		double c = seg_cost(w, s, i, j);
-
-		mx = fmax(mx, c);
-		sum += c;
-		first[s] = (unsigned short)i;
-		j = i;
-	}
-	return w->f->a * mx + w->f->b * sum;
-}
-
-/* Exact search, after AMP's pipeline-partition DP (Li et al. 2022) with the
- * bottleneck made explicit: U0 from a min-max DP, then for increasing
- * candidate bottlenecks U (distinct stage costs, each reported by the DP at
- * the previous bound) the least sum S(U) with all c_k <= U; the optimum is
- * min_U a * U + b * S(U), and the scan stops once a * U + b * S(inf) cannot
- * beat the best. Each DP pass is O(K * (n - K + 1)^2) time; memory is one
- * allocation of O(K * n + n_group * n). With a >> b (1F1B: a = m - 1,
- * b = 1) a few passes suffice. */
-int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
-		    unsigned short *first, double *t_pipe)
-{
-	int n = lc->n_layer, K = f->n_stages, G = lc->n_group, g, s, l, ret = -1;
-	size_t n1 = (size_t)n + 1;
-	struct part_ws w;
-	double *pre, u, nx, sum, s_unc, best = INFINITY;
-	unsigned short *jmax, *par, tmp[MAX_STAGES + 1], cand[MAX_STAGES + 1];
-	char *mem;
-
-	if (n < 1 || n > 65535 || K < 1 || K > MAX_STAGES || K > n || G < 1 ||
-	    !(f->a >= 0) || !(f->b >= 0))
+	if (g < 0)
 		return -1;
-	for (s = 0; s < K; s++)
-		if (f->group[s] < 0 || f->group[s] >= G)
-			return -1;
+	for (int o = 0; o < d->ncnt; o++)
+		if (d->stage_of[d->order[o]] == K && d->val[at(d, d->order[o], g, d->n)] == *value) {
+			cnt = d->order[o];
+			break;
+		}
+	first[K] = (unsigned short)j;
+	for (int k = K - 1; k >= 0; k--) {
+		int i = d->par_i[at(d, cnt, g, j)], h = d->par_h[at(d, cnt, g, j)];
+		double c = d->pre[(size_t)g * (d->n + 1) + j] - d->pre[(size_t)g * (d->n + 1) + i] +
+			   send(d, k, h, g);
 
-	mem = xmalloc(((size_t)G + 2) * n1 * sizeof(double) +
-		      2 * (size_t)K * n1 * sizeof(unsigned short));
-	pre = (double *)mem;
-	w.prev = pre + (size_t)G * n1;
-	w.cur = w.prev + n1;
-	jmax = (unsigned short *)(w.cur + n1);
-	par = jmax + (size_t)K * n1;
+		if (c > m)
+			m = c;
+		first[k] = (unsigned short)i;
+		group[k] = g;
+		cnt = d->ranks ? cnt - d->radix[g] : cnt - 1;
+		j = i;
+		g = h;
+	}
+	*mx = m;
+	if (d->f->a * m + *value < d->best) {
+		d->best = d->f->a * m + *value;
+		memcpy(d->first, first, sizeof first);
+		memcpy(d->group, group, sizeof group);
+	}
+	return 0;
+}
 
-	for (g = 0; g < G; g++) {
-		double *p = pre + (size_t)g * n1;
-		const double *t = lc->time + (size_t)g * (size_t)n;
+/* Covers the bounds in [lo_nx, hi_m): value v_lo (INFINITY: nothing fits)
+ * just below lo_nx, v_hi at hi_m. Bisects on the bound and drops a range
+ * where the value cannot step (v_lo == v_hi) or where a * lo_nx + v_hi
+ * cannot beat the incumbent. */
+static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double hi_m)
+{
+	double a = d->f->a, mid, v_mid, m_mid, nx_mid;
+
+	while (v_lo > v_hi && lo_nx < hi_m && a * lo_nx + v_hi < d->best) {
+		mid = lo_nx + (hi_m - lo_nx) / 2;
+		if (mid >= hi_m)
+			mid = lo_nx;
+		if (eval_bound(d, mid, &v_mid, &m_mid, &nx_mid) == 0 && m_mid > lo_nx)
+			search(d, v_lo, lo_nx, v_mid, m_mid);
+		v_lo = v_mid, lo_nx = nx_mid;
+	}
+}
+
+
+/* Sets up d, runs the search, fills the outputs. */
+static int solve(struct dp *d, int *group, unsigned short *first, double *t)
+{
+	int n = d->n, K = d->K, G = d->G, ret = -1;
+	double v_unc, m_unc, nx, lo = 0;
+
+	d->stage_of = xmalloc((size_t)d->ncnt * 2 * sizeof(int));
+	d->order = d->stage_of + d->ncnt;
+	for (int c = 0; c < d->ncnt; c++) {
+		int k = c;
+
+		if (d->ranks) {
+			k = 0;
+			for (int g = 0; g < G; g++)
+				k += (c / d->radix[g]) % (d->ranks[g] + 1);
+		}
+		d->stage_of[c] = k;
+	}
+	/* counting sort of the count vectors by stage */
+	for (int k = 0, o = 0; k <= K; k++)
+		for (int c = 0; c < d->ncnt; c++)
+			if (d->stage_of[c] == k)
+				d->order[o++] = c;
+	d->pre = xmalloc((size_t)G * (n + 1) * sizeof *d->pre);
+	for (int g = 0; g < G; g++) {
+		double *p = d->pre + (size_t)g * (n + 1);
 
 		p[0] = 0;
-		for (l = 0; l < n; l++)
-			p[l + 1] = p[l] + t[l];
+		for (int l = 0; l < n; l++)
+			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
 	}
-	fill_jmax(jmax, lc, f);
-	w.n = n, w.k = K, w.f = f, w.pre = pre, w.jmax = jmax, w.par = par;
+	/* every stage costs at least its layers on their fastest group */
+	for (int l = 0; l < n; l++) {
+		double fastest = INFINITY;
 
-	u = minmax_dp(&w);
-	if (u == INFINITY)
-		goto out;
-	s_unc = sum_dp(&w, INFINITY, &nx);
-	while (f->a * u + f->b * s_unc < best) {
-		sum = sum_dp(&w, u, &nx);
-		/* finite, as u >= U0; the partition's own objective is
-		 * <= a * u + b * sum (its bottleneck may be below u) */
-		if (sum < INFINITY && f->a * u + f->b * sum < best) {
-			double v = rebuild(&w, cand);
-			if (v < best) {
-				best = v;
-				for (s = 0; s <= K; s++)
-					tmp[s] = cand[s];
-				ret = 0;
-			}
-		}
-		if (nx == INFINITY)
-			break;
-		u = nx;
+		for (int g = 0; g < G; g++)
+			if (d->lc->time[(size_t)g * n + l] < fastest)
+				fastest = d->lc->time[(size_t)g * n + l];
+		lo += fastest;
 	}
-	if (ret == 0) {
-		for (s = 0; s <= K; s++)
-			first[s] = tmp[s];
-		*t_pipe = best;
+	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
+	fill_jm(d);
+	d->val = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->val);
+	d->par_i = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->par_i);
+	d->par_h = xmalloc((size_t)d->ncnt * G * (n + 1));
+	d->best = INFINITY;
+	if (eval_bound(d, INFINITY, &v_unc, &m_unc, &nx) == 0) {
+		search(d, INFINITY, lo / K * (1 - 1e-9), v_unc, m_unc);
+		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
+		if (group)
+			memcpy(group, d->group, (size_t)K * sizeof *group);
+		*t = d->best;
+		ret = 0;
 	}
-out:
-	free(mem);
+	free(d->stage_of);
+	free(d->pre);
+	free(d->jm);
+	free(d->val);
+	free(d->par_i);
+	free(d->par_h);
 	return ret;
+}
+
+static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
+{
+	int n = lc->n_layer, K = f->n_stages;
+
+	return n >= 1 && n <= 65535 && K >= 1 && K <= MAX_STAGES && K <= n &&
+	       lc->n_group >= 1 && lc->n_group <= MAX_GROUPS && f->a >= 0 && f->b >= 0;
+}
+
+/* Exact, after AMP's pipeline-partition DP (Li et al. 2022) with the
+ * bottleneck made explicit: with V(U) the least b * sum c_k + tail over the
+ * fitting partitions whose stages all cost <= U, the optimum is min_U a * U
+ * + V(U) over the candidate bounds (the stage costs). V is a nonincreasing
+ * step function; a pass at U returns V(U), the bottleneck m <= U of its
+ * partition (V is constant on [m, U]) and the next candidate above U, so
+ * search() bisects on U, skipping ranges where V cannot step or cannot beat
+ * the incumbent. A pass costs O(states x n_group x n x stage width), states
+ * = n_stages x n (forced) or partition_place_states x n (free); there are
+ * typically 5 to 40 passes. */
+int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
+		    unsigned short *first, double *t)
+{
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
+			.ncnt = f->n_stages + 1, .lc = lc, .f = f };
+
+	if (!valid(lc, f))
+		return -1;
+	for (int k = 0; k < f->n_stages; k++)
+		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
+			return -1;
+	return solve(&d, NULL, first, t);
+}
+
+long partition_place_states(const int *ranks, int n_group)
+{
+	long states = n_group;
+
+	for (int g = 0; g < n_group; g++) {
+		states *= ranks[g] + 1;
+		if (states > 100000000L)
+			return 100000000L;
+	}
+	return states;
+}
+
+int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f,
+		    const int *ranks, int *group, unsigned short *first, double *t)
+{
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
+			.ncnt = 1, .ranks = ranks, .lc = lc, .f = f };
+	int total = 0;
+
+	if (!valid(lc, f) || f->vp != 1)
+		return -1;
+	for (int g = 0; g < d.G; g++) {
+		if (ranks[g] < 0)
+			return -1;
+		d.radix[g] = d.ncnt;
+		d.ncnt *= ranks[g] + 1;
+		total += ranks[g];
+	}
+	if (total != f->n_stages)
+		return -1;
+	return solve(&d, group, first, t);
 }

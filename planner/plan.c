@@ -15,7 +15,6 @@
 #include "trainer.h"
 #include "util.h"
 
-#define MAX_GROUPS 64
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 void plan_opts_init(struct plan_opts *o)
@@ -26,6 +25,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->zero = -1;
 	o->trainer = -1;
 	o->ilp_time_limit_s = 1.0;
+	o->place_dp_max = 20000;
 }
 
 bool plan_opts_what_if(const struct plan_opts *o)
@@ -43,6 +43,9 @@ struct search {
 	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
 	struct layer_costs lc;
 	int n_degrees, done;	/* (TP, CP, PP) triples: all, searched */
+	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
+					   costed without virtual stages */
+	bool have_v1;
 };
 
 static double now(void)
@@ -149,44 +152,69 @@ static void block_placement(struct search *S, struct strategy *s, const int *ord
 			s->group[r++] = (unsigned char)order[i];
 }
 
-/* The placement from the ILP, if it solves. */
+/* The placement from the ILP, if GLPK finds one; counts how it ended. */
 static bool ilp_placement(struct search *S, struct strategy *s)
 {
 	struct pipeline_frame f;
-	struct strategy t = *s;
-	double inflight[MAX_STAGES], cap[MAX_GROUPS];
+	double cap[MAX_GROUPS];
 	int group[MAX_STAGES];
 	enum ilp_status st;
 
-	for (int g = 0; g < S->c->n_group; g++) {
-		memset(t.group, g, sizeof t.group);
-		cost_frame(&f, S->m, S->c, &t);
-		cap[g] = f.cap[0] * s->vp;
-	}
-	for (int r = 0; r < s->pp; r++)
-		inflight[r] = f.inflight[r];
+	cost_frame(&f, S->m, S->c, s);
+	for (int g = 0; g < S->c->n_group; g++)
+		cap[g] = f.cap_of[g] * s->vp;
 	struct placement_problem pb = {
 		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks,
-		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = inflight, .cap = cap,
+		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = f.inflight, .cap = cap,
 	};
 	st = ilp_place(&pb, group, S->o->ilp_time_limit_s);
 	if (st == ILP_NONE) {
-		S->p->ilp_fallbacks++;
+		S->p->ilp_failed++;
 		return false;
 	}
-	S->p->ilp_solved++;
+	if (st == ILP_FEASIBLE)
+		S->p->ilp_stopped++;
+	else
+		S->p->ilp_optimal++;
 	for (int r = 0; r < s->pp; r++)
 		s->group[r] = (unsigned char)group[r];
 	return true;
 }
 
+/* The joint placement and partition DP (exact, vp = 1). */
+static void place_dp(struct search *S, struct strategy *s, struct strategy *best,
+		     struct cost_result *best_r)
+{
+	struct pipeline_frame f;
+	struct cost_result r;
+	int group[MAX_STAGES];
+	double t;
+
+	cost_frame(&f, S->m, S->c, s);
+	if (partition_place(&S->lc, &f, S->ranks, group, s->first, &t))
+		return;
+	for (int k = 0; k < s->pp; k++)
+		s->group[k] = (unsigned char)group[k];
+	cost_evaluate(&r, S->m, S->c, s, &S->lc);
+	if (r.fits && (!best_r->fits || r.iter_s < best_r->iter_s)) {
+		*best = *s;
+		*best_r = r;
+	}
+}
+
 /* Places, partitions and costs one strategy; records a row. Returns whether
- * it fits. */
+ * it fits. One node group: the partition DP. Several: without virtual
+ * stages the joint placement DP when its states are few enough (exact);
+ * otherwise the candidate placements (contiguous blocks of each group in
+ * every order, up to 4 groups; the placement found for the same strategy
+ * without virtual stages) and, when the placement space is too large for
+ * the DP, GLPK's ILP placement, each refined by the partition DP. */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
 	struct cost_result r = { 0 };
 	int order[MAX_GROUPS], n = 0;
+	bool small = partition_place_states(S->ranks, S->c->n_group) <= S->o->place_dp_max;
 
 	S->p->evaluated++;
 	for (int g = 0; g < S->c->n_group; g++)
@@ -197,16 +225,24 @@ static bool evaluate(struct search *S, struct strategy *s)
 		exhaustive_search(&best, &r, s, S->ranks, S->m, S->c, &S->lc);
 	} else if (n == 1) {
 		try_placement(S, s, &best, &r);
+	} else if (s->vp == 1 && small) {
+		place_dp(S, s, &best, &r);
 	} else {
-		/* Every order of contiguous blocks (at most 4 groups), and the
-		 * ILP's placement, each refined by the partition DP. */
 		if (n <= 4)
 			do {
 				block_placement(S, s, order, n);
 				try_placement(S, s, &best, &r);
 			} while (next_perm(order, n));
-		if (ilp_placement(S, s))
+		if (s->vp > 1 && S->have_v1) {
+			memcpy(s->group, S->v1_group, sizeof s->group);
 			try_placement(S, s, &best, &r);
+		}
+		if (!small && ilp_placement(S, s))
+			try_placement(S, s, &best, &r);
+	}
+	if (s->vp == 1 && r.fits) {
+		memcpy(S->v1_group, best.group, sizeof S->v1_group);
+		S->have_v1 = true;
 	}
 	if (r.fits) {
 		/* A strategy the chosen trainer cannot run is not ranked; it
@@ -243,6 +279,7 @@ static bool each_schedule(struct search *S, struct strategy *s)
 	const struct plan_opts *o = S->o;
 	bool fits = false;
 
+	S->have_v1 = false;
 	for (int sc = 0; sc < SCHED_COUNT; sc++) {
 		if (o->schedule >= 0 ? sc != o->schedule : s->pp == 1 && sc != SCHED_1F1B)
 			continue;

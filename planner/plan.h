@@ -23,7 +23,9 @@ struct plan_opts {
 	int zero;		/* 0..3, or -1 */
 	int gbs, seq;		/* 0: the model's defaults */
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
-	double ilp_time_limit_s;
+	double ilp_time_limit_s;	/* per ILP solve */
+	long place_dp_max;	/* largest placement DP (partition_place_states)
+				   before the ILP places the ranks instead */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
@@ -52,7 +54,9 @@ struct plan {
 	struct plan_row *row;
 	int n_row, n_feasible;
 	long evaluated;		/* strategies costed */
-	long ilp_solved, ilp_fallbacks;
+	long ilp_optimal, ilp_stopped;	/* ILP placements: proven optimal,
+					   incumbent at the time limit */
+	long ilp_failed;		/* ILP found none: block placements only */
 	double search_s;	/* wall seconds of the search */
 };
 

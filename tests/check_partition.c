@@ -159,18 +159,20 @@ static double ref_all_bounds(const struct inst *in)
 	return best;
 }
 
-/* A random instance: per-layer times per group (sometimes small integers, for
- * ties), 1F1B-like in-flight counts, tight caps, a in [0.5, 8], b in [0, 1]. */
+/* A random instance: per-layer times per group (sometimes small integers, or
+ * one non-integer time per group, for exact and rounded ties), 1F1B-like
+ * in-flight counts, tight caps, a in [0.5, 8], b in [0, 1]. */
 static void random_inst(struct inst *in, int n, int K, int G)
 {
-	int m = irand(1, 8), ints = irand(0, 2) == 0;
+	int m = irand(1, 8), mode = irand(0, 3), ints = mode == 0;
 	double tot_s = 0, tot_a = 0, tot_e = 0;
 
 	inst_init(in, n, G, K);
 	for (int g = 0; g < G; g++) {
 		double speed = unif(0.3, 3);
 		for (int l = 0; l < n; l++)
-			in->time[g * n + l] = ints ? irand(1, 3) : speed * unif(0.2, 1.5);
+			in->time[g * n + l] = ints ? irand(0, 3) :
+					      mode == 1 ? speed : speed * unif(0.2, 1.5);
 	}
 	for (int l = 0; l < n; l++) {
 		in->state[l] = ints ? irand(1, 4) : unif(1, 10);

@@ -159,6 +159,67 @@ static int compare(unsigned seed, int sc)
 	return n;
 }
 
+/* Paths that are not exact (the ILP placement, forced by a zero budget for
+ * the placement DP; interleaved schedules, whose partition DP minimises an
+ * upper bound) must still never beat the reference: a strategy cheaper than
+ * the exhaustive optimum would mean the two searches cost it differently.
+ * Returns the ILP solves seen; adds the strategies compared to *rows. */
+static long never_better(unsigned seed, int sc, long place_dp_max, int *rows)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *fast = NULL, *ref = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	long ilp;
+
+	rng = seed;
+	m = random_model();
+	c = random_cluster(m);
+	plan_opts_init(&o);
+	o.schedule = sc;
+	o.place_dp_max = place_dp_max;
+	ck_assert_int_eq(plan_search(&fast, m, c, &o, &e), 0);
+	o.exhaustive = true;
+	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+	for (int i = 0; i < fast->n_feasible; i++) {
+		double want = time_of(ref, &fast->row[i].s);
+
+		ck_assert_msg(want > 0 && fast->row[i].r.iter_s >= want * (1 - 1e-9),
+			      "seed %u: %.12g s beats the exhaustive %.12g s", seed,
+			      fast->row[i].r.iter_s, want);
+	}
+	ilp = fast->ilp_optimal + fast->ilp_stopped + fast->ilp_failed;
+	*rows += fast->n_feasible;
+	plan_free(fast);
+	plan_free(ref);
+	model_free(m);
+	cluster_free(c);
+	return ilp;
+}
+
+START_TEST(ilp_placement_never_better)
+{
+	long ilp = 0;
+	int rows = 0;
+
+	for (unsigned seed = 1; seed <= 40; seed++)
+		ilp += never_better(seed * 15485863u, SCHED_1F1B, 0, &rows);
+	ck_assert_int_gt(ilp, 20);
+	ck_assert_int_gt(rows, 20);
+}
+END_TEST
+
+START_TEST(interleaved_never_better)
+{
+	int rows = 0;
+
+	for (unsigned seed = 1; seed <= 40; seed++)
+		never_better(seed * 32452843u, SCHED_INTERLEAVED, 20000, &rows);
+	ck_assert_int_gt(rows, 20);
+}
+END_TEST
+
 START_TEST(search_is_exact_1f1b)
 {
 	int n = 0;
@@ -189,6 +250,8 @@ static Suite *search_suite(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, search_is_exact_1f1b, 0, 2);
 	tcase_add_test(tc, search_is_exact_gpipe_zb);
+	tcase_add_test(tc, ilp_placement_never_better);
+	tcase_add_test(tc, interleaved_never_better);
 	suite_add_tcase(s, tc);
 	return s;
 }
