@@ -28,6 +28,11 @@ struct dp {
 	double *val;			/* [ncnt][G][n + 1] least value */
 	unsigned short *par_i;		/* same shape: start of the last stage */
 	unsigned char *par_h;		/* same shape: group of the one before */
+	int *lo, *hi;			/* [ncnt][G]: reached ends of a row */
+	double *rem;			/* [n + 1]: time of layers [i, n) each on
+					   its fastest group */
+	double floor;			/* no partition's bottleneck is lower */
+	int last_cnt;			/* count index of the pass's optimum */
 	double best;			/* objective of first[] and group[] */
 	unsigned short first[MAX_STAGES + 1];
 	int group[MAX_STAGES];
@@ -104,36 +109,57 @@ static void fill_jm(struct dp *d)
 /* One DP pass at bound u: the least value over fitting partitions whose
  * stages all cost <= u (INFINITY if none), with parents in d->par_*; *nx
  * gets the smallest stage cost > u seen from a reachable state: no bound in
- * [u, *nx) changes the answer. Returns the group of the last stage, or -1. */
+ * [u, *nx) changes the answer. Returns the group of the last stage, or -1.
+ * d->lo/hi[cnt][g] bound the reached j of each row, so that unreached rows
+ * and ends are skipped. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
 	int n = d->n, K = d->K, G = d->G, last = -1;
+	size_t n1 = (size_t)n + 1, rows = (size_t)d->ncnt * G;
 	double b = d->f->b;
-	size_t cells = (size_t)d->ncnt * G * (n + 1);
 
-	for (size_t x = 0; x < cells; x++)
+	for (size_t x = 0; x < rows; x++) {
+		d->lo[x] = n + 1;
+		d->hi[x] = -1;
+	}
+	for (size_t x = 0; x < rows * n1; x++)
 		d->val[x] = INFINITY;
 	*nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o], k = d->stage_of[cnt];
+		int cnt = d->order[o], k = d->stage_of[cnt], ok[MAX_GROUPS], nc[MAX_GROUPS];
 
 		if (k == K)
 			break;
-		for (int h = 0; h < (k ? G : 1); h++)
-			for (int i = k; i <= n - (K - k); i++) {
-				double v0 = k ? d->val[at(d, cnt, h, i)] : (i ? INFINITY : 0);
+		for (int g = 0; g < G; g++) {
+			ok[g] = allowed(d, cnt, k, g);
+			nc[g] = next_count(d, cnt, g);
+		}
+		for (int h = 0; h < (k ? G : 1); h++) {
+			size_t row = (size_t)cnt * G + h;
+			const double *vrow = d->val + row * n1;
+			int ilo = k ? d->lo[row] : 0, ihi = k ? d->hi[row] : 0;
 
-				if (v0 == INFINITY)
+			for (int i = ilo; i <= ihi; i++) {
+				double v0 = k ? vrow[i] : 0;
+
+				/* No completion of this state can beat the
+				 * incumbent, whatever the bound. */
+				if (v0 == INFINITY ||
+				    d->f->a * d->floor + v0 + b * d->rem[i] >= d->best)
 					continue;
 				for (int g = 0; g < G; g++) {
-					const double *p = d->pre + (size_t)g * (n + 1);
-					const unsigned short *jm = d->jm + ((size_t)k * G + g) * (size_t)(n + 1);
-					double s = send(d, k, h, g);
-					int nc;
+					const double *p = d->pre + (size_t)g * n1;
+					const unsigned short *jm = d->jm + ((size_t)k * G + g) * n1;
+					size_t nrow = (size_t)nc[g] * G + g;
+					double *nv = d->val + nrow * n1, s, base;
+					unsigned short *pi = d->par_i + nrow * n1;
+					unsigned char *ph = d->par_h + nrow * n1;
+					int jlo = k == K - 1 ? n : i + 1;
 
-					if (!allowed(d, cnt, k, g))
+					if (!ok[g])
 						continue;
-					nc = next_count(d, cnt, g);
+					s = send(d, k, h, g);
+					base = v0 - b * p[i] + b * s;
 					for (int j = i + 1; j <= jm[i]; j++) {
 						double c = p[j] - p[i] + s, v;
 
@@ -142,32 +168,34 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 								*nx = c;
 							break;
 						}
-						if (k == K - 1 && j < n)
+						if (j < jlo)
 							continue;
-						v = v0 + b * c + (k ? 0 : tail(d, g, j));
-						if (v < d->val[at(d, nc, g, j)]) {
-							d->val[at(d, nc, g, j)] = v;
-							d->par_i[at(d, nc, g, j)] = (unsigned short)i;
-							d->par_h[at(d, nc, g, j)] = (unsigned char)h;
+						v = base + b * p[j] + (k ? 0 : tail(d, g, j));
+						if (v < nv[j]) {
+							nv[j] = v;
+							pi[j] = (unsigned short)i;
+							ph[j] = (unsigned char)h;
+							if (j > d->hi[nrow])
+								d->hi[nrow] = j;
+							if (j < d->lo[nrow])
+								d->lo[nrow] = j;
 						}
 					}
 				}
 			}
+		}
 	}
 	*value = INFINITY;
-	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o];
+	for (int o = d->ncnt - 1; o >= 0 && d->stage_of[d->order[o]] == K; o--)
+		for (int g = 0; g < G; g++) {
+			size_t row = (size_t)d->order[o] * G + g;
 
-		if (d->stage_of[cnt] != K)
-			continue;
-		for (int g = 0; g < G; g++)
-			if (d->val[at(d, cnt, g, n)] < *value) {
-				*value = d->val[at(d, cnt, g, n)];
+			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
+				*value = d->val[row * n1 + n];
 				last = g;
+				d->last_cnt = d->order[o];
 			}
-		if (!d->ranks || last >= 0)
-			break;
-	}
+		}
 	return last;
 }
 
@@ -182,11 +210,7 @@ static int eval_bound(struct dp *d, double u, double *value, double *mx, double 
 
 	if (g < 0)
 		return -1;
-	for (int o = 0; o < d->ncnt; o++)
-		if (d->stage_of[d->order[o]] == K && d->val[at(d, d->order[o], g, d->n)] == *value) {
-			cnt = d->order[o];
-			break;
-		}
+	cnt = d->last_cnt;
 	first[K] = (unsigned short)j;
 	for (int k = K - 1; k >= 0; k--) {
 		int i = d->par_i[at(d, cnt, g, j)], h = d->par_h[at(d, cnt, g, j)];
@@ -229,11 +253,24 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 }
 
 
+/* The dearest p2p into any stage. */
+static double max_send(const struct dp *d)
+{
+	double m = 0;
+
+	for (int k = 0; k < d->K; k++)
+		for (int h = 0; h < d->G; h++)
+			for (int g = 0; g < d->G; g++)
+				if (send(d, k, h, g) > m)
+					m = send(d, k, h, g);
+	return m;
+}
+
 /* Sets up d, runs the search, fills the outputs. */
 static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 {
 	int n = d->n, K = d->K, G = d->G, ret = -1;
-	double v_unc, m_unc, nx, lo = 0;
+	double lo, top = 0;
 
 	d->stage_of = xmalloc((size_t)d->ncnt * 2 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
@@ -261,22 +298,37 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
 	}
 	/* every stage costs at least its layers on their fastest group */
-	for (int l = 0; l < n; l++) {
+	d->rem = xmalloc((size_t)(n + 1) * sizeof *d->rem);
+	d->rem[n] = 0;
+	for (int l = n - 1; l >= 0; l--) {
 		double fastest = INFINITY;
 
 		for (int g = 0; g < G; g++)
 			if (d->lc->time[(size_t)g * n + l] < fastest)
 				fastest = d->lc->time[(size_t)g * n + l];
-		lo += fastest;
+		d->rem[l] = d->rem[l + 1] + fastest;
 	}
+	lo = d->rem[0];
+	d->floor = lo / K * (1 - 1e-9);
 	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
 	fill_jm(d);
 	d->val = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->val);
 	d->par_i = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->par_i);
 	d->par_h = xmalloc((size_t)d->ncnt * G * (n + 1));
+	d->lo = xmalloc((size_t)d->ncnt * G * 2 * sizeof *d->lo);
+	d->hi = d->lo + (size_t)d->ncnt * G;
+	/* No stage costs more than top: every layer on the slowest group
+	 * plus the dearest link. The value at top is at least b * rem[0]. */
+	for (int g = 0; g < G; g++) {
+		double worst = d->pre[(size_t)g * (n + 1) + n] + max_send(d);
+
+		if (worst > top)
+			top = worst;
+	}
+	top = top * (1 + 1e-9) + 1e-300;
 	d->best = INFINITY;
-	if (eval_bound(d, INFINITY, &v_unc, &m_unc, &nx) == 0) {
-		search(d, INFINITY, lo / K * (1 - 1e-9), v_unc, m_unc);
+	search(d, INFINITY, d->floor, d->f->b * d->rem[0], top);
+	if (d->best < INFINITY) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
 		if (group)
 			memcpy(group, d->group, (size_t)K * sizeof *group);
@@ -289,6 +341,8 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	free(d->val);
 	free(d->par_i);
 	free(d->par_h);
+	free(d->lo);
+	free(d->rem);
 	return ret;
 }
 
