@@ -29,8 +29,10 @@ struct dp {
 	unsigned short *par_i;		/* same shape: start of the last stage */
 	unsigned char *par_h;		/* same shape: group of the one before */
 	int *lo, *hi;			/* [ncnt][G]: reached ends of a row */
-	double *rem;			/* [n + 1]: time of layers [i, n) each on
-					   its fastest group */
+	double *rem;			/* [masks][n + 1]: time of layers [i, n)
+					   each on its fastest group among the
+					   groups of the mask */
+	int masks;			/* 2^G, or 1 (all groups) when G > 6 */
 	double floor;			/* no partition's bottleneck is lower */
 	int last_cnt;			/* count index of the pass's optimum */
 	double best;			/* objective of first[] and group[] */
@@ -71,6 +73,24 @@ static double tail(const struct dp *d, int g, int j)
 	if (!lc->tail0 || d->f->vp != 1)
 		return 0;
 	return lc->tail0[(size_t)g * (size_t)(d->n + 1) + (size_t)j];
+}
+
+/* The bit mask of groups that may host stages after stage k when the
+ * counts after stage k have index cnt (0 when no stage is left). */
+static int left_mask(const struct dp *d, int cnt, int k)
+{
+	int mask = 0;
+
+	if (d->masks == 1)
+		return 0;
+	for (int g = 0; g < d->G; g++) {
+		if (d->ranks ? (cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g] : 0)
+			mask |= 1 << g;
+	}
+	if (!d->ranks)
+		for (int q = k + 1; q < d->K; q++)
+			mask |= 1 << d->f->group[q];
+	return mask;
 }
 
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
@@ -116,7 +136,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 {
 	int n = d->n, K = d->K, G = d->G, last = -1;
 	size_t n1 = (size_t)n + 1, rows = (size_t)d->ncnt * G;
-	double b = d->f->b;
+	double a = d->f->a, b = d->f->b;
 
 	for (size_t x = 0; x < rows; x++) {
 		d->lo[x] = n + 1;
@@ -127,12 +147,17 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	*nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt], ok[MAX_GROUPS], nc[MAX_GROUPS];
+		const double *rest[MAX_GROUPS];	/* bound on the stages after k */
+		const double *mono[MAX_GROUPS];	/* the same with the stage's group */
+		double per = k + 1 < K ? 1.0 / (K - k - 1) : 0;
 
 		if (k == K)
 			break;
 		for (int g = 0; g < G; g++) {
 			ok[g] = allowed(d, cnt, k, g);
 			nc[g] = next_count(d, cnt, g);
+			rest[g] = d->rem + (size_t)left_mask(d, nc[g], k) * n1;
+			mono[g] = d->rem + (size_t)(d->masks == 1 ? 0 : left_mask(d, nc[g], k) | 1 << g) * n1;
 		}
 		for (int h = 0; h < (k ? G : 1); h++) {
 			size_t row = (size_t)cnt * G + h;
@@ -144,8 +169,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 
 				/* No completion of this state can beat the
 				 * incumbent, whatever the bound. */
-				if (v0 == INFINITY ||
-				    d->f->a * d->floor + v0 + b * d->rem[i] >= d->best)
+				if (v0 == INFINITY || a * d->floor + v0 + b * d->rem[i] >= d->best)
 					continue;
 				for (int g = 0; g < G; g++) {
 					const double *p = d->pre + (size_t)g * n1;
@@ -171,6 +195,28 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 						if (j < jlo)
 							continue;
 						v = base + b * p[j] + (k ? 0 : tail(d, g, j));
+						/* Prunes against the incumbent. E(j) =
+						 * a max(floor, c) + v + b mono[j] never
+						 * decreases with j (mono counts the
+						 * stage's own group among the later
+						 * ones; tail aside, hence k > 0): past
+						 * it, longer stages are too. The
+						 * stronger bound adds the mean of the
+						 * later stages to the bottleneck and
+						 * runs their layers on the groups left
+						 * only; it skips this end alone. */
+						double low = c > d->floor ? c : d->floor;
+						double later = rest[g][j];
+
+						if (a * low + v + b * mono[g][j] >= d->best) {
+							if (k)
+								break;
+							continue;
+						}
+						if (later * per > low)
+							low = later * per;
+						if (a * low + v + b * later >= d->best)
+							continue;
 						if (v < nv[j]) {
 							nv[j] = v;
 							pi[j] = (unsigned short)i;
@@ -266,11 +312,38 @@ static double max_send(const struct dp *d)
 	return m;
 }
 
+/* A necessary condition for any partition to fit: the stages' caps
+ * together hold every layer's states, activations for the fewest in-flight
+ * micro-batches of any stage, and the transients. */
+static int may_fit(const struct dp *d)
+{
+	const struct layer_costs *lc = d->lc;
+	double need = 0, act = 0, room = 0, fewest = INFINITY;
+
+	for (int l = 0; l < d->n; l++) {
+		need += lc->state_bytes[l] + lc->extra_bytes[l];
+		act += lc->act_bytes[l];
+	}
+	for (int k = 0; k < d->K; k++)
+		if (d->f->inflight[k] < fewest)
+			fewest = d->f->inflight[k];
+	if (d->ranks)
+		for (int g = 0; g < d->G; g++)
+			room += d->ranks[g] * d->f->cap_of[g];
+	else
+		for (int k = 0; k < d->K; k++)
+			room += d->f->cap[k];
+	return need + fewest * act <= room;
+}
+
 /* Sets up d, runs the search, fills the outputs. */
 static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 {
 	int n = d->n, K = d->K, G = d->G, ret = -1;
 	double lo, top = 0;
+
+	if (!may_fit(d))
+		return -1;
 
 	d->stage_of = xmalloc((size_t)d->ncnt * 2 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
@@ -297,17 +370,25 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		for (int l = 0; l < n; l++)
 			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
 	}
-	/* every stage costs at least its layers on their fastest group */
-	d->rem = xmalloc((size_t)(n + 1) * sizeof *d->rem);
-	d->rem[n] = 0;
-	for (int l = n - 1; l >= 0; l--) {
-		double fastest = INFINITY;
+	/* every stage costs at least its layers on their fastest group among
+	 * those that may host it; rem[mask 0] is unused (0) */
+	d->masks = G <= 6 ? 1 << G : 1;
+	d->rem = xcalloc((size_t)d->masks * (n + 1), sizeof *d->rem);
+	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
+		double *r = d->rem + (size_t)mask * (n + 1);
 
-		for (int g = 0; g < G; g++)
-			if (d->lc->time[(size_t)g * n + l] < fastest)
-				fastest = d->lc->time[(size_t)g * n + l];
-		d->rem[l] = d->rem[l + 1] + fastest;
+		for (int l = n - 1; l >= 0; l--) {
+			double fastest = INFINITY;
+
+			for (int g = 0; g < G; g++)
+				if ((d->masks == 1 || mask >> g & 1) &&
+				    d->lc->time[(size_t)g * n + l] < fastest)
+					fastest = d->lc->time[(size_t)g * n + l];
+			r[l] = r[l + 1] + fastest;
+		}
 	}
+	if (d->masks > 1)	/* rem[i] of every group, as the prunes expect */
+		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
 	lo = d->rem[0];
 	d->floor = lo / K * (1 - 1e-9);
 	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
@@ -327,6 +408,13 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 	top = top * (1 + 1e-9) + 1e-300;
 	d->best = INFINITY;
+	/* A narrow pass near the floor usually finds an incumbent, which lets
+	 * pass() prune the wider ones; search() still covers every bound. */
+	if (d->floor > 0) {
+		double v, m, nx;
+
+		eval_bound(d, 1.5 * d->floor, &v, &m, &nx);
+	}
 	search(d, INFINITY, d->floor, d->f->b * d->rem[0], top);
 	if (d->best < INFINITY) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
