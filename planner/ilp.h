@@ -10,8 +10,9 @@ struct layer_costs;
  * exactly ranks[g] of them (sum = pp). Rank r holds inflight[r] micro-batches
  * of activations; a GPU of group g has cap[g] bytes for its layers. The
  * objective is the pipeline time a * max_r c_r + b * sum_r c_r of
- * struct pipeline_frame (cost.h), with c_r = (layers of rank r) x (mean layer
- * time on its group). */
+ * struct pipeline_frame (cost.h), with c_r = (layers of rank r) x (the mean
+ * time of a middle layer on its group), plus the first layer's exact cost on
+ * rank 0 and the last layer's on the last rank (ilp.c). */
 struct placement_problem {
 	int pp, n_group;
 	const int *ranks;		/* [n_group] */
@@ -29,7 +30,9 @@ enum ilp_status {
 
 /* Solves the placement ILP with GLPK: binary x[r][g] (rank r on group g),
  * integer z[r][g] (layers of rank r on group g), continuous U >= c_r;
- * minimise a*U + b*sum c_r, memory per rank from mean per-layer bytes.
+ * minimise a*U + b*sum c_r, memory per rank from mean per-layer bytes;
+ * up to 3 rounds re-price the means over the layer ranges partition_solve
+ * gives the last placement, all within the time limit.
  * Writes group[0..pp-1] unless ILP_NONE. Silent: GLPK's terminal output goes
  * nowhere. time_limit_s bounds branch and bound. partition_solve refines the
  * layer counts afterwards with the exact per-layer costs. */

@@ -70,7 +70,7 @@ int main(void)
 	static const int sizes[] = { 64, 1024, 4096, 16384 };
 	int failed = 0;
 
-	if (system("mkdir -p build/bench"))
+	if (system("mkdir -p build/bench-clusters"))
 		return 1;
 	printf("%-16s %7s %12s %8s %10s %11s\n", "model", "GPUs", "strategies", "fit",
 	       "wall s", "peak MiB");
@@ -79,7 +79,7 @@ int main(void)
 			char path[64];
 			int st;
 
-			snprintf(path, sizeof path, "build/bench/mixed-%d.json", sizes[j]);
+			snprintf(path, sizeof path, "build/bench-clusters/mixed-%d.json", sizes[j]);
 			write_cluster(path, sizes[j]);
 			fflush(stdout);
 			pid_t pid = fork();
