@@ -25,7 +25,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->zero = -1;
 	o->trainer = -1;
 	o->ilp_time_limit_s = 1.0;
-	o->place_dp_max = 20000;
+	o->place_dp_max = 200;
 }
 
 bool plan_opts_what_if(const struct plan_opts *o)
@@ -205,10 +205,10 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 /* Places, partitions and costs one strategy; records a row. Returns whether
  * it fits. One node group: the partition DP. Several: without virtual
  * stages the joint placement DP when its states are few enough (exact);
- * otherwise the candidate placements (contiguous blocks of each group in
- * every order, up to 4 groups; the placement found for the same strategy
- * without virtual stages) and, when the placement space is too large for
- * the DP, GLPK's ILP placement, each refined by the partition DP. */
+ * otherwise the candidate placements, each refined by the partition DP:
+ * contiguous blocks of each group in every order (up to 4 groups), the
+ * placement found for the same strategy without virtual stages, and with
+ * more than 4 groups GLPK's ILP placement. */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -237,7 +237,7 @@ static bool evaluate(struct search *S, struct strategy *s)
 			memcpy(s->group, S->v1_group, sizeof s->group);
 			try_placement(S, s, &best, &r);
 		}
-		if (!small && ilp_placement(S, s))
+		if (n > 4 && ilp_placement(S, s))
 			try_placement(S, s, &best, &r);
 	}
 	if (s->vp == 1 && r.fits) {

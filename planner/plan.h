@@ -24,8 +24,9 @@ struct plan_opts {
 	int gbs, seq;		/* 0: the model's defaults */
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
 	double ilp_time_limit_s;	/* per ILP solve */
-	long place_dp_max;	/* largest placement DP (partition_place_states)
-				   before the ILP places the ranks instead */
+	long place_dp_max;	/* largest joint placement DP
+				   (partition_place_states); beyond it the
+				   candidate placements of plan.c evaluate() */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
