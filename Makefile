@@ -44,10 +44,12 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	./ampplan --model profiles/llama70b.json --cluster clusters/mixed.json
 
-# Every test suite, plain and under AddressSanitizer + UBSan.
+# Every test suite, plain and under AddressSanitizer + UBSan, then the
+# validation against published measurements as a regression.
 check: deps
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
+	AMPPLAN=build/ampplan scripts/validate.sh
 
 test: $(BUILD)/ampplan $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail

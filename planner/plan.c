@@ -456,7 +456,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		plan_free(S.p);
 		return -1;
 	}
-	qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	if (S.p->n_row)
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
