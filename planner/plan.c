@@ -205,10 +205,10 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 /* Places, partitions and costs one strategy; records a row. Returns whether
  * it fits. One node group: the partition DP. Several: without virtual
  * stages the joint placement DP when its states are few enough (exact);
- * otherwise the candidate placements, each refined by the partition DP:
- * contiguous blocks of each group in every order (up to 4 groups), the
- * placement found for the same strategy without virtual stages, and with
- * more than 4 groups GLPK's ILP placement. */
+ * otherwise candidate placements, each refined by the partition DP: with
+ * virtual stages the placement found for the same strategy without them,
+ * if any; else contiguous blocks of each group in every order (up to 4
+ * groups); and with more than 4 groups GLPK's ILP placement. */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -228,14 +228,14 @@ static bool evaluate(struct search *S, struct strategy *s)
 	} else if (s->vp == 1 && small) {
 		place_dp(S, s, &best, &r);
 	} else {
-		if (n <= 4)
+		if (s->vp > 1 && S->have_v1) {
+			memcpy(s->group, S->v1_group, sizeof s->group);
+			try_placement(S, s, &best, &r);
+		} else if (n <= 4) {
 			do {
 				block_placement(S, s, order, n);
 				try_placement(S, s, &best, &r);
 			} while (next_perm(order, n));
-		if (s->vp > 1 && S->have_v1) {
-			memcpy(s->group, S->v1_group, sizeof s->group);
-			try_placement(S, s, &best, &r);
 		}
 		if (n > 4 && ilp_placement(S, s))
 			try_placement(S, s, &best, &r);
@@ -281,7 +281,10 @@ static bool each_schedule(struct search *S, struct strategy *s)
 
 	S->have_v1 = false;
 	for (int sc = 0; sc < SCHED_COUNT; sc++) {
-		if (o->schedule >= 0 ? sc != o->schedule : s->pp == 1 && sc != SCHED_1F1B)
+		/* GPipe has 1F1B's time and holds more activations: it never
+		 * ranks above 1F1B, so it is costed only when asked for. */
+		if (o->schedule >= 0 ? sc != o->schedule
+				     : sc == SCHED_GPIPE || (s->pp == 1 && sc != SCHED_1F1B))
 			continue;
 		for (int vp = 1; vp <= 4; vp++) {
 			if ((sc == SCHED_INTERLEAVED) != (vp > 1) || (o->vp && vp != o->vp))
