@@ -217,6 +217,15 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 							low = later * per;
 						if (a * low + v + b * later >= d->best)
 							continue;
+						/* The later stages cannot all cost <= u:
+						 * this end needs a bound of at least
+						 * later * per, a candidate for *nx (no
+						 * bound below it can use the state). */
+						if (later * per > u) {
+							if (later * per < *nx)
+								*nx = later * per;
+							continue;
+						}
 						if (v < nv[j]) {
 							nv[j] = v;
 							pi[j] = (unsigned short)i;
@@ -281,9 +290,9 @@ static int eval_bound(struct dp *d, double u, double *value, double *mx, double 
 }
 
 /* Covers the bounds in [lo_nx, hi_m): value v_lo (INFINITY: nothing fits)
- * just below lo_nx, v_hi at hi_m. Bisects on the bound and drops a range
- * where the value cannot step (v_lo == v_hi) or where a * lo_nx + v_hi
- * cannot beat the incumbent. */
+ * just below lo_nx, v_hi (or a lower bound of it) at hi_m. Bisects on the
+ * bound and drops a range where the value cannot step (v_lo == v_hi) or
+ * where a * lo_nx + v_hi cannot beat the incumbent. */
 static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double hi_m)
 {
 	double a = d->f->a, mid, v_mid, m_mid, nx_mid;
@@ -466,16 +475,13 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 	return solve(&d, NULL, first, t);
 }
 
-long partition_place_states(const int *ranks, int n_group)
+double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages)
 {
-	long states = n_group;
+	double work = (double)n_group * n_layer * n_stages;
 
-	for (int g = 0; g < n_group; g++) {
-		states *= ranks[g] + 1;
-		if (states > 100000000L)
-			return 100000000L;
-	}
-	return states;
+	for (int g = 0; g < n_group && work < 1e12; g++)
+		work *= ranks[g] + 1;
+	return work < 1e12 ? work : 1e12;
 }
 
 int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f,

@@ -28,8 +28,10 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    const int *ranks, int *group, unsigned short *first, double *t);
 
-/* The DP states partition_place needs per layer: prod_g (ranks[g] + 1) x
- * n_group. The caller chooses the ILP instead when it is too large. */
-long partition_place_states(const int *ranks, int n_group);
+/* The work of one partition_place pass, in state transitions:
+ * prod_g (ranks[g] + 1) x n_group (states per layer) x n_layer x n_stages
+ * (saturates at 1e12). The caller places the ranks otherwise when it is
+ * too large. */
+double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages);
 
 #endif

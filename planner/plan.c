@@ -25,7 +25,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->zero = -1;
 	o->trainer = -1;
 	o->ilp_time_limit_s = 1.0;
-	o->place_dp_max = 200;
+	o->place_dp_max = 50000;
 }
 
 bool plan_opts_what_if(const struct plan_opts *o)
@@ -214,7 +214,8 @@ static bool evaluate(struct search *S, struct strategy *s)
 	struct strategy best = *s;
 	struct cost_result r = { 0 };
 	int order[MAX_GROUPS], n = 0;
-	bool small = partition_place_states(S->ranks, S->c->n_group) <= S->o->place_dp_max;
+	bool small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <=
+		     S->o->place_dp_max;
 
 	S->p->evaluated++;
 	for (int g = 0; g < S->c->n_group; g++)

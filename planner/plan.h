@@ -24,8 +24,8 @@ struct plan_opts {
 	int gbs, seq;		/* 0: the model's defaults */
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
 	double ilp_time_limit_s;	/* per ILP solve */
-	long place_dp_max;	/* largest joint placement DP
-				   (partition_place_states); beyond it the
+	double place_dp_max;	/* most work per pass of the joint placement DP
+				   (partition_place_work); beyond it the
 				   candidate placements of plan.c evaluate() */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 	bool exhaustive;	/* reference search: every placement and
