@@ -299,8 +299,8 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	for (int i = p->n_feasible; i < p->n_row; i++) {
 		if (i == p->n_feasible)
 			printf("\nstrategies that do not fit:\n");
-		printf("  TP %d PP %d DP %d CP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
-		       p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.mbs,
+		printf("  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
+		       p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.ep, p->row[i].s.mbs,
 		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
 		       p->row[i].s.zero, p->row[i].why);
 	}

@@ -98,8 +98,8 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 {
 	char layers[64], groups[48], sched[24];
 
-	fprintf(out, "%4s %3s %3s %4s %3s %3s %4s %-14s %-9s %4s %-26s %-20s %8s %9s %5s %8s\n",
-		"rank", "TP", "PP", "DP", "CP", "mbs", "m", "schedule", "recompute", "ZeRO",
+	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-26s %-20s %8s %9s %5s %8s\n",
+		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
 		"layers/stage", "GPUs/stage", "iter s", "tokens/s", "MFU%", "mem GiB");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
 		const struct plan_row *row = &p->row[i];
@@ -108,8 +108,8 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		report_layers(layers, sizeof layers - 38, row, m);
 		report_groups(groups, sizeof groups - 28, row, c);
 		schedule_label(sched, sizeof sched, s);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %4d %-14s %-9s %4d %-26s %-20s %8.3f %9.0f %5.1f %8.1f\n",
-			i + 1, s->tp, s->pp, s->dp, s->cp, s->mbs, s->micro_batches, sched,
+		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-26s %-20s %8.3f %9.0f %5.1f %8.1f\n",
+			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
 			recompute_name(s->recompute), s->zero, layers, groups, row->r.iter_s,
 			row->r.tokens_per_s, 100.0 * row->r.mfu, row->r.peak_bytes / GiB);
 	}

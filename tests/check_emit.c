@@ -118,26 +118,6 @@ static int world(const struct strategy *s) { return s->tp * s->cp * s->pp * s->d
 
 /* ---- files ---- */
 
-/* Returns the file's bytes, NUL-terminated (caller frees), or NULL. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0, got;
-
-	if (!f)
-		return NULL;
-	do {
-		if (n + 4097 > cap)
-			buf = xreallocarray(buf, cap = cap * 2 + 8192, 1);
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
-
 static char *path2(const char *dir, const char *name)
 {
 	size_t n = strlen(dir) + strlen(name) + 2;
@@ -149,7 +129,7 @@ static char *path2(const char *dir, const char *name)
 
 static char *read_in(const char *dir, const char *name)
 {
-	char *p = path2(dir, name), *text = slurp(p);
+	char *p = path2(dir, name), *text = read_file(p);
 
 	ck_assert_msg(text, "cannot read '%s'", p);
 	free(p);

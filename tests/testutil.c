@@ -8,14 +8,14 @@
 
 #include "util.h"
 
-static char *slurp(const char *path)
+char *read_file(const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t n = 0, cap = 0, got;
 
 	if (!f)
-		return xstrdup("");
+		return NULL;
 	do {
 		if (n + 4097 > cap)
 			buf = xreallocarray(buf, cap = cap * 2 + 8192, 1);
@@ -36,10 +36,10 @@ int run_ampplan(const char *args, char **out, char **err)
 	ck_assert(fo >= 0 && fe >= 0);
 	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", AMPPLAN_BIN, args, o, e);
 	st = system(cmd);
-	if (out)
-		*out = slurp(o);
-	if (err)
-		*err = slurp(e);
+	if (out && !(*out = read_file(o)))
+		*out = xstrdup("");
+	if (err && !(*err = read_file(e)))
+		*err = xstrdup("");
 	remove(o);
 	remove(e);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;

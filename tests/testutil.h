@@ -20,6 +20,10 @@
  * NUL-terminated strings (caller frees; either may be NULL to discard). */
 int run_ampplan(const char *args, char **out, char **err);
 
+/* The whole file at path as a malloc'd NUL-terminated string (caller
+ * frees), or NULL if it cannot be opened. */
+char *read_file(const char *path);
+
 /* Runs the suite in a runner and returns the process exit status. */
 int run_suite(Suite *s);
 
