@@ -3,8 +3,8 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-Icostmodel -Iplanner $(EXTRA_CFLAGS) $(CFLAGS)
-LDLIBS += -lglpk -lcsv -lcjson -lm
+	-pthread -Icostmodel -Iplanner $(EXTRA_CFLAGS) $(CFLAGS)
+LDLIBS += -lglpk -lcsv -lcjson -lm -pthread
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
 BUILD ?= build

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "exhaustive.h"
@@ -42,7 +44,6 @@ struct search {
 	int cap_rows;
 	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
 	struct layer_costs lc;
-	int n_degrees, done;	/* (TP, CP, PP) triples: all, searched */
 	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
 					   costed without virtual stages */
 	bool have_v1;
@@ -152,6 +153,8 @@ static void block_placement(struct search *S, struct strategy *s, const int *ord
 			s->group[r++] = (unsigned char)order[i];
 }
 
+static pthread_mutex_t glpk_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The placement from the ILP, if GLPK finds one; counts how it ended. */
 static bool ilp_placement(struct search *S, struct strategy *s)
 {
@@ -167,7 +170,9 @@ static bool ilp_placement(struct search *S, struct strategy *s)
 		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks,
 		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = f.inflight, .cap = cap,
 	};
+	pthread_mutex_lock(&glpk_lock);	/* GLPK is not thread safe */
 	st = ilp_place(&pb, group, S->o->ilp_time_limit_s);
+	pthread_mutex_unlock(&glpk_lock);
 	if (st == ILP_NONE) {
 		S->p->ilp_failed++;
 		return false;
@@ -358,44 +363,143 @@ static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc
 	}
 }
 
-/* Visits every (TP, CP, PP, DP) the cluster and options allow; with count
- * set only counts them (for the progress report). */
-static void each_degree(struct search *S, struct strategy *s, bool count,
-			struct err *e, int *rc)
+/* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
+struct degree {
+	int tp, cp, pp, dp;
+};
+
+/* Every (TP, CP, PP, DP) the cluster and options allow, into a malloc'd
+ * array (caller frees) of *n. */
+static struct degree *each_degree(struct search *S, const struct strategy *s, int *n)
 {
 	const struct plan_opts *o = S->o;
-	int N = S->c->total_gpus, node = 0;
+	int N = S->c->total_gpus, node = 0, cap = 16;
+	struct degree *d = xreallocarray(NULL, (size_t)cap, sizeof *d);
 
+	*n = 0;
 	for (int g = 0; g < S->c->n_group; g++)
 		node = gcd(node, S->c->group[g].gpus_per_node);
-	for (int tp = 1; tp <= node && !*rc; tp++) {
+	for (int tp = 1; tp <= node; tp++) {
 		if (node % tp || !tp_fits_model(S->m, tp) || (o->tp && tp != o->tp))
 			continue;
-		for (int cp = 1; cp <= N / tp && !*rc; cp++) {
+		for (int cp = 1; cp <= N / tp; cp++) {
 			if ((N / tp) % cp || (cp > 1 && s->seq % (2 * cp)) || (o->cp && cp != o->cp))
 				continue;
-			for (int pp = 1; pp <= N / (tp * cp) && !*rc; pp++) {
+			for (int pp = 1; pp <= N / (tp * cp); pp++) {
 				int dp = N / (tp * cp * pp);
 
 				if ((N / (tp * cp)) % pp || pp > S->m->n_layer || pp > MAX_STAGES ||
 				    (o->pp && pp != o->pp) || (o->dp && dp != o->dp) ||
 				    s->gbs % dp || !split_groups(S, N / pp))
 					continue;
-				if (count) {
-					S->n_degrees++;
-					continue;
-				}
-				s->tp = tp;
-				s->cp = cp;
-				s->pp = pp;
-				s->dp = dp;
-				s->sp = tp > 1;
-				each_ep(S, s, e, rc);
-				if (o->progress)
-					o->progress((double)++S->done / S->n_degrees, o->progress_arg);
+				if (*n == cap)
+					d = xreallocarray(d, (size_t)(cap *= 2), sizeof *d);
+				d[(*n)++] = (struct degree){ tp, cp, pp, dp };
 			}
 		}
 	}
+	return d;
+}
+
+/* The work shared by the search threads. */
+struct pool {
+	const struct degree *deg;
+	int n, next, done;
+	pthread_mutex_t lock;
+};
+
+/* One search thread: its own state, rows and error. */
+struct worker {
+	struct search S;
+	struct strategy s;
+	struct pool *pool;
+	struct err e;
+	int rc;
+	pthread_t thread;
+};
+
+/* Takes degrees from the pool until none is left or one fails. */
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	struct search *S = &w->S;
+	struct pool *pool = w->pool;
+
+	for (;;) {
+		int i;
+
+		pthread_mutex_lock(&pool->lock);
+		i = w->rc ? pool->n : pool->next++;
+		pthread_mutex_unlock(&pool->lock);
+		if (i >= pool->n)
+			break;
+		w->s.tp = pool->deg[i].tp;
+		w->s.cp = pool->deg[i].cp;
+		w->s.pp = pool->deg[i].pp;
+		w->s.dp = pool->deg[i].dp;
+		w->s.sp = w->s.tp > 1;
+		split_groups(S, S->c->total_gpus / w->s.pp);
+		each_ep(S, &w->s, &w->e, &w->rc);
+		if (S->o->progress) {
+			pthread_mutex_lock(&pool->lock);
+			S->o->progress((double)++pool->done / pool->n, S->o->progress_arg);
+			pthread_mutex_unlock(&pool->lock);
+		}
+	}
+	return NULL;
+}
+
+/* Threads for the search: o->threads, or one per online CPU (at most 16). */
+static int n_threads(const struct plan_opts *o)
+{
+	long n = o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+}
+
+/* Runs the search on the threads and merges their rows into S->p. Returns
+ * 0, or -1 with e set by the first thread that failed. */
+static int run_workers(struct search *S, const struct strategy *s, struct err *e)
+{
+	struct pool pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int nt = n_threads(S->o), rc = 0;
+	struct degree *deg = each_degree(S, s, &pool.n);
+	struct worker *w = xcalloc((size_t)nt, sizeof *w);
+
+	pool.deg = deg;
+	if (nt > pool.n)
+		nt = pool.n > 0 ? pool.n : 1;
+	for (int t = 0; t < nt; t++) {
+		w[t].S = *S;
+		w[t].S.p = xcalloc(1, sizeof *w[t].S.p);
+		w[t].s = *s;
+		w[t].pool = &pool;
+		if (t && pthread_create(&w[t].thread, NULL, work, &w[t]))
+			nt = t;	/* fewer threads: the others do the work */
+	}
+	work(&w[0]);
+	for (int t = 1; t < nt; t++)
+		pthread_join(w[t].thread, NULL);
+	for (int t = 0; t < nt; t++) {
+		struct plan *p = w[t].S.p;
+
+		if (w[t].rc && !rc) {
+			rc = -1;
+			*e = w[t].e;
+		}
+		S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row),
+					  sizeof *S->p->row);
+		memcpy(S->p->row + S->p->n_row, p->row, (size_t)p->n_row * sizeof *p->row);
+		S->p->n_row += p->n_row;
+		S->p->evaluated += p->evaluated;
+		S->p->ilp_optimal += p->ilp_optimal;
+		S->p->ilp_stopped += p->ilp_stopped;
+		S->p->ilp_failed += p->ilp_failed;
+		plan_free(p);
+	}
+	free(w);
+	free(deg);
+	return rc;
 }
 
 static int by_throughput(const void *a, const void *b)
@@ -409,6 +513,14 @@ static int by_throughput(const void *a, const void *b)
 		return x->r.tokens_per_s > y->r.tokens_per_s ? -1 : 1;
 	if (x->r.peak_bytes != y->r.peak_bytes)
 		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
+	/* then the choices, so that the order never depends on the threads */
+	const int kx[] = { x->s.tp, x->s.cp, x->s.pp, x->s.dp, x->s.ep, x->s.mbs,
+			   x->s.schedule, x->s.vp, x->s.recompute, x->s.zero };
+	const int ky[] = { y->s.tp, y->s.cp, y->s.pp, y->s.dp, y->s.ep, y->s.mbs,
+			   y->s.schedule, y->s.vp, y->s.recompute, y->s.zero };
+	for (size_t i = 0; i < sizeof kx / sizeof *kx; i++)
+		if (kx[i] != ky[i])
+			return kx[i] < ky[i] ? -1 : 1;
 	return 0;
 }
 
@@ -451,10 +563,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	memset(&s, 0, sizeof s);
 	s.gbs = opts.gbs;
 	s.seq = opts.seq;
+	rc = run_workers(&S, &s, e);
 	if (opts.progress)
-		each_degree(&S, &s, true, e, &rc);
-	each_degree(&S, &s, false, e, &rc);
-	if (opts.progress && S.done < S.n_degrees)
 		opts.progress(1.0, opts.progress_arg);
 	if (rc) {
 		plan_free(S.p);

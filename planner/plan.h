@@ -28,10 +28,12 @@ struct plan_opts {
 				   (partition_place_work); beyond it the
 				   candidate placements of plan.c evaluate() */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
+	int threads;		/* search threads; 0: one per online CPU */
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
-	/* Called with the fraction of the search done, from 0 to 1 (1 once,
-	 * at the end); may be NULL. */
+	/* Called with the fraction of the search done, from 0 to 1 (1 once
+	 * more at the end), from the search threads one at a time; may be
+	 * NULL. */
 	void (*progress)(double done, void *arg);
 	void *progress_arg;
 };
