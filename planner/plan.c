@@ -487,10 +487,12 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
 			rc = -1;
 			*e = w[t].e;
 		}
-		S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row),
-					  sizeof *S->p->row);
-		memcpy(S->p->row + S->p->n_row, p->row, (size_t)p->n_row * sizeof *p->row);
-		S->p->n_row += p->n_row;
+		if (p->n_row) {
+			S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row),
+						  sizeof *S->p->row);
+			memcpy(S->p->row + S->p->n_row, p->row, (size_t)p->n_row * sizeof *p->row);
+			S->p->n_row += p->n_row;
+		}
 		S->p->evaluated += p->evaluated;
 		S->p->ilp_optimal += p->ilp_optimal;
 		S->p->ilp_stopped += p->ilp_stopped;
