@@ -29,6 +29,7 @@ struct dp {
 	unsigned short *par_i;		/* same shape: start of the last stage */
 	unsigned char *par_h;		/* same shape: group of the one before */
 	int *lo, *hi;			/* [ncnt][G]: reached ends of a row */
+	unsigned short *dq;		/* [n + 1] the sliding window of pass() */
 	double *rem;			/* [masks][n + 1]: time of layers [i, n)
 					   each on its fastest group among the
 					   groups of the mask */
@@ -128,15 +129,23 @@ static void fill_jm(struct dp *d)
 
 /* One DP pass at bound u: the least value over fitting partitions whose
  * stages all cost <= u (INFINITY if none), with parents in d->par_*; *nx
- * gets the smallest stage cost > u seen from a reachable state: no bound in
+ * gets the smallest stage cost > u seen from a reachable state (and the
+ * least bound at which a pruned state could complete): no bound in
  * [u, *nx) changes the answer. Returns the group of the last stage, or -1.
- * d->lo/hi[cnt][g] bound the reached j of each row, so that unreached rows
- * and ends are skipped. */
+ *
+ * For counts cnt (stage k), next group g and previous group h, the best
+ * start of stage k for each end j is the minimum of val[i] - b p[i] over
+ * the starts [lo(j), j) allowed by memory (jm[i] >= j) and the bound (cost
+ * <= u), both limits nondecreasing in j: a monotone deque gives it in O(n)
+ * (sliding-window minimum), so a pass is O(states x n_group^2 x n). Only
+ * prunes that hold for every start apply: a * floor + value + b * mono[j]
+ * against the incumbent, and the later stages' mean against u. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
 	int n = d->n, K = d->K, G = d->G, last = -1;
 	size_t n1 = (size_t)n + 1, rows = (size_t)d->ncnt * G;
 	double a = d->f->a, b = d->f->b;
+	unsigned short *dq = d->dq;
 
 	for (size_t x = 0; x < rows; x++) {
 		d->lo[x] = n + 1;
@@ -146,95 +155,80 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		d->val[x] = INFINITY;
 	*nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o], k = d->stage_of[cnt], ok[MAX_GROUPS], nc[MAX_GROUPS];
-		const double *rest[MAX_GROUPS];	/* bound on the stages after k */
-		const double *mono[MAX_GROUPS];	/* the same with the stage's group */
+		int cnt = d->order[o], k = d->stage_of[cnt];
 		double per = k + 1 < K ? 1.0 / (K - k - 1) : 0;
 
 		if (k == K)
 			break;
 		for (int g = 0; g < G; g++) {
-			ok[g] = allowed(d, cnt, k, g);
-			nc[g] = next_count(d, cnt, g);
-			rest[g] = d->rem + (size_t)left_mask(d, nc[g], k) * n1;
-			mono[g] = d->rem + (size_t)(d->masks == 1 ? 0 : left_mask(d, nc[g], k) | 1 << g) * n1;
-		}
-		for (int h = 0; h < (k ? G : 1); h++) {
-			size_t row = (size_t)cnt * G + h;
-			const double *vrow = d->val + row * n1;
-			int ilo = k ? d->lo[row] : 0, ihi = k ? d->hi[row] : 0;
+			int nc, left;
+			size_t nrow;
+			const double *p = d->pre + (size_t)g * n1, *rest, *mono;
+			const unsigned short *jm = d->jm + ((size_t)k * G + g) * n1;
+			double *cur;
 
-			for (int i = ilo; i <= ihi; i++) {
-				double v0 = k ? vrow[i] : 0;
+			if (!allowed(d, cnt, k, g))
+				continue;
+			nc = next_count(d, cnt, g);
+			nrow = (size_t)nc * G + g;
+			cur = d->val + nrow * n1;
+			left = left_mask(d, nc, k);
+			rest = d->rem + (size_t)left * n1;
+			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
+			for (int h = 0; h < (k ? G : 1); h++) {
+				size_t row = (size_t)cnt * G + h;
+				const double *prev = d->val + row * n1;
+				double sd = send(d, k, h, g);
+				int ilo = k ? d->lo[row] : 0, ihi = k ? d->hi[row] : 0;
+				int qh = 0, qt = 0, lm = ilo, lu = ilo;
+				int jhi = k == K - 1 ? n : n - (K - 1 - k);
 
-				/* No completion of this state can beat the
-				 * incumbent, whatever the bound. */
-				if (v0 == INFINITY || a * d->floor + v0 + b * d->rem[i] >= d->best)
-					continue;
-				for (int g = 0; g < G; g++) {
-					const double *p = d->pre + (size_t)g * n1;
-					const unsigned short *jm = d->jm + ((size_t)k * G + g) * n1;
-					size_t nrow = (size_t)nc[g] * G + g;
-					double *nv = d->val + nrow * n1, s, base;
-					unsigned short *pi = d->par_i + nrow * n1;
-					unsigned char *ph = d->par_h + nrow * n1;
-					int jlo = k == K - 1 ? n : i + 1;
+				for (int j = ilo + 1; j <= jhi && ilo <= ihi; j++) {
+					int i = j - 1;	/* the new start */
+					double v;
 
-					if (!ok[g])
+					if (i <= ihi && (k ? prev[i] < INFINITY : i == 0)) {
+						double key = (k ? prev[i] : 0) - b * p[i];
+
+						while (qt > qh && (k ? prev[dq[qt - 1]] : 0) -
+									  b * p[dq[qt - 1]] >= key)
+							qt--;
+						dq[qt++] = (unsigned short)i;
+					}
+					while (lm < j && jm[lm] < j)	/* [lm, j) over the cap */
+						lm++;
+					while (lu < j && p[j] - p[lu] + sd > u) {
+						/* the first end at which the stage from
+						 * lu costs more than u: its next bound */
+						if (lu <= ihi && (k ? prev[lu] < INFINITY : lu == 0) &&
+						    j <= jm[lu] && p[j] - p[lu] + sd < *nx)
+							*nx = p[j] - p[lu] + sd;
+						lu++;
+					}
+					while (qt > qh && (dq[qh] < lm || dq[qh] < lu))
+						qh++;
+					if (qt == qh || (k == K - 1 && j < n))
 						continue;
-					s = send(d, k, h, g);
-					base = v0 - b * p[i] + b * s;
-					for (int j = i + 1; j <= jm[i]; j++) {
-						double c = p[j] - p[i] + s, v;
-
-						if (c > u) {
-							if (c < *nx)
-								*nx = c;
-							break;
-						}
-						if (j < jlo)
-							continue;
-						v = base + b * p[j] + (k ? 0 : tail(d, g, j));
-						/* Prunes against the incumbent. E(j) =
-						 * a max(floor, c) + v + b mono[j] never
-						 * decreases with j (mono counts the
-						 * stage's own group among the later
-						 * ones; tail aside, hence k > 0): past
-						 * it, longer stages are too. The
-						 * stronger bound adds the mean of the
-						 * later stages to the bottleneck and
-						 * runs their layers on the groups left
-						 * only; it skips this end alone. */
-						double low = c > d->floor ? c : d->floor;
-						double later = rest[g][j];
-
-						if (a * low + v + b * mono[g][j] >= d->best) {
-							if (k)
-								break;
-							continue;
-						}
-						if (later * per > low)
-							low = later * per;
-						if (a * low + v + b * later >= d->best)
-							continue;
-						/* The later stages cannot all cost <= u:
-						 * this end needs a bound of at least
-						 * later * per, a candidate for *nx (no
-						 * bound below it can use the state). */
-						if (later * per > u) {
-							if (later * per < *nx)
-								*nx = later * per;
-							continue;
-						}
-						if (v < nv[j]) {
-							nv[j] = v;
-							pi[j] = (unsigned short)i;
-							ph[j] = (unsigned char)h;
-							if (j > d->hi[nrow])
-								d->hi[nrow] = j;
-							if (j < d->lo[nrow])
-								d->lo[nrow] = j;
-						}
+					i = dq[qh];
+					/* stage 0 has the one start 0: its tail needs
+					 * no window */
+					v = (k ? prev[i] : 0) + b * (p[j] - p[i] + sd) +
+					    (k ? 0 : tail(d, g, j));
+					if (a * d->floor + v + b * mono[j] >= d->best)
+						continue;
+					if (k + 1 < K && rest[j] * per > u) {
+						if (rest[j] * per < *nx)
+							*nx = rest[j] * per;
+						continue;
+					}
+					if (v < cur[j]) {
+						cur[j] = v;
+						d->par_i[nrow * n1 + j] = (unsigned short)i;
+						d->par_h[nrow * n1 + j] = (unsigned char)h;
+						if (j > d->hi[nrow])
+							d->hi[nrow] = j;
+						if (j < d->lo[nrow])
+							d->lo[nrow] = j;
 					}
 				}
 			}
@@ -406,6 +400,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->par_i = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->par_i);
 	d->par_h = xmalloc((size_t)d->ncnt * G * (n + 1));
 	d->lo = xmalloc((size_t)d->ncnt * G * 2 * sizeof *d->lo);
+	d->dq = xmalloc((size_t)(n + 1) * sizeof *d->dq);
 	d->hi = d->lo + (size_t)d->ncnt * G;
 	/* No stage costs more than top: every layer on the slowest group
 	 * plus the dearest link. The value at top is at least b * rem[0]. */
@@ -439,6 +434,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	free(d->par_i);
 	free(d->par_h);
 	free(d->lo);
+	free(d->dq);
 	free(d->rem);
 	return ret;
 }
