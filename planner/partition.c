@@ -412,14 +412,15 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 	top = top * (1 + 1e-9) + 1e-300;
 	d->best = INFINITY;
-	/* A narrow pass near the floor usually finds an incumbent, which lets
-	 * pass() prune the wider ones; search() still covers every bound. */
-	if (d->floor > 0) {
+	/* The value at the top bound (the unconstrained optimum's) lets
+	 * search() drop ranges where the value cannot step; it covers the
+	 * bounds below the bottleneck of that partition. */
+	{
 		double v, m, nx;
 
-		eval_bound(d, 1.5 * d->floor, &v, &m, &nx);
+		if (eval_bound(d, top, &v, &m, &nx) == 0)
+			search(d, INFINITY, d->floor, v, m);
 	}
-	search(d, INFINITY, d->floor, d->f->b * d->rem[0], top);
 	if (d->best < INFINITY) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
 		if (group)
