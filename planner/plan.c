@@ -213,7 +213,8 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
  * otherwise candidate placements, each refined by the partition DP: with
  * virtual stages the placement found for the same strategy without them,
  * if any; else contiguous blocks of each group in every order (up to 4
- * groups); and with more than 4 groups GLPK's ILP placement. */
+ * groups; beyond, in the cluster's order); and with more than 4 groups
+ * GLPK's ILP placement. */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -237,11 +238,11 @@ static bool evaluate(struct search *S, struct strategy *s)
 		if (s->vp > 1 && S->have_v1) {
 			memcpy(s->group, S->v1_group, sizeof s->group);
 			try_placement(S, s, &best, &r);
-		} else if (n <= 4) {
-			do {
+		} else {
+			do {	/* every order up to 4 groups, else the given one */
 				block_placement(S, s, order, n);
 				try_placement(S, s, &best, &r);
-			} while (next_perm(order, n));
+			} while (n <= 4 && next_perm(order, n));
 		}
 		if (n > 4 && ilp_placement(S, s))
 			try_placement(S, s, &best, &r);
