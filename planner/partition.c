@@ -30,6 +30,7 @@ struct dp {
 	unsigned char *par_h;		/* same shape: group of the one before */
 	int *lo, *hi;			/* [ncnt][G]: reached ends of a row */
 	unsigned short *dq;		/* [n + 1] the sliding window of pass() */
+	double *dkey;			/* [n + 1] its keys */
 	double *rem;			/* [masks][n + 1]: time of layers [i, n)
 					   each on its fastest group among the
 					   groups of the mask */
@@ -146,6 +147,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	size_t n1 = (size_t)n + 1, rows = (size_t)d->ncnt * G;
 	double a = d->f->a, b = d->f->b;
 	unsigned short *dq = d->dq;
+	double *dkey = d->dkey;
 
 	for (size_t x = 0; x < rows; x++) {
 		d->lo[x] = n + 1;
@@ -190,9 +192,9 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					if (i <= ihi && (k ? prev[i] < INFINITY : i == 0)) {
 						double key = (k ? prev[i] : 0) - b * p[i];
 
-						while (qt > qh && (k ? prev[dq[qt - 1]] : 0) -
-									  b * p[dq[qt - 1]] >= key)
+						while (qt > qh && dkey[qt - 1] >= key)
 							qt--;
+						dkey[qt] = key;
 						dq[qt++] = (unsigned short)i;
 					}
 					while (lm < j && jm[lm] < j)	/* [lm, j) over the cap */
@@ -401,6 +403,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->par_h = xmalloc((size_t)d->ncnt * G * (n + 1));
 	d->lo = xmalloc((size_t)d->ncnt * G * 2 * sizeof *d->lo);
 	d->dq = xmalloc((size_t)(n + 1) * sizeof *d->dq);
+	d->dkey = xmalloc((size_t)(n + 1) * sizeof *d->dkey);
 	d->hi = d->lo + (size_t)d->ncnt * G;
 	/* No stage costs more than top: every layer on the slowest group
 	 * plus the dearest link. The value at top is at least b * rem[0]. */
@@ -436,6 +439,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	free(d->par_h);
 	free(d->lo);
 	free(d->dq);
+	free(d->dkey);
 	free(d->rem);
 	return ret;
 }

@@ -27,7 +27,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->zero = -1;
 	o->trainer = -1;
 	o->ilp_time_limit_s = 1.0;
-	o->place_dp_max = 50000;
+	o->place_dp_max = 20000;
 }
 
 bool plan_opts_what_if(const struct plan_opts *o)
