@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "strategy.h"
 #include "util.h"
 
 /* Ranges that reject absurd inputs (typos, wrong units). */
@@ -226,6 +227,10 @@ static int read_groups(struct cluster *c, const cJSON *doc, struct err *e)
 	cJSON_ArrayForEach(it, arr) {
 		int i = c->n_group++;
 
+		if (i == MAX_GROUPS) {
+			err_set(e, "field 'groups' must hold at most %d node groups", MAX_GROUPS);
+			goto fail;
+		}
 		if (read_group(c, i, it, fabric, e))
 			goto fail;
 		total += (long)c->group[i].nodes * c->group[i].gpus_per_node;

@@ -228,6 +228,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--cluster is required");
 	if (isatty(STDERR_FILENO))
 		cl->opts.progress = progress_bar;
+	if (cl->pick != 1 && !cl->emit)
+		return usage("%s", "--pick goes with --emit");
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->opts.vp > 1 && cl->opts.schedule < 0)
@@ -274,16 +276,40 @@ static void print_summary(const struct plan *p, const struct model *m,
 	putchar('\n');
 }
 
+/* Writes the launch files, the CSV and the JSON that were asked for, in
+ * that order; if one fails, removes those this run already wrote, so that
+ * an error leaves no output behind. Returns an exit code, e set on error. */
+static int write_outputs(const struct cli *cl, const struct plan *p, const struct model *m,
+			 const struct cluster *c, struct err *e)
+{
+	if (cl->emit && emit_write(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, e))
+		return EXIT_INPUT;
+	if (cl->csv && report_csv(cl->csv, p, m, c, e))
+		return EXIT_INPUT;
+	if (cl->json && report_json(cl->json, p, m, c, e)) {
+		if (cl->csv && strcmp(cl->csv, "-"))
+			remove(cl->csv);
+		return EXIT_INPUT;
+	}
+	if (cl->emit)
+		printf("\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
+		       cl->pick, cl->out);
+	return EXIT_OK;
+}
+
 static int run(struct cli *cl, struct model *m, const struct cluster *c)
 {
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
 
-	if (plan_search(&p, m, c, &cl->opts, &e)) {
-		fflush(stdout);
-		fprintf(stderr, "ampplan: error: %s\n", e.msg);
-		return EXIT_USAGE;
+	if (plan_search(&p, m, c, &cl->opts, &e))
+		return usage("%s", e.msg);
+	if (cl->emit && p->n_feasible && cl->pick > p->n_feasible) {
+		snprintf(e.msg, sizeof e.msg, "--pick %d, but only %d strategies fit", cl->pick,
+			 p->n_feasible);
+		plan_free(p);
+		return usage("%s", e.msg);
 	}
 	print_summary(p, m, c, gbs);
 	if (plan_opts_what_if(&cl->opts) && p->n_row) {
@@ -311,18 +337,8 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	} else if (!p->n_feasible) {
 		err_set(&e, "'%s' fits no strategy on '%s' (try --show-infeasible)", cl->model, cl->cluster);
 		rc = EXIT_INPUT;
-	} else if ((cl->csv && report_csv(cl->csv, p, m, c, &e)) ||
-		   (cl->json && report_json(cl->json, p, m, c, &e))) {
-		rc = EXIT_INPUT;
-	} else if (cl->emit && cl->pick > p->n_feasible) {
-		err_set(&e, "--pick %d, but only %d strategies fit", cl->pick, p->n_feasible);
-		rc = EXIT_USAGE;
-	} else if (cl->emit) {
-		if (emit_write(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, &e))
-			rc = EXIT_INPUT;
-		else
-			printf("\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
-			       cl->pick, cl->out);
+	} else {
+		rc = write_outputs(cl, p, m, c, &e);
 	}
 	if (rc) {
 		fflush(stdout);

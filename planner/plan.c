@@ -26,7 +26,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->recompute = -1;
 	o->zero = -1;
 	o->trainer = -1;
-	o->ilp_time_limit_s = 1.0;
+	o->ilp_time_limit_s = 0.25;
 	o->place_dp_max = 20000;
 }
 
@@ -186,6 +186,23 @@ static bool ilp_placement(struct search *S, struct strategy *s)
 	return true;
 }
 
+/* Whether every node group has the same GPU type, node size and links, so
+ * that no placement beats another. */
+static bool interchangeable(const struct cluster *c)
+{
+	for (int g = 1; g < c->n_group; g++) {
+		const struct node_group *a = &c->group[0], *b = &c->group[g];
+
+		if (a->gpu != b->gpu || a->gpus_per_node != b->gpus_per_node ||
+		    a->intra_bw != b->intra_bw || a->inter_bw != b->inter_bw ||
+		    a->intra_lat != b->intra_lat || a->inter_lat != b->inter_lat ||
+		    a->intra_eff != b->intra_eff || a->inter_eff != b->inter_eff ||
+		    a->fabric != b->fabric)
+			return false;
+	}
+	return true;
+}
+
 /* The joint placement and partition DP (exact, vp = 1). */
 static void place_dp(struct search *S, struct strategy *s, struct strategy *best,
 		     struct cost_result *best_r)
@@ -209,11 +226,11 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 
 /* Places, partitions and costs one strategy; records a row. Returns whether
  * it fits. One node group: the partition DP. Several: without virtual
- * stages the joint placement DP when its states are few enough (exact);
- * otherwise candidate placements, each refined by the partition DP: with
- * virtual stages the placement found for the same strategy without them,
- * if any; else contiguous blocks of each group in every order (up to 4
- * groups; beyond, in the cluster's order); and with more than 4 groups
+ * stages the joint placement DP when its work is small enough (exact);
+ * otherwise candidate placements, each refined by the partition DP: for
+ * the schedules after 1F1B the placement 1F1B found for the same strategy;
+ * for 1F1B contiguous blocks of each group in every order (up to 4 groups;
+ * beyond, in the cluster's order) and, with more than 4 groups that differ,
  * GLPK's ILP placement. */
 static bool evaluate(struct search *S, struct strategy *s)
 {
@@ -234,20 +251,19 @@ static bool evaluate(struct search *S, struct strategy *s)
 		try_placement(S, s, &best, &r);
 	} else if (s->vp == 1 && small) {
 		place_dp(S, s, &best, &r);
+	} else if (S->have_v1) {
+		/* the schedules after 1F1B take its placement */
+		memcpy(s->group, S->v1_group, sizeof s->group);
+		try_placement(S, s, &best, &r);
 	} else {
-		if (s->vp > 1 && S->have_v1) {
-			memcpy(s->group, S->v1_group, sizeof s->group);
+		do {	/* every order up to 4 groups, else the given one */
+			block_placement(S, s, order, n);
 			try_placement(S, s, &best, &r);
-		} else {
-			do {	/* every order up to 4 groups, else the given one */
-				block_placement(S, s, order, n);
-				try_placement(S, s, &best, &r);
-			} while (n <= 4 && next_perm(order, n));
-		}
-		if (n > 4 && ilp_placement(S, s))
+		} while (n <= 4 && next_perm(order, n));
+		if (n > 4 && !interchangeable(S->c) && ilp_placement(S, s))
 			try_placement(S, s, &best, &r);
 	}
-	if (s->vp == 1 && r.fits) {
+	if (s->vp == 1 && r.fits && !S->have_v1) {
 		memcpy(S->v1_group, best.group, sizeof S->v1_group);
 		S->have_v1 = true;
 	}
@@ -293,8 +309,8 @@ static bool each_schedule(struct search *S, struct strategy *s)
 		if (o->schedule >= 0 ? sc != o->schedule
 				     : sc == SCHED_GPIPE || (s->pp == 1 && sc != SCHED_1F1B))
 			continue;
-		for (int vp = 1; vp <= 4; vp++) {
-			if ((sc == SCHED_INTERLEAVED) != (vp > 1) || (o->vp && vp != o->vp))
+		for (int vp = o->vp ? o->vp : 1; vp <= (o->vp ? o->vp : 4); vp++) {
+			if ((sc == SCHED_INTERLEAVED) != (vp > 1))
 				continue;
 			/* Interleaving needs micro-batches >= pp (Megatron);
 			 * ZB-H1's bubble (Qi et al. 2024) assumes it too. */
@@ -475,8 +491,11 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
 		w[t].S.p = xcalloc(1, sizeof *w[t].S.p);
 		w[t].s = *s;
 		w[t].pool = &pool;
-		if (t && pthread_create(&w[t].thread, NULL, work, &w[t]))
+		if (t && pthread_create(&w[t].thread, NULL, work, &w[t])) {
+			plan_free(w[t].S.p);
 			nt = t;	/* fewer threads: the others do the work */
+			break;
+		}
 	}
 	work(&w[0]);
 	for (int t = 1; t < nt; t++)
@@ -531,18 +550,26 @@ static int by_throughput(const void *a, const void *b)
 static int check_opts(const struct model *m, const struct cluster *c,
 		      const struct plan_opts *o, struct err *e)
 {
-	int world = o->tp * o->cp * o->pp * o->dp;
+	long long world = (long long)o->tp * o->cp * o->pp * o->dp;
 
-	if (c->n_group > MAX_GROUPS)
-		return err_set(e, "at most %d node groups are supported", MAX_GROUPS);
 	if (o->tp && !tp_fits_model(m, o->tp))
 		return err_set(e, "--tp %d must divide the heads (%d), the FFN size (%d) and the KV heads (%d) or be a multiple of them",
 			       o->tp, m->heads, m->ffn, m->kv_heads);
 	if (plan_opts_what_if(o) && world != c->total_gpus)
-		return err_set(e, "--tp x --cp x --pp x --dp is %d, but the cluster has %d GPUs",
+		return err_set(e, "--tp x --cp x --pp x --dp is %lld, but the cluster has %d GPUs",
 			       world, c->total_gpus);
+	if (o->dp && o->gbs % o->dp)
+		return err_set(e, "--dp %d must divide the global batch (%d)", o->dp, o->gbs);
+	if (o->dp && o->mbs && (o->gbs / o->dp) % o->mbs)
+		return err_set(e, "--mbs %d must divide the batch per DP replica (%d)", o->mbs,
+			       o->gbs / o->dp);
 	if (o->cp > 1 && o->seq % (2 * o->cp))
 		return err_set(e, "--cp %d needs a sequence length divisible by %d", o->cp, 2 * o->cp);
+	if (o->vp && o->schedule >= 0 && (o->vp > 1) != (o->schedule == SCHED_INTERLEAVED))
+		return err_set(e, "--vp %d does not go with --schedule %s", o->vp,
+			       schedule_name((enum schedule)o->schedule));
+	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))
+		return err_set(e, "--exhaustive is for at most 14 blocks and 64 GPUs (it tries every partition and placement)");
 	return 0;
 }
 

@@ -49,6 +49,10 @@ static const char *const usage_errors[] = {
 	DEMO " extra",						/* stray argument */
 	DEMO " --tp 3",						/* 64 heads % 3 != 0 */
 	DEMO " --tp 8 --pp 4 --dp 4 --cp 1 --mbs 1",		/* world 128 != 64 */
+	DEMO " --tp 8 --pp 4 --dp 2 --cp 1 --mbs 3",		/* 3 does not divide 256 */
+	DEMO " --vp 2 --schedule 1f1b",				/* vp needs interleaving */
+	DEMO " --pick 2",					/* --pick without --emit */
+	DEMO " --emit megatron --out build/none --pick 100000",	/* not that many */
 };
 
 START_TEST(usage_error_exits_2)
@@ -57,6 +61,7 @@ START_TEST(usage_error_exits_2)
 
 	ck_assert_int_eq(run_ampplan(usage_errors[_i], &out, &err), 2);
 	ck_assert_msg(strncmp(err, "ampplan: error: ", 16) == 0, "stderr: %s", err);
+	ck_assert_msg(strstr(err, "(try 'ampplan --help')"), "no hint: %s", err);
 	ck_assert_str_eq(out, "");
 	free(out);
 	free(err);
@@ -99,6 +104,20 @@ START_TEST(bad_clusters)
 {
 	bad_inputs("tests/data/bad/cluster-*.json",
 		   "--model profiles/llama70b.json --cluster %s --csv build/bad.csv");
+}
+END_TEST
+
+/* A JSON ranking that cannot be written takes the CSV of the same run with
+ * it: an error leaves no output behind. */
+START_TEST(failed_output_leaves_nothing)
+{
+	char *err;
+
+	remove("build/partial.csv");
+	ck_assert_int_eq(run_ampplan(DEMO " --csv build/partial.csv --json no/such/dir/x.json", NULL, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "no/such/dir/x.json"));
+	ck_assert_int_ne(access("build/partial.csv", F_OK), 0);
+	free(err);
 }
 END_TEST
 
@@ -253,6 +272,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, bad_models);
 	tcase_add_test(tc, bad_clusters);
 	tcase_add_test(tc, missing_file);
+	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, demo_ranks_strategies);
