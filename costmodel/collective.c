@@ -265,7 +265,9 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 {
 	const struct node_group *a = &c->group[gf], *b = &c->group[gt];
 	int rank_gpus = s->tp * s->cp * s->dp;
-	double S = (double)s->mbs * s->seq * m->hidden * dtype_bytes(m) / s->cp;
+	/* every boundary follows a block or the embedding, which emit the same
+	 * hidden state: the blocks' output bytes per token */
+	double S = (double)s->mbs * s->seq * m->layer[1].out_bytes_per_token / s->cp;
 	struct link k, kb;
 
 	if (s->sp && s->tp > 1)

@@ -167,12 +167,14 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	return 0;
 }
 
-/* Adam step, memory-bound (Megatron's fused Adam): per parameter it reads
+/* Adam step, memory-bound: COMPUTE_ADAM_BYTES of HBM traffic per parameter
+ * this GPU updates (its ZeRO shard) over its HBM bandwidth. Adam itself reads
  * the fp32 gradient, master weight, m and v (16 bytes) and writes master, m,
- * v (12) and the bf16 weight (2), and the gradient buffer is zeroed for the
- * next iteration (about 2 more per parameter with bf16/fp32 buffers): about
- * 32 bytes per parameter over the GPU's HBM bandwidth. params is the
- * parameters this GPU updates (its ZeRO shard). */
+ * v and the bf16 weight (14); Megatron's mixed-precision step adds the
+ * gradient unscale / inf check, norm and clipping passes and zeroes the
+ * buffers, at less than peak bandwidth: 160 bytes, calibrated on the
+ * single-micro-batch rows of Korthikanti et al. 2022 Table 5 (make
+ * validate). */
 double compute_optimizer(const struct gpu_type *g, double params)
 {
 	if (g->hbm_bw <= 0)

@@ -9,7 +9,8 @@ struct gpu_type;
 struct model;
 struct strategy;
 
-/* Bytes of HBM traffic per parameter of a mixed-precision Adam step. */
+/* Bytes of HBM traffic per parameter of a mixed-precision Adam step,
+ * calibrated (compute_optimizer). */
 #define COMPUTE_ADAM_BYTES 160.0
 
 /* Seconds per micro-batch of one layer on one GPU (compute only). */

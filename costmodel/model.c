@@ -265,7 +265,9 @@ static int read_measure(struct layer_measure *mm, const cJSON *o,
 	    json_int(o, where, "micro_batch_size", true, 1, MAX_MBS, &mm->mbs, e) ||
 	    json_int(o, where, "seq_length", true, 1, MAX_SEQ, &mm->seq, e) ||
 	    pos_num(o, where, "forward_s", MAX_SECONDS, &mm->fwd_s, e) ||
-	    pos_num(o, where, "backward_s", MAX_SECONDS, &mm->bwd_s, e))
+	    /* optional: without it backward is 2 x forward (AMP) */
+	    (cJSON_GetObjectItemCaseSensitive(o, "backward_s") &&
+	     pos_num(o, where, "backward_s", MAX_SECONDS, &mm->bwd_s, e)))
 		return -1;
 	mm->gpu = xstrdup(gpu);
 	return 0;
@@ -702,7 +704,8 @@ static void put_measures(cJSON *o, const struct layer *l)
 		put_num(p, "micro_batch_size", mm->mbs);
 		put_num(p, "seq_length", mm->seq);
 		put_num(p, "forward_s", mm->fwd_s);
-		put_num(p, "backward_s", mm->bwd_s);
+		if (mm->bwd_s > 0)
+			put_num(p, "backward_s", mm->bwd_s);
 	}
 }
 

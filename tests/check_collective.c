@@ -25,8 +25,9 @@ static struct model mod;
 
 static void setup(void)
 {
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING};
-	lay[1] = (struct layer){.kind = LAYER_BLOCK, .params = 1e8};
+	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .out_bytes_per_token = 2 * 4096};
+	lay[1] = (struct layer){.kind = LAYER_BLOCK, .params = 1e8,
+				.out_bytes_per_token = 2 * 4096};
 	lay[2] = (struct layer){.kind = LAYER_HEAD};
 	mod = (struct model){.hidden = 4096, .heads = 32, .kv_heads = 8,
 			     .head_dim = 128, .vocab = 32000, .seq = 2048,
@@ -196,6 +197,11 @@ START_TEST(test_pp)
 	/* no SP: the whole b*s*h*2 = 16777216, t*c = 8 GPUs per rank. */
 	s = strat(8, 1, 1, 1, 2048, false);
 	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 16777216.0 / 12.5e9, 1e-12);
+	/* the size is the profile's output bytes per token: fp32 hidden
+	 * states (4 bytes) double it */
+	lay[1].out_bytes_per_token = 4 * 4096;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 33554432.0 / 12.5e9, 1e-12);
+	lay[1].out_bytes_per_token = 2 * 4096;
 }
 END_TEST
 

@@ -63,11 +63,13 @@ static void toy(void)
 			     .heads = 8, .kv_heads = 8, .head_dim = 125,
 			     .ffn = 4000, .vocab = 1000, .seq = 1000,
 			     .dtype_bytes = 2, .layer = lay, .n_layer = 6};
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .params = 5e6};
+	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .params = 5e6,
+				.out_bytes_per_token = 2e3};
 	for (int i = 1; i <= 4; i++)
 		lay[i] = (struct layer){.kind = LAYER_BLOCK, .params = 1e7,
 					.flops_per_token = 1e9,
-					.act_bytes_per_token = 34e3};
+					.act_bytes_per_token = 34e3,
+					.out_bytes_per_token = 2e3};
 	lay[5] = (struct layer){.kind = LAYER_HEAD, .params = 5e6,
 				.flops_per_token = 5e8,
 				.act_bytes_per_token = 4e3};
