@@ -40,6 +40,7 @@ struct layer_costs {
  * is unusable. */
 int cost_layers(struct layer_costs *lc, const struct model *m,
 		const struct cluster *c, const struct strategy *s, struct err *e);
+/* Frees lc's arrays and zeroes it; lc itself is the caller's. NULL-safe. */
 void cost_layers_free(struct layer_costs *lc);
 
 /* The pipeline terms of a strategy whose placement (s->group) is set but
@@ -68,6 +69,10 @@ struct pipeline_frame {
 	double link[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
 };
+/* Fills f for strategy s: weights a, b (schedule), in-flight micro-batches
+ * per stage, the caps and links per group, and send[] / cap[] / group[]
+ * for s->group (the placement may be unset when only the placement-free
+ * terms are used). Never fails. */
 void cost_frame(struct pipeline_frame *f, const struct model *m,
 		const struct cluster *c, const struct strategy *s);
 

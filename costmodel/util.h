@@ -27,7 +27,7 @@ void *xcalloc(size_t n, size_t size);
 void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 
-/* Greatest common divisor of two positive integers. */
+/* Greatest common divisor of two non-negative integers; gcd(0, b) = b. */
 int gcd(int a, int b);
 
 #endif

@@ -477,7 +477,7 @@ START_TEST(test_evaluate_toy)
 	/* Rank 1 on the half-speed group: c1 = 15; the send between groups
 	 * goes over the NICs, 100 GB/s shared by the 2 GPUs of a rank,
 	 * 2 * 2e6 / 5e10 = 8e-5 into rank 1; T_pipe = 3 * 15.00008 + 21.00008
-	 * = 66.00032;
+	 * = 66.00032, plus rank 0's 0.004 s tail (Adam above) = 66.00432;
 	 * peaks 2 * 1e12 + 2 * 0.5e12. */
 	s.group[1] = 1;
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
