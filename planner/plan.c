@@ -47,6 +47,10 @@ struct search {
 	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
 					   costed without virtual stages */
 	bool have_v1;
+	unsigned char ilp_group[MAX_STAGES]; /* the ILP's placement for this
+					   (TP, CP, PP, DP), from its first
+					   strategy */
+	int ilp_state;			/* 0 not solved, 1 placed, -1 none */
 };
 
 static double now(void)
@@ -231,7 +235,7 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
  * the schedules after 1F1B the placement 1F1B found for the same strategy;
  * for 1F1B contiguous blocks of each group in every order (up to 4 groups;
  * beyond, in the cluster's order) and, with more than 4 groups that differ,
- * GLPK's ILP placement. */
+ * GLPK's ILP placement, solved once per (TP, CP, PP, DP). */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -260,8 +264,18 @@ static bool evaluate(struct search *S, struct strategy *s)
 			block_placement(S, s, order, n);
 			try_placement(S, s, &best, &r);
 		} while (n <= 4 && next_perm(order, n));
-		if (n > 4 && !interchangeable(S->c) && ilp_placement(S, s))
-			try_placement(S, s, &best, &r);
+		if (n > 4 && !interchangeable(S->c)) {
+			/* one ILP per (TP, CP, PP, DP): its placement hardly
+			 * depends on the micro-batch, recomputation or ZeRO */
+			if (!S->ilp_state) {
+				S->ilp_state = ilp_placement(S, s) ? 1 : -1;
+				memcpy(S->ilp_group, s->group, sizeof S->ilp_group);
+			}
+			if (S->ilp_state > 0) {
+				memcpy(s->group, S->ilp_group, sizeof s->group);
+				try_placement(S, s, &best, &r);
+			}
+		}
 	}
 	if (s->vp == 1 && r.fits && !S->have_v1) {
 		memcpy(S->v1_group, best.group, sizeof S->v1_group);
@@ -455,6 +469,7 @@ static void *work(void *arg)
 		w->s.pp = pool->deg[i].pp;
 		w->s.dp = pool->deg[i].dp;
 		w->s.sp = w->s.tp > 1;
+		S->ilp_state = 0;
 		split_groups(S, S->c->total_gpus / w->s.pp);
 		each_ep(S, &w->s, &w->e, &w->rc);
 		if (S->o->progress) {
