@@ -382,11 +382,8 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			struct parts p = {0};
 
-			if (layer_parts(&p, m, l, c, g, s, NULL) < 0) {
-				/* not reached when lc came from cost_layers */
-				p.fwd = lc->fwd[(size_t)g * L + l];
-				p.bwd = lc->time[(size_t)g * L + l] - p.fwd;
-			}
+			/* cannot fail: cost_layers checked the measured profiles */
+			layer_parts(&p, m, l, c, g, s, NULL);
 			r->time.compute += mb * (p.fwd + p.bwd);
 			r->time.recompute += mb * p.recompute;
 			r->time.tp += mb * (p.tp_f + p.tp_b + p.tp_r);
