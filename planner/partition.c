@@ -23,12 +23,15 @@ struct dp {
 	int radix[MAX_GROUPS];
 	int *stage_of;			/* [ncnt] stages placed = sum of counts */
 	int *order;			/* [ncnt] count indices by stage */
+	int *left;			/* [ncnt] left_mask() of each */
 	double *pre;			/* [G][n + 1] time prefix sums */
+	double *ps, *pa, *pe;		/* [n + 1] prefix sums of state,
+					   activation and extra bytes */
 	unsigned short *jm;		/* [K][G][n + 1] last end that fits */
 	double *val;			/* [ncnt][G][n + 1] least value */
 	unsigned short *par_i;		/* same shape: start of the last stage */
 	unsigned char *par_h;		/* same shape: group of the one before */
-	int *lo, *hi;			/* [ncnt][G]: reached ends of a row */
+	int *lo, *hi;			/* [ncnt][G]: the ends a row holds (see widen) */
 	unsigned short *dq;		/* [n + 1] the sliding window of pass() */
 	double *dkey;			/* [n + 1] its keys */
 	double *rem;			/* [masks][n + 1]: time of layers [i, n)
@@ -77,55 +80,121 @@ static double tail(const struct dp *d, int g, int j)
 	return lc->tail0[(size_t)g * (size_t)(d->n + 1) + (size_t)j];
 }
 
-/* The bit mask of groups that may host stages after stage k when the
- * counts after stage k have index cnt (0 when no stage is left). */
-static int left_mask(const struct dp *d, int cnt, int k)
+/* The bit mask of the groups that may host the stages after the counts
+ * of index cnt (0 when no stage is left, or when d->masks == 1). */
+static int left_mask(const struct dp *d, int cnt)
 {
 	int mask = 0;
 
 	if (d->masks == 1)
 		return 0;
-	for (int g = 0; g < d->G; g++) {
-		if (d->ranks ? (cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g] : 0)
+	for (int g = 0; g < d->G && d->ranks; g++)
+		if ((cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g])
 			mask |= 1 << g;
-	}
-	if (!d->ranks)
-		for (int q = k + 1; q < d->K; q++)
-			mask |= 1 << d->f->group[q];
+	for (int q = cnt; q < d->K && !d->ranks; q++)
+		mask |= 1 << d->f->group[q];
 	return mask;
+}
+
+/* Whether layers [i, j) fit stage k on group g. */
+static int fits(const struct dp *d, int k, int g, int i, int j)
+{
+	double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+
+	return d->ps[j] - d->ps[i] + d->f->inflight[k] * (d->pa[j] - d->pa[i]) + d->pe[j] -
+		       d->pe[i] <=
+	       cap;
 }
 
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
  * and leave a layer for each later stage (i when none fits). */
 static void fill_jm(struct dp *d)
 {
-	const struct layer_costs *lc = d->lc;
 	int n = d->n, K = d->K;
-	double *ps = xmalloc(3 * (size_t)(n + 1) * sizeof *ps), *pa = ps + n + 1, *pe = pa + n + 1;
 
-	ps[0] = pa[0] = pe[0] = 0;
-	for (int l = 0; l < n; l++) {
-		ps[l + 1] = ps[l] + lc->state_bytes[l];
-		pa[l + 1] = pa[l] + lc->act_bytes[l];
-		pe[l + 1] = pe[l] + lc->extra_bytes[l];
-	}
 	for (int k = 0; k < K; k++)
 		for (int g = 0; g < d->G; g++) {
 			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
-			double inf = d->f->inflight[k];
-			double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
 			int lim = n - (K - 1 - k);
 
+			if (!d->ranks && g != d->f->group[k])
+				continue;	/* stage k is not on g */
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
-				while (j < lim && ps[j + 1] - ps[i] + inf * (pa[j + 1] - pa[i]) +
-							  pe[j + 1] - pe[i] <= cap)
+				while (j < lim && fits(d, k, g, i, j + 1))
 					j++;
 				jm[i] = (unsigned short)j;
 			}
 		}
-	free(ps);
+}
+
+/* The greedy test of a relaxation of the forced placement: stages may be
+ * empty. Each stage in turn takes the most layers that fit its cap and cost
+ * <= u. Any fitting partition whose stages cost <= u ends each stage no
+ * later than the greedy (induction: the layers from the greedy's start to
+ * that partition's end are a part of its stage), so the greedy covers the
+ * layers if any such partition does. Returns 1 and the largest stage cost
+ * in *m if it covers them, else 0 and in *nx the least u at which some
+ * stage takes one more layer (no bound in [u, *nx) covers them). O(n + K). */
+static int greedy(const struct dp *d, double u, double *m, double *nx)
+{
+	int i = 0;
+
+	*m = 0;
+	*nx = INFINITY;
+	for (int k = 0; k < d->K && i < d->n; k++) {
+		int g = d->f->group[k], j = i;
+		const double *p = d->pre + (size_t)g * (d->n + 1);
+		double sd = d->f->send[k];
+
+		while (j < d->n && p[j + 1] - p[i] + sd <= u && fits(d, k, g, i, j + 1))
+			j++;
+		if (j > i && p[j] - p[i] + sd > *m)
+			*m = p[j] - p[i] + sd;
+		if (j < d->n && fits(d, k, g, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
+			*nx = p[j + 1] - p[i] + sd;
+		i = j;
+	}
+	return i == d->n;
+}
+
+/* The least bottleneck of the relaxation greedy() tests, by bisection on
+ * u between lo and hi (whose greedy covers the layers); each probe moves an
+ * end to a stage cost, so the result is exact. A lower bound on the
+ * bottleneck of every fitting partition. */
+static double greedy_floor(const struct dp *d, double lo, double hi)
+{
+	double m, nx;
+
+	while (lo < hi) {
+		double mid = lo + (hi - lo) / 2;
+
+		if (mid >= hi)
+			mid = lo;
+		if (greedy(d, mid, &m, &nx))
+			hi = m;
+		else
+			lo = nx;
+	}
+	return hi;
+}
+
+/* Extends row's range [lo, hi] to hold j: the values a pass has not
+ * written inside it read INFINITY (no pass initialises a whole row). */
+static void widen(struct dp *d, size_t row, int j)
+{
+	double *v = d->val + row * (size_t)(d->n + 1);
+	int *lo = &d->lo[row], *hi = &d->hi[row];
+
+	if (*hi < *lo) {
+		*lo = *hi = j;
+		return;
+	}
+	while (*hi < j)
+		v[++*hi] = INFINITY;
+	while (*lo > j)
+		v[--*lo] = INFINITY;
 }
 
 /* One DP pass at bound u: the least value over fitting partitions whose
@@ -153,8 +222,6 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		d->lo[x] = n + 1;
 		d->hi[x] = -1;
 	}
-	for (size_t x = 0; x < rows * n1; x++)
-		d->val[x] = INFINITY;
 	*nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt];
@@ -174,7 +241,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			nc = next_count(d, cnt, g);
 			nrow = (size_t)nc * G + g;
 			cur = d->val + nrow * n1;
-			left = left_mask(d, nc, k);
+			left = d->left[nc];
 			rest = d->rem + (size_t)left * n1;
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
 			for (int h = 0; h < (k ? G : 1); h++) {
@@ -209,6 +276,8 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					}
 					while (qt > qh && (dq[qh] < lm || dq[qh] < lu))
 						qh++;
+					if (qt == qh && i >= ihi && (lm > ihi || lu > ihi))
+						break;	/* no start is left */
 					if (qt == qh || (k == K - 1 && j < n))
 						continue;
 					i = dq[qh];
@@ -223,14 +292,11 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 							*nx = rest[j] * per;
 						continue;
 					}
-					if (v < cur[j]) {
+					if (j < d->lo[nrow] || j > d->hi[nrow] || v < cur[j]) {
+						widen(d, nrow, j);
 						cur[j] = v;
 						d->par_i[nrow * n1 + j] = (unsigned short)i;
 						d->par_h[nrow * n1 + j] = (unsigned char)h;
-						if (j > d->hi[nrow])
-							d->hi[nrow] = j;
-						if (j < d->lo[nrow])
-							d->lo[nrow] = j;
 					}
 				}
 			}
@@ -294,8 +360,11 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 	double a = d->f->a, mid, v_mid, m_mid, nx_mid;
 
 	while (v_lo > v_hi && lo_nx < hi_m && a * lo_nx + v_hi < d->best) {
-		mid = lo_nx + (hi_m - lo_nx) / 2;
-		if (mid >= hi_m)
+		double hi = a > 0 && (d->best - v_hi) / a < hi_m ? (d->best - v_hi) / a : hi_m;
+
+		/* bounds from hi on cannot beat the incumbent */
+		mid = lo_nx + (hi - lo_nx) / 2;
+		if (mid >= hi)
 			mid = lo_nx;
 		if (eval_bound(d, mid, &v_mid, &m_mid, &nx_mid) == 0 && m_mid > lo_nx)
 			search(d, v_lo, lo_nx, v_mid, m_mid);
@@ -303,6 +372,21 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 	}
 }
 
+
+/* A lower bound on the value (b * sum c_k + tail) of any partition: every
+ * layer on its fastest group, the forced p2p, the least tail. */
+static double value_floor(const struct dp *d)
+{
+	double sends = 0, least = INFINITY;
+
+	for (int k = 1; k < d->K && !d->ranks; k++)
+		sends += d->f->send[k];
+	for (int g = 0; g < d->G; g++)
+		for (int j = 1; j <= d->n && (d->ranks || g == d->f->group[0]); j++)
+			if (tail(d, g, j) < least)
+				least = tail(d, g, j);
+	return d->f->b * (d->rem[0] + sends) + least;
+}
 
 /* The dearest p2p into any stage. */
 static double max_send(const struct dp *d)
@@ -350,8 +434,9 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	if (!may_fit(d))
 		return -1;
 
-	d->stage_of = xmalloc((size_t)d->ncnt * 2 * sizeof(int));
+	d->stage_of = xmalloc((size_t)d->ncnt * 3 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
+	d->left = d->order + d->ncnt;
 	for (int c = 0; c < d->ncnt; c++) {
 		int k = c;
 
@@ -363,10 +448,16 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		d->stage_of[c] = k;
 	}
 	/* counting sort of the count vectors by stage */
-	for (int k = 0, o = 0; k <= K; k++)
+	{
+		int start[MAX_STAGES + 2] = { 0 };
+
 		for (int c = 0; c < d->ncnt; c++)
-			if (d->stage_of[c] == k)
-				d->order[o++] = c;
+			start[d->stage_of[c] + 1]++;
+		for (int k = 0; k <= K; k++)
+			start[k + 1] += start[k];
+		for (int c = 0; c < d->ncnt; c++)
+			d->order[start[d->stage_of[c]]++] = c;
+	}
 	d->pre = xmalloc((size_t)G * (n + 1) * sizeof *d->pre);
 	for (int g = 0; g < G; g++) {
 		double *p = d->pre + (size_t)g * (n + 1);
@@ -378,6 +469,8 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	/* every stage costs at least its layers on their fastest group among
 	 * those that may host it; rem[mask 0] is unused (0) */
 	d->masks = G <= 6 ? 1 << G : 1;
+	for (int c = 0; c < d->ncnt; c++)
+		d->left[c] = left_mask(d, c);
 	d->rem = xcalloc((size_t)d->masks * (n + 1), sizeof *d->rem);
 	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
 		double *r = d->rem + (size_t)mask * (n + 1);
@@ -394,8 +487,15 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 	if (d->masks > 1)	/* rem[i] of every group, as the prunes expect */
 		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
-	lo = d->rem[0];
-	d->floor = lo / K * (1 - 1e-9);
+	d->ps = xmalloc(3 * (size_t)(n + 1) * sizeof *d->ps);
+	d->pa = d->ps + n + 1;
+	d->pe = d->pa + n + 1;
+	d->ps[0] = d->pa[0] = d->pe[0] = 0;
+	for (int l = 0; l < n; l++) {
+		d->ps[l + 1] = d->ps[l] + d->lc->state_bytes[l];
+		d->pa[l + 1] = d->pa[l] + d->lc->act_bytes[l];
+		d->pe[l + 1] = d->pe[l] + d->lc->extra_bytes[l];
+	}
 	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
 	fill_jm(d);
 	d->val = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->val);
@@ -406,7 +506,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->dkey = xmalloc((size_t)(n + 1) * sizeof *d->dkey);
 	d->hi = d->lo + (size_t)d->ncnt * G;
 	/* No stage costs more than top: every layer on the slowest group
-	 * plus the dearest link. The value at top is at least b * rem[0]. */
+	 * plus the dearest link. */
 	for (int g = 0; g < G; g++) {
 		double worst = d->pre[(size_t)g * (n + 1) + n] + max_send(d);
 
@@ -414,15 +514,26 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			top = worst;
 	}
 	top = top * (1 + 1e-9) + 1e-300;
+	/* No bottleneck is below the stages' mean on the fastest groups, nor,
+	 * with the placement forced, below the relaxation's. */
+	lo = d->rem[0] / K * (1 - 1e-9);
+	if (!d->ranks) {
+		double m, nx;
+
+		if (!greedy(d, top, &m, &nx))
+			goto done;	/* no partition fits the caps */
+		lo = greedy_floor(d, lo, top);
+	}
+	d->floor = lo * (1 - 1e-9);
 	d->best = INFINITY;
-	/* The value at the top bound (the unconstrained optimum's) lets
-	 * search() drop ranges where the value cannot step; it covers the
-	 * bounds below the bottleneck of that partition. */
+	/* The optimum's bottleneck is usually at the floor or just above it:
+	 * the pass there gives the incumbent that bounds the search. */
 	{
 		double v, m, nx;
 
-		if (eval_bound(d, top, &v, &m, &nx) == 0)
-			search(d, INFINITY, d->floor, v, m);
+		if (eval_bound(d, lo, &v, &m, &nx))
+			v = INFINITY;
+		search(d, v, nx, value_floor(d), top);
 	}
 	if (d->best < INFINITY) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
@@ -431,7 +542,9 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		*t = d->best;
 		ret = 0;
 	}
+done:
 	free(d->stage_of);
+	free(d->ps);
 	free(d->pre);
 	free(d->jm);
 	free(d->val);
@@ -457,11 +570,14 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * fitting partitions whose stages all cost <= U, the optimum is min_U a * U
  * + V(U) over the candidate bounds (the stage costs). V is a nonincreasing
  * step function; a pass at U returns V(U), the bottleneck m <= U of its
- * partition (V is constant on [m, U]) and the next candidate above U, so
- * search() bisects on U, skipping ranges where V cannot step or cannot beat
- * the incumbent. A pass costs O(states x n_group x n x stage width), states
- * = n_stages x n (forced) or partition_place_states x n (free); there are
- * typically 5 to 40 passes. */
+ * partition (V is constant on [m, U]) and the next candidate above U. The
+ * first pass is at the floor (with the placement forced, the exact least
+ * bottleneck of the greedy relaxation), which gives the incumbent; then
+ * search() bisects on U below (best - value_floor) / a, skipping ranges
+ * where V cannot step or cannot beat the incumbent. A pass costs O(count
+ * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
+ * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 3 to 7
+ * passes per partition. */
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t)
 {
