@@ -24,6 +24,8 @@ struct dp {
 	int *stage_of;			/* [ncnt] stages placed = sum of counts */
 	int *order;			/* [ncnt] count indices by stage */
 	int *left;			/* [ncnt] left_mask() of each */
+	int *reach;			/* [ncnt][G] of greedy() */
+	double *neck;			/* [ncnt][G] of greedy() */
 	double *pre;			/* [G][n + 1] time prefix sums */
 	double *ps, *pa, *pe;		/* [n + 1] prefix sums of state,
 					   activation and extra bytes */
@@ -129,34 +131,61 @@ static void fill_jm(struct dp *d)
 		}
 }
 
-/* The greedy test of a relaxation of the forced placement: stages may be
- * empty. Each stage in turn takes the most layers that fit its cap and cost
- * <= u. Any fitting partition whose stages cost <= u ends each stage no
- * later than the greedy (induction: the layers from the greedy's start to
- * that partition's end are a part of its stage), so the greedy covers the
- * layers if any such partition does. Returns 1 and the largest stage cost
- * in *m if it covers them, else 0 and in *nx the least u at which some
- * stage takes one more layer (no bound in [u, *nx) covers them). O(n + K). */
+/* The test of a relaxation at bound u: stages may be empty. For each count
+ * vector and group of the last stage, in stage order, the farthest end of
+ * the layers covered (reach[]) and the largest stage cost on a path to it
+ * (neck[]); a stage extends the reach by the most layers that fit its cap
+ * and cost <= u. A fitting partition whose stages cost <= u ends each
+ * stage no later than the reach of its counts and group (induction: from a
+ * later start, the layers up to that partition's end are a part of its
+ * stage, and the same link), so the relaxation covers the layers if any
+ * such partition does. Returns 1 and the least neck of a covering path in
+ * *m, else 0 and in *nx the least u at which some stage takes one more
+ * layer (no bound in [u, *nx) covers them). O(count vectors x G^2 x the
+ * stage length): O(n + K) with the placement forced. */
 static int greedy(const struct dp *d, double u, double *m, double *nx)
 {
-	int i = 0;
+	int n = d->n, G = d->G;
 
-	*m = 0;
-	*nx = INFINITY;
-	for (int k = 0; k < d->K && i < d->n; k++) {
-		int g = d->f->group[k], j = i;
-		const double *p = d->pre + (size_t)g * (d->n + 1);
-		double sd = d->f->send[k];
+	for (size_t x = 0; x < (size_t)d->ncnt * G; x++)
+		d->reach[x] = -1;
+	*m = *nx = INFINITY;
+	for (int o = 0; o < d->ncnt; o++) {
+		int cnt = d->order[o], k = d->stage_of[cnt];
 
-		while (j < d->n && p[j + 1] - p[i] + sd <= u && fits(d, k, g, i, j + 1))
-			j++;
-		if (j > i && p[j] - p[i] + sd > *m)
-			*m = p[j] - p[i] + sd;
-		if (j < d->n && fits(d, k, g, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
-			*nx = p[j + 1] - p[i] + sd;
-		i = j;
+		for (int h = 0; h < (k ? G : 1); h++) {
+			size_t row = (size_t)cnt * G + h;
+			int i = k ? d->reach[row] : 0;
+			double neck = k ? d->neck[row] : 0;
+
+			if (i < 0)
+				continue;
+			if (k == d->K) {
+				if (i == n && neck < *m)
+					*m = neck;
+				continue;
+			}
+			for (int g = 0; g < G; g++) {
+				const double *p = d->pre + (size_t)g * (n + 1);
+				double sd = send(d, k, h, g), c;
+				size_t next = (size_t)next_count(d, cnt, g) * G + g;
+				int j = i;
+
+				if (!allowed(d, cnt, k, g))
+					continue;
+				while (j < n && p[j + 1] - p[i] + sd <= u && fits(d, k, g, i, j + 1))
+					j++;
+				if (j < n && fits(d, k, g, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
+					*nx = p[j + 1] - p[i] + sd;
+				c = j > i && p[j] - p[i] + sd > neck ? p[j] - p[i] + sd : neck;
+				if (j > d->reach[next] || (j == d->reach[next] && c < d->neck[next])) {
+					d->reach[next] = j;
+					d->neck[next] = c;
+				}
+			}
+		}
 	}
-	return i == d->n;
+	return *m < INFINITY;
 }
 
 /* The least bottleneck of the relaxation greedy() tests, by bisection on
@@ -505,6 +534,8 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->dq = xmalloc((size_t)(n + 1) * sizeof *d->dq);
 	d->dkey = xmalloc((size_t)(n + 1) * sizeof *d->dkey);
 	d->hi = d->lo + (size_t)d->ncnt * G;
+	d->reach = xmalloc((size_t)d->ncnt * G * sizeof *d->reach);
+	d->neck = xmalloc((size_t)d->ncnt * G * sizeof *d->neck);
 	/* No stage costs more than top: every layer on the slowest group
 	 * plus the dearest link. */
 	for (int g = 0; g < G; g++) {
@@ -514,15 +545,14 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			top = worst;
 	}
 	top = top * (1 + 1e-9) + 1e-300;
-	/* No bottleneck is below the stages' mean on the fastest groups, nor,
-	 * with the placement forced, below the relaxation's. */
-	lo = d->rem[0] / K * (1 - 1e-9);
-	if (!d->ranks) {
+	/* No bottleneck is below the relaxation's, nor below the stages'
+	 * mean on the fastest groups. */
+	{
 		double m, nx;
 
 		if (!greedy(d, top, &m, &nx))
 			goto done;	/* no partition fits the caps */
-		lo = greedy_floor(d, lo, top);
+		lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
 	}
 	d->floor = lo * (1 - 1e-9);
 	d->best = INFINITY;
@@ -553,6 +583,8 @@ done:
 	free(d->lo);
 	free(d->dq);
 	free(d->dkey);
+	free(d->reach);
+	free(d->neck);
 	free(d->rem);
 	return ret;
 }
@@ -571,8 +603,8 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * + V(U) over the candidate bounds (the stage costs). V is a nonincreasing
  * step function; a pass at U returns V(U), the bottleneck m <= U of its
  * partition (V is constant on [m, U]) and the next candidate above U. The
- * first pass is at the floor (with the placement forced, the exact least
- * bottleneck of the greedy relaxation), which gives the incumbent; then
+ * first pass is at the floor (the exact least bottleneck of greedy()'s
+ * relaxation, where stages may be empty), which gives the incumbent; then
  * search() bisects on U below (best - value_floor) / a, skipping ranges
  * where V cannot step or cannot beat the incumbent. A pass costs O(count
  * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
