@@ -25,6 +25,7 @@ struct dp {
 	int *order;			/* [ncnt] count indices by stage */
 	int *left;			/* [ncnt] left_mask() of each */
 	int *reach;			/* [ncnt][G] of greedy() */
+	int *back;			/* [ncnt] of fill_back() */
 	double *neck;			/* [ncnt][G] of greedy() */
 	double *pre;			/* [G][n + 1] time prefix sums */
 	double *ps, *pa, *pe;		/* [n + 1] prefix sums of state,
@@ -226,6 +227,52 @@ static void widen(struct dp *d, size_t row, int j)
 		v[--*lo] = INFINITY;
 }
 
+/* The least p2p seconds into stage k on group g. */
+static double least_send(const struct dp *d, int k, int g)
+{
+	double m = INFINITY;
+
+	if (!d->ranks || !k)
+		return send(d, k, 0, g);
+	for (int h = 0; h < d->G; h++)
+		if (d->f->link[h][g] < m)
+			m = d->f->link[h][g];
+	return m;
+}
+
+/* back[cnt] for bound u: the stages after the counts cnt cover layers
+ * [i, n) at stage costs <= u only if i >= back[cnt]. greedy()'s
+ * relaxation run from the last layer back (stages may be empty, the p2p
+ * into a stage at its least); stage k takes the most layers before the
+ * start of the stages after it, so back[] is the least start over the
+ * groups of stage k. Lowers *nx to the least u at which some stage takes
+ * one more layer. O(count vectors x G x the stage length). */
+static void fill_back(struct dp *d, double u, double *nx)
+{
+	int n = d->n;
+
+	for (int o = d->ncnt - 1; o >= 0; o--) {
+		int cnt = d->order[o], k = d->stage_of[cnt], least = n;
+
+		for (int g = 0; g < d->G && k < d->K; g++) {
+			const double *p = d->pre + (size_t)g * (n + 1);
+			double sd = least_send(d, k, g);
+			int e, i;
+
+			if (!allowed(d, cnt, k, g))
+				continue;
+			e = i = d->back[next_count(d, cnt, g)];
+			while (i > 0 && p[e] - p[i - 1] + sd <= u && fits(d, k, g, i - 1, e))
+				i--;
+			if (i > 0 && fits(d, k, g, i - 1, e) && p[e] - p[i - 1] + sd < *nx)
+				*nx = p[e] - p[i - 1] + sd;
+			if (i < least)
+				least = i;
+		}
+		d->back[cnt] = least;
+	}
+}
+
 /* One DP pass at bound u: the least value over fitting partitions whose
  * stages all cost <= u (INFINITY if none), with parents in d->par_*; *nx
  * gets the smallest stage cost > u seen from a reachable state (and the
@@ -238,7 +285,7 @@ static void widen(struct dp *d, size_t row, int j)
  * <= u), both limits nondecreasing in j: a monotone deque gives it in O(n)
  * (sliding-window minimum), so a pass is O(states x n_group^2 x n). Only
  * prunes that hold for every start apply: a * floor + value + b * mono[j]
- * against the incumbent, and the later stages' mean against u. */
+ * against the incumbent, and ends before back[] (fill_back) at u. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
 	int n = d->n, K = d->K, G = d->G, last = -1;
@@ -252,16 +299,16 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		d->hi[x] = -1;
 	}
 	*nx = INFINITY;
+	fill_back(d, u, nx);
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt];
-		double per = k + 1 < K ? 1.0 / (K - k - 1) : 0;
 
 		if (k == K)
 			break;
 		for (int g = 0; g < G; g++) {
-			int nc, left;
+			int nc, left, need;
 			size_t nrow;
-			const double *p = d->pre + (size_t)g * n1, *rest, *mono;
+			const double *p = d->pre + (size_t)g * n1, *mono;
 			const unsigned short *jm = d->jm + ((size_t)k * G + g) * n1;
 			double *cur;
 
@@ -269,9 +316,9 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 				continue;
 			nc = next_count(d, cnt, g);
 			nrow = (size_t)nc * G + g;
+			need = d->back[nc];
 			cur = d->val + nrow * n1;
 			left = d->left[nc];
-			rest = d->rem + (size_t)left * n1;
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
 			for (int h = 0; h < (k ? G : 1); h++) {
 				size_t row = (size_t)cnt * G + h;
@@ -307,7 +354,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 						qh++;
 					if (qt == qh && i >= ihi && (lm > ihi || lu > ihi))
 						break;	/* no start is left */
-					if (qt == qh || (k == K - 1 && j < n))
+					if (qt == qh || j < need)
 						continue;
 					i = dq[qh];
 					/* stage 0 has the one start 0: its tail needs
@@ -316,11 +363,6 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					    (k ? 0 : tail(d, g, j));
 					if (a * d->floor + v + b * mono[j] >= d->best)
 						continue;
-					if (k + 1 < K && rest[j] * per > u) {
-						if (rest[j] * per < *nx)
-							*nx = rest[j] * per;
-						continue;
-					}
 					if (j < d->lo[nrow] || j > d->hi[nrow] || v < cur[j]) {
 						widen(d, nrow, j);
 						cur[j] = v;
@@ -463,9 +505,10 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	if (!may_fit(d))
 		return -1;
 
-	d->stage_of = xmalloc((size_t)d->ncnt * 3 * sizeof(int));
+	d->stage_of = xmalloc((size_t)d->ncnt * 4 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
 	d->left = d->order + d->ncnt;
+	d->back = d->left + d->ncnt;
 	for (int c = 0; c < d->ncnt; c++) {
 		int k = c;
 
