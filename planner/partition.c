@@ -84,29 +84,32 @@ static double tail(const struct dp *d, int g, int j)
 }
 
 /* The bit mask of the groups that may host the stages after the counts
- * of index cnt (0 when no stage is left, or when d->masks == 1). */
+ * of index cnt (0 when no stage is left, or when d->masks == 1). With the
+ * placement forced it uses d->left[cnt + 1]: fill d->left from the end. */
 static int left_mask(const struct dp *d, int cnt)
 {
 	int mask = 0;
 
-	if (d->masks == 1)
+	if (d->masks == 1 || cnt == d->ncnt - 1)
 		return 0;
-	for (int g = 0; g < d->G && d->ranks; g++)
+	if (!d->ranks)
+		return d->left[cnt + 1] | 1 << d->f->group[cnt];
+	for (int g = 0; g < d->G; g++)
 		if ((cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g])
 			mask |= 1 << g;
-	for (int q = cnt; q < d->K && !d->ranks; q++)
-		mask |= 1 << d->f->group[q];
 	return mask;
 }
 
-/* Whether layers [i, j) fit stage k on group g. */
-static int fits(const struct dp *d, int k, int g, int i, int j)
+/* The bytes stage k on group g has for its layers. */
+static double stage_cap(const struct dp *d, int k, int g)
 {
-	double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+	return d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+}
 
-	return d->ps[j] - d->ps[i] + d->f->inflight[k] * (d->pa[j] - d->pa[i]) + d->pe[j] -
-		       d->pe[i] <=
-	       cap;
+/* Whether layers [i, j) fit cap bytes with inf micro-batches in flight. */
+static int fits(const struct dp *d, double cap, double inf, int i, int j)
+{
+	return d->ps[j] - d->ps[i] + inf * (d->pa[j] - d->pa[i]) + d->pe[j] - d->pe[i] <= cap;
 }
 
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
@@ -119,13 +122,14 @@ static void fill_jm(struct dp *d)
 		for (int g = 0; g < d->G; g++) {
 			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
 			int lim = n - (K - 1 - k);
+			double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
 
 			if (!d->ranks && g != d->f->group[k])
 				continue;	/* stage k is not on g */
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
-				while (j < lim && fits(d, k, g, i, j + 1))
+				while (j < lim && fits(d, cap, inf, i, j + 1))
 					j++;
 				jm[i] = (unsigned short)j;
 			}
@@ -169,14 +173,15 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 			for (int g = 0; g < G; g++) {
 				const double *p = d->pre + (size_t)g * (n + 1);
 				double sd = send(d, k, h, g), c;
+				double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
 				size_t next = (size_t)next_count(d, cnt, g) * G + g;
 				int j = i;
 
 				if (!allowed(d, cnt, k, g))
 					continue;
-				while (j < n && p[j + 1] - p[i] + sd <= u && fits(d, k, g, i, j + 1))
+				while (j < n && p[j + 1] - p[i] + sd <= u && fits(d, cap, inf, i, j + 1))
 					j++;
-				if (j < n && fits(d, k, g, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
+				if (j < n && fits(d, cap, inf, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
 					*nx = p[j + 1] - p[i] + sd;
 				c = j > i && p[j] - p[i] + sd > neck ? p[j] - p[i] + sd : neck;
 				if (j > d->reach[next] || (j == d->reach[next] && c < d->neck[next])) {
@@ -257,14 +262,15 @@ static void fill_back(struct dp *d, double u, double *nx)
 		for (int g = 0; g < d->G && k < d->K; g++) {
 			const double *p = d->pre + (size_t)g * (n + 1);
 			double sd = least_send(d, k, g);
+			double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
 			int e, i;
 
 			if (!allowed(d, cnt, k, g))
 				continue;
 			e = i = d->back[next_count(d, cnt, g)];
-			while (i > 0 && p[e] - p[i - 1] + sd <= u && fits(d, k, g, i - 1, e))
+			while (i > 0 && p[e] - p[i - 1] + sd <= u && fits(d, cap, inf, i - 1, e))
 				i--;
-			if (i > 0 && fits(d, k, g, i - 1, e) && p[e] - p[i - 1] + sd < *nx)
+			if (i > 0 && fits(d, cap, inf, i - 1, e) && p[e] - p[i - 1] + sd < *nx)
 				*nx = p[e] - p[i - 1] + sd;
 			if (i < least)
 				least = i;
@@ -541,7 +547,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	/* every stage costs at least its layers on their fastest group among
 	 * those that may host it; rem[mask 0] is unused (0) */
 	d->masks = G <= 6 ? 1 << G : 1;
-	for (int c = 0; c < d->ncnt; c++)
+	for (int c = d->ncnt - 1; c >= 0; c--)
 		d->left[c] = left_mask(d, c);
 	d->rem = xcalloc((size_t)d->masks * (n + 1), sizeof *d->rem);
 	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
