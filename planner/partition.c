@@ -136,6 +136,15 @@ static void fill_jm(struct dp *d)
 		}
 }
 
+/* The last end of stage k on group g from start i: jm[], or i where no
+ * partition starts stage k at i (i < k, or too few layers left). */
+static int last_end(const struct dp *d, int k, int g, int i)
+{
+	if (i < k || i > d->n - (d->K - k))
+		return i;
+	return d->jm[((size_t)k * d->G + g) * (size_t)(d->n + 1) + (size_t)i];
+}
+
 /* The test of a relaxation at bound u: stages may be empty. For each count
  * vector and group of the last stage, in stage order, the farthest end of
  * the layers covered (reach[]) and the largest stage cost on a path to it
@@ -173,15 +182,15 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 			for (int g = 0; g < G; g++) {
 				const double *p = d->pre + (size_t)g * (n + 1);
 				double sd = send(d, k, h, g), c;
-				double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
 				size_t next = (size_t)next_count(d, cnt, g) * G + g;
-				int j = i;
+				int j = i, jmax;
 
 				if (!allowed(d, cnt, k, g))
 					continue;
-				while (j < n && p[j + 1] - p[i] + sd <= u && fits(d, cap, inf, i, j + 1))
+				jmax = last_end(d, k, g, i);
+				while (j < jmax && p[j + 1] - p[i] + sd <= u)
 					j++;
-				if (j < n && fits(d, cap, inf, i, j + 1) && p[j + 1] - p[i] + sd < *nx)
+				if (j < jmax && p[j + 1] - p[i] + sd < *nx)
 					*nx = p[j + 1] - p[i] + sd;
 				c = j > i && p[j] - p[i] + sd > neck ? p[j] - p[i] + sd : neck;
 				if (j > d->reach[next] || (j == d->reach[next] && c < d->neck[next])) {
@@ -262,15 +271,14 @@ static void fill_back(struct dp *d, double u, double *nx)
 		for (int g = 0; g < d->G && k < d->K; g++) {
 			const double *p = d->pre + (size_t)g * (n + 1);
 			double sd = least_send(d, k, g);
-			double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
 			int e, i;
 
 			if (!allowed(d, cnt, k, g))
 				continue;
 			e = i = d->back[next_count(d, cnt, g)];
-			while (i > 0 && p[e] - p[i - 1] + sd <= u && fits(d, cap, inf, i - 1, e))
+			while (i > k && last_end(d, k, g, i - 1) >= e && p[e] - p[i - 1] + sd <= u)
 				i--;
-			if (i > 0 && fits(d, cap, inf, i - 1, e) && p[e] - p[i - 1] + sd < *nx)
+			if (i > k && last_end(d, k, g, i - 1) >= e && p[e] - p[i - 1] + sd < *nx)
 				*nx = p[e] - p[i - 1] + sd;
 			if (i < least)
 				least = i;
@@ -331,21 +339,15 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 				const double *prev = d->val + row * n1;
 				double sd = send(d, k, h, g);
 				int ilo = k ? d->lo[row] : 0, ihi = k ? d->hi[row] : 0;
-				int qh = 0, qt = 0, lm = ilo, lu = ilo;
+				int qh = 0, qt = 0, lm = ilo, lu = ilo, ip = ilo;
 				int jhi = k == K - 1 ? n : n - (K - 1 - k);
 
-				for (int j = ilo + 1; j <= jhi && ilo <= ihi; j++) {
-					int i = j - 1;	/* the new start */
+				/* the ends from need on; starts enter the window
+				 * once they can reach the end */
+				for (int j = need > ilo + 1 ? need : ilo + 1; j <= jhi && ilo <= ihi; j++) {
+					int i;
 					double v;
 
-					if (i <= ihi && (k ? prev[i] < INFINITY : i == 0)) {
-						double key = (k ? prev[i] : 0) - b * p[i];
-
-						while (qt > qh && dkey[qt - 1] >= key)
-							qt--;
-						dkey[qt] = key;
-						dq[qt++] = (unsigned short)i;
-					}
 					while (lm < j && jm[lm] < j)	/* [lm, j) over the cap */
 						lm++;
 					while (lu < j && p[j] - p[lu] + sd > u) {
@@ -356,11 +358,25 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 							*nx = p[j] - p[lu] + sd;
 						lu++;
 					}
+					if (lm > ihi || lu > ihi)
+						break;	/* no start is left */
+					if (ip < lm)
+						ip = lm;
+					if (ip < lu)
+						ip = lu;
+					for (; ip < j && ip <= ihi; ip++) {
+						double key = (k ? prev[ip] : 0) - b * p[ip];
+
+						if (k ? prev[ip] == INFINITY : ip != 0)
+							continue;
+						while (qt > qh && dkey[qt - 1] >= key)
+							qt--;
+						dkey[qt] = key;
+						dq[qt++] = (unsigned short)ip;
+					}
 					while (qt > qh && (dq[qh] < lm || dq[qh] < lu))
 						qh++;
-					if (qt == qh && i >= ihi && (lm > ihi || lu > ihi))
-						break;	/* no start is left */
-					if (qt == qh || j < need)
+					if (qt == qh)
 						continue;
 					i = dq[qh];
 					/* stage 0 has the one start 0: its tail needs
