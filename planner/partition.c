@@ -673,8 +673,8 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * search() bisects on U below (best - value_floor) / a, skipping ranges
  * where V cannot step or cannot beat the incumbent. A pass costs O(count
  * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
- * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 3 to 7
- * passes per partition. */
+ * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 1.4 to
+ * 4 passes per partition. */
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t)
 {
