@@ -232,10 +232,12 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
  * it fits. One node group: the partition DP. Several: without virtual
  * stages the joint placement DP when its work is small enough (exact);
  * otherwise candidate placements, each refined by the partition DP: for
- * the schedules after 1F1B the placement 1F1B found for the same strategy;
- * for 1F1B contiguous blocks of each group in every order (up to 4 groups;
- * beyond, in the cluster's order) and, with more than 4 groups that differ,
- * GLPK's ILP placement, solved once per (TP, CP, PP, DP). */
+ * the schedules after 1F1B the placement 1F1B found for the same strategy
+ * (with interleaving, when the joint DP found it, the blocks below too: a
+ * placement best for 1F1B may not be for virtual stages); for 1F1B
+ * contiguous blocks of each group in every order (up to 4 groups; beyond,
+ * in the cluster's order) and, with more than 4 groups that differ, GLPK's
+ * ILP placement, solved once per (TP, CP, PP, DP). */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -259,6 +261,11 @@ static bool evaluate(struct search *S, struct strategy *s)
 		/* the schedules after 1F1B take its placement */
 		memcpy(s->group, S->v1_group, sizeof s->group);
 		try_placement(S, s, &best, &r);
+		if (s->vp > 1 && small)
+			do {	/* every order up to 4 groups */
+				block_placement(S, s, order, n);
+				try_placement(S, s, &best, &r);
+			} while (n <= 4 && next_perm(order, n));
 	} else {
 		do {	/* every order up to 4 groups, else the given one */
 			block_placement(S, s, order, n);
