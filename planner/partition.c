@@ -149,7 +149,8 @@ static int last_end(const struct dp *d, int k, int g, int i)
  * vector and group of the last stage, in stage order, the farthest end of
  * the layers covered (reach[]) and the largest stage cost on a path to it
  * (neck[]); a stage extends the reach by the most layers that fit its cap
- * and cost <= u. A fitting partition whose stages cost <= u ends each
+ * and cost <= u (within last_end(), which every partition respects). A
+ * fitting partition whose stages cost <= u ends each
  * stage no later than the reach of its counts and group (induction: from a
  * later start, the layers up to that partition's end are a part of its
  * stage, and the same link), so the relaxation covers the layers if any
