@@ -157,6 +157,17 @@ static void block_placement(struct search *S, struct strategy *s, const int *ord
 			s->group[r++] = (unsigned char)order[i];
 }
 
+/* try_placement() on the block placements of the n groups of order[] in
+ * every order up to 4 groups, else in the order given (permutes order). */
+static void try_blocks(struct search *S, struct strategy *s, int *order, int n,
+		       struct strategy *best, struct cost_result *best_r)
+{
+	do {
+		block_placement(S, s, order, n);
+		try_placement(S, s, best, best_r);
+	} while (n <= 4 && next_perm(order, n));
+}
+
 static pthread_mutex_t glpk_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The placement from the ILP, if GLPK finds one; counts how it ended. */
@@ -262,15 +273,9 @@ static bool evaluate(struct search *S, struct strategy *s)
 		memcpy(s->group, S->v1_group, sizeof s->group);
 		try_placement(S, s, &best, &r);
 		if (s->vp > 1 && small)
-			do {	/* every order up to 4 groups */
-				block_placement(S, s, order, n);
-				try_placement(S, s, &best, &r);
-			} while (n <= 4 && next_perm(order, n));
+			try_blocks(S, s, order, n, &best, &r);
 	} else {
-		do {	/* every order up to 4 groups, else the given one */
-			block_placement(S, s, order, n);
-			try_placement(S, s, &best, &r);
-		} while (n <= 4 && next_perm(order, n));
+		try_blocks(S, s, order, n, &best, &r);
 		if (n > 4 && !interchangeable(S->c)) {
 			/* one ILP per (TP, CP, PP, DP): its placement hardly
 			 * depends on the micro-batch, recomputation or ZeRO */
