@@ -28,8 +28,6 @@ struct dp {
 	int *back;			/* [ncnt] of fill_back() */
 	double *neck;			/* [ncnt][G] of greedy() */
 	double *pre;			/* [G][n + 1] time prefix sums */
-	double *ps, *pa, *pe;		/* [n + 1] prefix sums of state,
-					   activation and extra bytes */
 	unsigned short *jm;		/* [K][G][n + 1] last end that fits */
 	double *val;			/* [ncnt][G][n + 1] least value */
 	unsigned short *par_i;		/* same shape: start of the last stage */
@@ -100,40 +98,40 @@ static int left_mask(const struct dp *d, int cnt)
 	return mask;
 }
 
-/* The bytes stage k on group g has for its layers. */
-static double stage_cap(const struct dp *d, int k, int g)
-{
-	return d->ranks ? d->f->cap_of[g] : d->f->cap[k];
-}
-
-/* Whether layers [i, j) fit cap bytes with inf micro-batches in flight. */
-static int fits(const struct dp *d, double cap, double inf, int i, int j)
-{
-	return d->ps[j] - d->ps[i] + inf * (d->pa[j] - d->pa[i]) + d->pe[j] - d->pe[i] <= cap;
-}
-
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
  * and leave a layer for each later stage (i when none fits). */
 static void fill_jm(struct dp *d)
 {
+	const struct layer_costs *lc = d->lc;
 	int n = d->n, K = d->K;
+	double *ps = xmalloc(3 * (size_t)(n + 1) * sizeof *ps), *pa = ps + n + 1, *pe = pa + n + 1;
+
+	ps[0] = pa[0] = pe[0] = 0;
+	for (int l = 0; l < n; l++) {
+		ps[l + 1] = ps[l] + lc->state_bytes[l];
+		pa[l + 1] = pa[l] + lc->act_bytes[l];
+		pe[l + 1] = pe[l] + lc->extra_bytes[l];
+	}
 
 	for (int k = 0; k < K; k++)
 		for (int g = 0; g < d->G; g++) {
 			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
 			int lim = n - (K - 1 - k);
-			double cap = stage_cap(d, k, g), inf = d->f->inflight[k];
+			double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+			double inf = d->f->inflight[k];
 
 			if (!d->ranks && g != d->f->group[k])
 				continue;	/* stage k is not on g */
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
-				while (j < lim && fits(d, cap, inf, i, j + 1))
+				while (j < lim && ps[j + 1] - ps[i] + inf * (pa[j + 1] - pa[i]) +
+							  pe[j + 1] - pe[i] <= cap)
 					j++;
 				jm[i] = (unsigned short)j;
 			}
 		}
+	free(ps);
 }
 
 /* The last end of stage k on group g from start i: jm[], or i where no
@@ -582,15 +580,6 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 	if (d->masks > 1)	/* rem[i] of every group, as the prunes expect */
 		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
-	d->ps = xmalloc(3 * (size_t)(n + 1) * sizeof *d->ps);
-	d->pa = d->ps + n + 1;
-	d->pe = d->pa + n + 1;
-	d->ps[0] = d->pa[0] = d->pe[0] = 0;
-	for (int l = 0; l < n; l++) {
-		d->ps[l + 1] = d->ps[l] + d->lc->state_bytes[l];
-		d->pa[l + 1] = d->pa[l] + d->lc->act_bytes[l];
-		d->pe[l + 1] = d->pe[l] + d->lc->extra_bytes[l];
-	}
 	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
 	fill_jm(d);
 	d->val = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->val);
@@ -640,7 +629,6 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 done:
 	free(d->stage_of);
-	free(d->ps);
 	free(d->pre);
 	free(d->jm);
 	free(d->val);
