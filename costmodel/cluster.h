@@ -15,6 +15,9 @@ struct gpu_type {
 	double hbm_bw;		/* bytes/s */
 	double eff_max;		/* in (0, 1] */
 	double eff_half_flop;	/* FLOP; 0 = constant efficiency eff_max */
+	double peak_fp8_flops;	/* dense FP8 FLOP/s; 0 = no FP8 GEMMs */
+	double fp8_eff_max;	/* FP8 GEMMs' eff_max (half point scaled by
+				   peak_fp8_flops / peak_flops) */
 };
 
 /* nodes identical nodes of gpus_per_node GPUs of type gpu. */

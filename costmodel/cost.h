@@ -76,9 +76,15 @@ struct pipeline_frame {
 void cost_frame(struct pipeline_frame *f, const struct model *m,
 		const struct cluster *c, const struct strategy *s);
 
-/* Seconds per iteration, exposed on the critical path; they add up to iter_s. */
+/* Seconds per iteration. The first nine are exposed on the critical path
+ * and add up to iter_s; compute and recompute include the memory-bound
+ * kernels (norms, activations, softmax, ...). The _hidden fields are the
+ * communication that runs overlapped with compute on the same path (not in
+ * iter_s): TP under the GEMMs (tp_overlap), CP's ring under attention, DP
+ * reduction and parameter gathers under the backward / forward passes. */
 struct cost_time {
 	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
+	double tp_hidden, cp_hidden, dp_hidden;
 };
 
 /* Bytes per GPU on the heaviest pipeline rank; they add up to peak_bytes. */

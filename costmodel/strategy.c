@@ -1,4 +1,4 @@
-/* strategy.c: names of schedules and recomputation modes. */
+/* strategy.c: names of schedules, recomputation modes and attention kernels. */
 #include "strategy.h"
 
 #include <string.h>
@@ -12,8 +12,14 @@ static const char *const rc_names[RECOMPUTE_COUNT] = {
 	[RECOMPUTE_FULL] = "full",
 };
 
+static const char *const attn_names[ATTN_COUNT] = {
+	[ATTN_FLASH] = "flash", [ATTN_FLASH1] = "flash1",
+	[ATTN_FUSED_SOFTMAX] = "fused-softmax", [ATTN_UNFUSED] = "unfused",
+};
+
 const char *schedule_name(enum schedule s) { return sched_names[s]; }
 const char *recompute_name(enum recompute r) { return rc_names[r]; }
+const char *attention_name(enum attention a) { return attn_names[a]; }
 
 static int lookup(const char *const *names, int n, const char *name)
 {
@@ -25,3 +31,4 @@ static int lookup(const char *const *names, int n, const char *name)
 
 int schedule_parse(const char *name) { return lookup(sched_names, SCHED_COUNT, name); }
 int recompute_parse(const char *name) { return lookup(rc_names, RECOMPUTE_COUNT, name); }
+int attention_parse(const char *name) { return lookup(attn_names, ATTN_COUNT, name); }

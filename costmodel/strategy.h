@@ -13,6 +13,11 @@
 
 enum schedule { SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_COUNT };
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+/* The attention kernel the trainer runs: FlashAttention-2 or later (and
+ * cuDNN / Transformer Engine fused attention), FlashAttention 1, Megatron's
+ * fused scale-mask-softmax over materialised s x s scores, or eager
+ * PyTorch attention (scale, mask, softmax, dropout as separate kernels). */
+enum attention { ATTN_FLASH, ATTN_FLASH1, ATTN_FUSED_SOFTMAX, ATTN_UNFUSED, ATTN_COUNT };
 
 /* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
  * layers [first[k], first[k+1]) of the model's layer list and runs on
@@ -29,18 +34,34 @@ struct strategy {
 	enum recompute recompute;
 	int zero;		/* 0 none, 1 distributed optimizer, 2, 3 */
 	bool sp;		/* sequence parallelism (tp > 1) */
+	enum attention attn;	/* attention kernel */
+	bool unfused_norm;	/* norms as separate PyTorch kernels (no fused
+				   RMSNorm / LayerNorm kernel) */
+	bool fp8;		/* GEMMs in FP8 (Transformer Engine) */
+	bool tp_overlap;	/* TP comm overlapped with GEMMs
+				   (--tp-comm-overlap) */
+	bool grad_overlap;	/* DP gradient reduction overlapped with the
+				   backward pass (--overlap-grad-reduce) */
+	bool param_overlap;	/* ZeRO parameter all-gather overlapped with
+				   the forward pass (--overlap-param-gather) */
+	int grad_bytes;		/* bytes per gradient kept and reduced: 4 (fp32
+				   main gradients, Megatron's default) or 2;
+				   0 reads as 4 */
 	int n_stages;		/* pp * vp */
 	unsigned short first[MAX_STAGES + 1];
 	unsigned char group[MAX_STAGES];
 };
 
 /* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe";
- * "none", "selective", "full". */
+ * "none", "selective", "full"; "flash", "flash1", "fused-softmax",
+ * "unfused". */
 const char *schedule_name(enum schedule s);
 const char *recompute_name(enum recompute r);
+const char *attention_name(enum attention a);
 /* Returns the enum value, or -1 for an unknown name. */
 int schedule_parse(const char *name);
 int recompute_parse(const char *name);
+int attention_parse(const char *name);
 
 /* Layers in virtual stage k. */
 static inline int stage_layers(const struct strategy *s, int k)
