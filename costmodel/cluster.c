@@ -32,7 +32,8 @@ static const char *const root_fields[] = {
 	"inter_fabric_latency_us", NULL};
 static const char *const gpu_fields[] = {
 	"peak_bf16_tflops", "memory_GiB", "hbm_GBps", "efficiency_max",
-	"efficiency_half_gflop", "source", "note", NULL};
+	"efficiency_half_gflop", "peak_fp8_tflops", "fp8_efficiency_max",
+	"flash_efficiency", "source", "note", NULL};
 static const char *const group_fields[] = {
 	"name", "nodes", "gpus_per_node", "gpu", "intra_node_GBps",
 	"intra_node_latency_us", "inter_node_Gbps", "inter_node_latency_us",
@@ -70,7 +71,9 @@ static int latency(const cJSON *obj, const char *where, const char *key,
 
 /* Reads gpu_types.<name> into g: peak TFLOP/s -> FLOP/s, GiB -> bytes,
  * GB/s -> bytes/s, GFLOP -> FLOP (efficiency_half_gflop optional, default 0:
- * constant efficiency). */
+ * constant efficiency; peak_fp8_tflops optional, default 0: no FP8;
+ * fp8_efficiency_max optional, default efficiency_max; flash_efficiency
+ * optional, default 0: the compute model's). */
 static int read_gpu(struct gpu_type *g, const cJSON *o, struct err *e)
 {
 	char where[160];
@@ -80,6 +83,9 @@ static int read_gpu(struct gpu_type *g, const cJSON *o, struct err *e)
 	if (!cJSON_IsObject(o))
 		return err_set(e, "field '%s' must be an object", where);
 	g->eff_half_flop = 0;
+	g->peak_fp8_flops = 0;
+	g->fp8_eff_max = 0;
+	g->flash_eff = 0;
 	if (json_keys(o, where, gpu_fields, e) ||
 	    pos_num(o, where, "peak_bf16_tflops", true, MAX_TFLOPS, 1e12,
 		    &g->peak_flops, e) ||
@@ -88,9 +94,15 @@ static int read_gpu(struct gpu_type *g, const cJSON *o, struct err *e)
 	    pos_num(o, where, "hbm_GBps", true, MAX_GBPS, 1e9, &g->hbm_bw, e) ||
 	    pos_num(o, where, "efficiency_max", true, 1, 1, &g->eff_max, e) ||
 	    json_num(o, where, "efficiency_half_gflop", false, 0, MAX_HALF_GFLOP,
-		     &g->eff_half_flop, e))
+		     &g->eff_half_flop, e) ||
+	    pos_num(o, where, "peak_fp8_tflops", false, MAX_TFLOPS, 1e12,
+		    &g->peak_fp8_flops, e) ||
+	    pos_num(o, where, "fp8_efficiency_max", false, 1, 1, &g->fp8_eff_max, e) ||
+	    pos_num(o, where, "flash_efficiency", false, 1, 1, &g->flash_eff, e))
 		return -1;
 	g->eff_half_flop *= 1e9;
+	if (g->fp8_eff_max <= 0)
+		g->fp8_eff_max = g->eff_max;
 	return 0;
 }
 
@@ -241,6 +253,7 @@ static int read_groups(struct cluster *c, const cJSON *doc, struct err *e)
 		goto fail;
 	}
 	c->total_gpus = (int)total;
+	c->mem_allowance = -1;
 	rc = read_fabric(c, doc, fabric, e);
 fail:
 	free(fabric);

@@ -6,8 +6,8 @@
 struct err;
 
 /* A GPU type with its calibrated compute efficiency. The achieved fraction of
- * peak for a GEMM-bound layer is eff_max * w / (w + eff_half_flop), where w is
- * the layer's forward FLOPs per GPU per micro-batch (see cost_compute). */
+ * peak for a GEMM of w FLOPs on one GPU is eff_max * w / (w + eff_half_flop)
+ * (compute_eff). */
 struct gpu_type {
 	char *name;
 	double peak_flops;	/* dense bf16 FLOP/s */
@@ -18,6 +18,10 @@ struct gpu_type {
 	double peak_fp8_flops;	/* dense FP8 FLOP/s; 0 = no FP8 GEMMs */
 	double fp8_eff_max;	/* FP8 GEMMs' eff_max (half point scaled by
 				   peak_fp8_flops / peak_flops) */
+	double flash_eff;	/* fraction of peak_flops a flash attention
+				   forward reaches (FlashAttention-3 / cuDNN on
+				   Hopper run faster than FA-2 on Ampere);
+				   0 = FLASH_RATE x eff_max (compute.h) */
 };
 
 /* nodes identical nodes of gpus_per_node GPUs of type gpu. */
@@ -44,6 +48,11 @@ struct cluster {
 				   different fabrics */
 	double fabric_lat;
 	int total_gpus;
+	double mem_allowance;	/* bytes per GPU reserved for the CUDA context,
+				   NCCL and the allocator, set by the user in
+				   place of the cost model's estimate (memory.h
+				   MEM_CONTEXT_BYTES, MEM_FRAG_SHARE); < 0:
+				   the estimate (cluster_load's default) */
 };
 
 /* Loads a cluster file (clusters/ format). Returns 0 and *out (caller frees

@@ -9,6 +9,7 @@
 #include "memory.h"
 #include "model.h"
 #include "strategy.h"
+#include "util.h"
 
 static double eff_or_one(double eff)
 {
@@ -88,6 +89,62 @@ struct link link_span(const struct node_group *g, int span)
 		return l;
 	}
 	return link_inter(g, g->gpus_per_node < span ? g->gpus_per_node : span);
+}
+
+int coll_per_node(const struct node_group *g, int n, int stride)
+{
+	int k = stride > 0 ? g->gpus_per_node / stride : g->gpus_per_node;
+
+	if (k < 1)
+		k = 1;
+	/* a group that fills its nodes unevenly (12 GPUs on nodes of 8) is
+	 * costed as its largest even share: every node moves at least 1/k */
+	return n > 0 ? gcd(n, k) : 1;
+}
+
+/* NCCL's collectives on NVSwitch nodes with a NIC per GPU (COSTMODEL.md
+ * "Collectives across nodes"): the k members of a node reduce-scatter over
+ * NVLink, then the n/k nodes reduce-scatter S/k across the network, each GPU
+ * through its share of the node's NICs (inter_bw / gpus_per_node: every GPU
+ * of the node is in some group doing the same at once), so that a group
+ * with k GPUs per node moves k times a single GPU's share; this is why
+ * nccl-tests' multi-node bus bandwidth is about the node's aggregate NIC
+ * bandwidth when all its GPUs take part. All-gather is the mirror image,
+ * all-reduce twice the reduce-scatter. */
+double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S)
+{
+	struct link nv = link_span(g, 1);
+
+	if (n <= 1 || S <= 0)
+		return 0;
+	if (k >= n)
+		return coll_reducescatter(n, S, n <= g->gpus_per_node ? nv : link_inter(g, 1));
+	return coll_reducescatter(k, S, nv) +
+	       coll_reducescatter(n / k, S / k, link_inter(g, g->gpus_per_node));
+}
+
+double coll_hier_allreduce(const struct node_group *g, int n, int k, double S)
+{
+	return 2 * coll_hier_reducescatter(g, n, k, S);
+}
+
+/* All-to-all over n GPUs, k per node: of each GPU's S bytes, (k-1)/n go
+ * over NVLink and (n-k)/n through the GPU's NIC share at the same time
+ * (COSTMODEL.md: across nodes a GPU's all-to-all runs at one NIC's rate,
+ * about 48 GB/s on NDR, not the node's aggregate); the slower side and
+ * n-1 steps of latency. */
+double coll_hier_alltoall(const struct node_group *g, int n, int k, double S)
+{
+	struct link nv = link_span(g, 1), net = link_inter(g, g->gpus_per_node);
+	double in, out;
+
+	if (n <= 1 || S <= 0)
+		return 0;
+	if (k >= n && n <= g->gpus_per_node)
+		return coll_alltoall(n, S, nv);
+	in = (double)(k - 1) / n * S / nv.bw;
+	out = (double)(n - k) / n * S / net.bw;
+	return (in > out ? in : out) + (n - 1) * net.lat;
 }
 
 /* Activation bytes per GPU of one micro-batch between TP collectives:
@@ -198,8 +255,9 @@ double comm_cp_fwd(const struct model *m, int l, const struct cluster *c,
  * dispatch and an all-to-all combine over the ep GPUs of
  * S = b * s/c * h * dtype * top_k bytes (each token routed to k experts);
  * with sequence parallelism each TP rank dispatches only its s/(c*t)
- * tokens, so S /= t. The EP group spans tp*ep GPUs: link_span. 0 for dense
- * layers and ep = 1. */
+ * tokens, so S /= t. The EP group's members sit tp apart in Megatron's rank
+ * order: coll_hier_alltoall with coll_per_node(ep, tp). 0 for dense layers
+ * and ep = 1. */
 double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s)
 {
@@ -212,39 +270,44 @@ double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 	    (m->top_k > 0 ? m->top_k : 1);
 	if (s->sp && s->tp > 1)
 		S /= s->tp;
-	return 2 * coll_alltoall(s->ep, S, link_span(&c->group[g], s->tp * s->ep));
+	return 2 * coll_hier_alltoall(&c->group[g], s->ep,
+				      coll_per_node(&c->group[g], s->ep, s->tp), S);
 }
 
 /* DP group sizes: dense parameters are replicated over dp*cp ranks (Megatron
  * reduces gradients over the data-parallel x context-parallel group), expert
- * parameters over the expert-data-parallel group of dp*cp/ep ranks. */
-static void dp_sizes(const struct strategy *s, int *n, int *n_e)
+ * parameters over the expert-data-parallel group of dp*cp/ep ranks; their
+ * GPUs per node (members tp, resp. tp*ep, apart). */
+static void dp_sizes(const struct node_group *g, const struct strategy *s,
+		     int *n, int *n_e, int *k, int *k_e)
 {
 	*n = s->dp * s->cp;
 	*n_e = s->ep > 0 ? *n / s->ep : *n;
 	if (*n_e < 1)
 		*n_e = 1;
+	*k = coll_per_node(g, *n, s->tp);
+	*k_e = coll_per_node(g, *n_e, s->tp * (s->ep > 0 ? s->ep : 1));
 }
 
 /* ZeRO-3 (Rajbhandari et al. 2020, Sec. 5.3 P_os+g+p): before each use the
  * layer's parameter shards are all-gathered in bf16 over the DP group:
  * (params - expert)/t * 2 bytes over dp*cp ranks and expert/(e*t) * 2 over
- * dp*cp/ep ranks. Called once per forward and once per backward. */
+ * dp*cp/ep ranks (coll_hier_reducescatter's form). Called once per forward
+ * and once per backward. */
 double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 			 int g, const struct strategy *s)
 {
 	const struct layer *ly = &m->layer[l];
-	struct link k;
-	int n, n_e;
+	const struct node_group *G = &c->group[g];
+	int n, n_e, k, k_e;
 
 	if (s->zero != 3)
 		return 0;
-	dp_sizes(s, &n, &n_e);
-	k = link_span(&c->group[g], s->tp * s->cp * s->dp);
-	return coll_allgather(n, (ly->params - ly->expert_params) / s->tp *
-					 MEM_WEIGHT_BYTES, k) +
-	       coll_allgather(n_e, ly->expert_params / ((double)s->ep * s->tp) *
-					   MEM_WEIGHT_BYTES, k);
+	dp_sizes(G, s, &n, &n_e, &k, &k_e);
+	return coll_hier_reducescatter(G, n, k, (ly->params - ly->expert_params) /
+						       s->tp * MEM_WEIGHT_BYTES) +
+	       coll_hier_reducescatter(G, n_e, k_e, ly->expert_params /
+							((double)s->ep * s->tp) * MEM_WEIGHT_BYTES);
 }
 
 /* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
@@ -302,12 +365,12 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 }
 
 /* Gradient synchronisation per iteration (Narayanan et al. 2021 Sec. 3.2:
- * the DP all-reduce; Rajbhandari et al. 2020 Sec. 5 for ZeRO), fp32
- * gradients (4 bytes; Megatron accumulates and reduces main_grad in fp32
- * under bf16), ring over the DP group's slowest link (link_span over the
- * rank's t*c*d GPUs):
- * - zero 0: all-reduce of 4*P over dp*cp ranks;
- * - zero 1, 2: reduce-scatter of 4*P, then all-gather of the updated bf16
+ * the DP all-reduce; Rajbhandari et al. 2020 Sec. 5 for ZeRO) of gradients
+ * of grad_bytes each (memory_grad_bytes: Megatron reduces its fp32
+ * main_grad under bf16; DeepSpeed and fp16 Megatron their 2-byte
+ * gradients), hierarchical over the DP group's nodes (coll_hier_*):
+ * - zero 0: all-reduce over dp*cp ranks;
+ * - zero 1, 2: reduce-scatter, then all-gather of the updated bf16
  *   parameters 2*P (Megatron distributed optimizer);
  * - zero 3: reduce-scatter only; parameters are gathered on use
  *   (comm_zero3_gather), so no gather closes the iteration.
@@ -318,19 +381,20 @@ void comm_dp(const struct cluster *c, int g, const struct strategy *s,
 	     double dense_params, double expert_params, double *reduce,
 	     double *gather)
 {
-	struct link k = link_span(&c->group[g], s->tp * s->cp * s->dp);
-	int n, n_e;
+	const struct node_group *G = &c->group[g];
+	double gb = memory_grad_bytes(s);
+	int n, n_e, k, k_e;
 
-	dp_sizes(s, &n, &n_e);
+	dp_sizes(G, s, &n, &n_e, &k, &k_e);
 	*gather = 0;
 	if (s->zero == 0) {
-		*reduce = coll_allreduce(n, dense_params * MEM_GRAD_BYTES, k) +
-			  coll_allreduce(n_e, expert_params * MEM_GRAD_BYTES, k);
+		*reduce = coll_hier_allreduce(G, n, k, dense_params * gb) +
+			  coll_hier_allreduce(G, n_e, k_e, expert_params * gb);
 		return;
 	}
-	*reduce = coll_reducescatter(n, dense_params * MEM_GRAD_BYTES, k) +
-		  coll_reducescatter(n_e, expert_params * MEM_GRAD_BYTES, k);
+	*reduce = coll_hier_reducescatter(G, n, k, dense_params * gb) +
+		  coll_hier_reducescatter(G, n_e, k_e, expert_params * gb);
 	if (s->zero < 3)
-		*gather = coll_allgather(n, dense_params * MEM_WEIGHT_BYTES, k) +
-			  coll_allgather(n_e, expert_params * MEM_WEIGHT_BYTES, k);
+		*gather = coll_hier_reducescatter(G, n, k, dense_params * MEM_WEIGHT_BYTES) +
+			  coll_hier_reducescatter(G, n_e, k_e, expert_params * MEM_WEIGHT_BYTES);
 }

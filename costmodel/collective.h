@@ -39,6 +39,21 @@ struct link link_span(const struct node_group *g, int span);
 /* Across nodes with sharers GPUs of each node sending at once. */
 struct link link_inter(const struct node_group *g, int sharers);
 
+/* GPUs per node of a group of n GPUs that sit stride ranks apart in
+ * Megatron's rank order (tp, cp, ep, dp, pp from the innermost):
+ * gpus_per_node / stride (at least 1), or where that does not divide n
+ * their greatest common divisor, so that the result divides n. */
+int coll_per_node(const struct node_group *g, int n, int stride);
+
+/* Collectives over n GPUs of node group g with k of them per node (k
+ * divides n): NVLink inside the node, then the n/k nodes over the network
+ * at each GPU's NIC share (collective.c has the model and its source).
+ * S bytes per GPU as in coll_*; 0 for n <= 1 or S <= 0. Reduce-scatter
+ * and all-gather cost the same. */
+double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S);
+double coll_hier_allreduce(const struct node_group *g, int n, int k, double S);
+double coll_hier_alltoall(const struct node_group *g, int n, int k, double S);
+
 /* Per-GPU comm of one micro-batch of layer l on group g, before any overlap
  * (seconds). tp: TP collectives of the forward pass (the backward is the same
  * amount, see comm_tp_bwd); cp: ring-attention K,V passing of the forward

@@ -15,8 +15,8 @@
 /* Attention core FLOPs per token at sequence length seq: QK^T and AV, each
  * 2*s*d per head, 4*s*a*d in all (COSTMODEL.md "FLOPs"; Narayanan et al.
  * 2021 Sec. 5.1 / Appendix: the 4*s*h term per layer with a*d = h). Counted
- * whole, as the model-FLOPs convention does, though a causal kernel executes
- * about half; the GPU's calibrated efficiency absorbs the difference. */
+ * whole, as the model-FLOPs convention does; compute_layer charges a causal
+ * flash kernel CAUSAL_SHARE of it. */
 static double attn_per_token(const struct model *m, int seq)
 {
 	int a = m->heads > 0 ? m->heads : 1;
@@ -60,9 +60,10 @@ double compute_recompute_flops_per_token(const struct model *m, int l,
 }
 
 /* The GEMM-efficiency curve of cluster.h: a saturating function of the
- * work per GPU, eff_max * w / (w + w_half) (w_half: the work at which half of
- * eff_max is reached; small per-GPU GEMMs at high TP run less efficiently,
- * COSTMODEL.md "Compute time"). */
+ * FLOPs of one GEMM on one GPU, eff_max * w / (w + w_half) (w_half: the
+ * size at which half of eff_max is reached; small per-GPU GEMMs at high TP
+ * or small micro-batches run less efficiently, COSTMODEL.md "Compute
+ * time"). */
 double compute_eff(const struct gpu_type *g, double w)
 {
 	if (g->eff_half_flop <= 0)
@@ -133,37 +134,163 @@ static int measured(const struct layer *ly, int l, const char *gpu,
 	return 1;
 }
 
-/* Analytic (COSTMODEL.md "Compute time"; Narayanan et al. 2021 Sec. 5.1):
- * forward = F * b * s / (t*c) / (peak * eff(w)), F the forward FLOPs per
- * token, w = F * b * s / (t*c) the forward FLOPs per GPU per micro-batch;
- * backward = 2 x forward (Narayanan 2021 Sec. 5.1: backward is twice the
- * forward's GEMMs). Recomputation (full: the block's forward; selective: the
- * attention core) at the layer's forward rate: recompute = fwd * R / F, and
- * likewise the attention core's share attn_fwd = fwd * 4sad / F, for
- * measured times as well. */
+/* Memory-bound bytes per token of layer l on one GPU under s, forward,
+ * the attention core's softmax excepted (score_bytes_per_token). */
+static double mem_bytes_per_token(const struct model *m, int l,
+				  const struct strategy *s)
+{
+	double h = m->hidden, dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	double t = s->tp, a = m->heads, g = m->kv_heads, d = m->head_dim;
+	double rows = (s->sp || s->tp <= 1) ? 1.0 / t : 1.0; /* per token row */
+	double norm = s->unfused_norm ? NORM_UNFUSED : NORM_FUSED;
+	double f = m->experts > 0 ? (double)m->moe_ffn * m->top_k : m->ffn;
+	double bytes;
+
+	switch (m->layer[l].kind) {
+	case LAYER_EMBEDDING:
+		return (m->learned_pos ? 3 : 2) * h * dt;
+	case LAYER_HEAD:
+		return norm * h * dt * rows + CE_BYTES_PER_LOGIT * m->vocab / t;
+	case LAYER_BLOCK:
+		break;
+	}
+	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
+	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
+	if (!m->learned_pos)
+		bytes += 2 * (a + g) * d * dt / t;
+	return bytes;
+}
+
+/* Softmax traffic per token of a block on one GPU without flash attention
+ * (0 with it), forward: a/t scores of s keys per token. */
+static double score_bytes_per_token(const struct model *m, const struct strategy *s)
+{
+	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+
+	if (s->attn != ATTN_FUSED_SOFTMAX && s->attn != ATTN_UNFUSED)
+		return 0;
+	return (s->attn == ATTN_UNFUSED ? SCORE_UNFUSED : SCORE_FUSED) *
+	       m->heads / s->tp * (double)s->seq * dt;
+}
+
+/* Seconds of w FLOPs of GEMMs of w_one FLOPs each (per GPU) on g, at the
+ * size-dependent efficiency of one such GEMM; the block's linear layers in
+ * FP8 when fp8 and g has an FP8 peak (Transformer Engine keeps the
+ * embedding, the LM head and the attention core in bf16), with the FP8
+ * curve's half point scaled by the peaks. */
+static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_one)
+{
+	if (w <= 0)
+		return 0;
+	if (fp8 && g->peak_fp8_flops > 0) {
+		struct gpu_type f8 = *g;
+
+		f8.eff_max = g->fp8_eff_max > 0 ? g->fp8_eff_max : g->eff_max;
+		f8.eff_half_flop = g->eff_half_flop * g->peak_fp8_flops / g->peak_flops;
+		return w / (g->peak_fp8_flops * compute_eff(&f8, w_one));
+	}
+	return w / (g->peak_flops * compute_eff(g, w_one));
+}
+
+/* The GEMMs of layer l per micro-batch on one GPU under s, forward: w FLOPs
+ * in all (the layer's F - A per token times b*s/(t*c)), shared among its
+ * linear layers in proportion to their FLOPs, each at the efficiency of its
+ * own size on the GPU: tok = b*s/c tokens through Megatron's shards, QKV
+ * h x (a+2g)d/t, output (a d/t) x h, MLP h x f/t (x2 gated) and (f/t) x h;
+ * MoE experts see tok * top_k * ep / E tokens each; the head is one h x V/t
+ * GEMM. Small GEMMs (high TP, short micro-batches) run less efficiently
+ * (compute_eff). */
+static double gemms(const struct gpu_type *g, const struct model *m, int l,
+		    const struct strategy *s, double w, double tok)
+{
+	double h = m->hidden, t = s->tp, ad = (double)m->heads * m->head_dim;
+	double gd = (double)m->kv_heads * m->head_dim;
+	double f = m->experts > 0 ? m->moe_ffn : m->ffn;
+	double up = m->ffn_kind == FFN_SWIGLU ? 2 : 1;
+	double moe = m->experts > 0 ? (double)m->top_k * s->ep / m->experts : 1;
+	/* FLOPs per token of one GEMM on one GPU, and its tokens */
+	double per_tok[4] = { 2 * h * (ad + 2 * gd) / t, 2 * ad * h / t,
+			      2 * h * f * up / t, 2 * f * h / t };
+	double gemm_tok[4] = { tok, tok, tok * moe, tok * moe };
+	/* each token runs top_k experts: their share of the layer's FLOPs */
+	double k = m->experts > 0 ? m->top_k : 1;
+	double share[4] = { per_tok[0], per_tok[1], k * per_tok[2], k * per_tok[3] };
+	double sum = 0, time = 0;
+
+	if (w <= 0)
+		return 0;
+	if (m->layer[l].kind != LAYER_BLOCK)
+		return gemm_time(g, false, w, w);
+	for (int i = 0; i < 4; i++)
+		sum += share[i];
+	for (int i = 0; i < 4; i++)
+		time += gemm_time(g, s->fp8, w * share[i] / sum, per_tok[i] * gemm_tok[i]);
+	return time;
+}
+
+/* Analytic (COSTMODEL.md "Compute time", "Roofline per layer part"), per
+ * micro-batch of b sequences on one GPU, n = b*s/(t*c) tokens' worth of
+ * work:
+ * - GEMMs: w = (F - A) * n FLOPs (F the layer's forward FLOPs per token, A
+ *   the attention core's 4*s*a*d) at peak * eff of each GEMM's size
+ *   (gemms); backward 2 x forward (Narayanan et al. 2021 Sec. 5.1);
+ * - attention core (blocks): flash kernels run CAUSAL_SHARE of A*n at
+ *   the GPU's flash_eff x peak (default FLASH_RATE x eff_max; FlashAttention
+ *   1 at FLASH1_RATE / FLASH_RATE of it), backward FLASH_BWD_FLOPS /
+ *   FLASH_BWD_RATE x forward; without flash the whole A*n as batched
+ *   GEMMs at peak * eff, backward 2x, plus the softmax traffic;
+ * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
+ *   COMPUTE_HBM_EFF (the per-token bytes are already per GPU), backward
+ *   MEM_BWD x forward;
+ * - LAYER_OVERHEAD_S per layer, MEM_BWD x that backward.
+ * Recomputation reruns the forward of the block (full) or of its attention
+ * core (selective): recompute = fwd or attn_fwd. A measured profile scales
+ * every part by measured / analytic. */
 int compute_layer(struct layer_time *t, const struct model *m, int l,
 		  const struct gpu_type *g, const struct strategy *s,
 		  struct err *e)
 {
 	const struct layer *ly = &m->layer[l];
 	double F = compute_flops_per_token(m, l, s->seq);
-	double fwd = 0, bwd = 0;
-	int rc = ly->n_measure > 0 && g->name
-			 ? measured(ly, l, g->name, s, &fwd, &bwd, e)
-			 : 0;
+	double A = compute_attn_flops_per_token(m, l, s->seq);
+	double n = (double)s->mbs * s->seq / ((double)s->tp * s->cp);
+	double w = (F - A > 0 ? F - A : 0) * n, wa = A * n;
+	double bw = g->hbm_bw * COMPUTE_HBM_EFF, tok = (double)s->mbs * s->seq / s->cp;
+	double gemm = gemms(g, m, l, s, w, tok);
+	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1;
+	int rc;
 
+	if (wa > 0 && (s->attn == ATTN_FLASH || s->attn == ATTN_FLASH1)) {
+		double eff = g->flash_eff > 0 ? g->flash_eff : FLASH_RATE * g->eff_max;
+
+		if (s->attn == ATTN_FLASH1)
+			eff *= FLASH1_RATE / FLASH_RATE;
+		attn_f = CAUSAL_SHARE * wa / (g->peak_flops * eff);
+		attn_b = attn_f * FLASH_BWD_FLOPS / FLASH_BWD_RATE;
+	} else if (wa > 0) {
+		double sm = bw > 0 ? score_bytes_per_token(m, s) * tok / bw : 0;
+
+		attn_f = wa / (g->peak_flops * compute_eff(g, wa)) + sm;
+		attn_b = 2 * (attn_f - sm) + MEM_BWD * sm;
+	}
+	if (bw > 0)
+		mem = mem_bytes_per_token(m, l, s) * tok / bw;
+	rc = ly->n_measure > 0 && g->name ? measured(ly, l, g->name, s, &fwd, &bwd, e) : 0;
 	if (rc < 0)
 		return -1;
-	if (rc == 0) {
-		double w = F * s->mbs * s->seq / ((double)s->tp * s->cp);
-
-		fwd = w > 0 ? w / (g->peak_flops * compute_eff(g, w)) : 0;
-		bwd = 2 * fwd;
+	if (rc > 0 && gemm + attn_f + mem > 0)
+		x = fwd / (gemm + attn_f + mem);
+	t->gemm_fwd = x * gemm;
+	t->attn_fwd = x * attn_f;
+	t->attn_bwd = x * attn_b;
+	t->mem_fwd = x * mem;
+	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + LAYER_OVERHEAD_S;
+	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + LAYER_OVERHEAD_S);
+	switch (ly->kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE) {
+	case RECOMPUTE_FULL: t->recompute = t->fwd; break;
+	case RECOMPUTE_SELECTIVE: t->recompute = t->attn_fwd; break;
+	default: t->recompute = 0; break;
 	}
-	t->fwd = fwd;
-	t->bwd = bwd;
-	t->attn_fwd = F > 0 ? fwd * compute_attn_flops_per_token(m, l, s->seq) / F : 0;
-	t->recompute = F > 0 ? fwd * compute_recompute_flops_per_token(m, l, s) / F : 0;
 	return 0;
 }
 

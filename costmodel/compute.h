@@ -13,11 +13,86 @@ struct strategy;
  * calibrated (compute_optimizer). */
 #define COMPUTE_ADAM_BYTES 160.0
 
-/* Seconds per micro-batch of one layer on one GPU (compute only). */
+/* Fraction of the HBM bandwidth that memory-bound kernels (norms,
+ * activations, residual adds, softmax, rotary, cross-entropy) reach: STREAM-
+ * like copy kernels reach about 80-90% of the datasheet bandwidth (NVIDIA's
+ * bandwidthTest, BabelStream on A100/H100); smaller tensors and reductions
+ * less. Not fitted: a round figure of that range. */
+#define COMPUTE_HBM_EFF 0.8
+
+/* Attention-kernel constants (Dao 2023, FlashAttention-2, Sec. 4.1 and
+ * Figs. 4-7: on A100 with head dim 128 and causal masking FA-2 reaches
+ * about 70% of peak forward and 50-55% backward, FlashAttention 1 about
+ * half of FA-2's rate; the backward runs 2.5x the forward's FLOPs, as it
+ * recomputes QK^T). Flash rates are relative to the GPU's GEMM ceiling
+ * eff_max; a causal flash kernel skips the masked half of the scores.
+ * FLASH_RATE, FLASH1_RATE and FLASH_BWD_RATE are calibrated on the
+ * validation files (README "Validation"): FA-2's forward at 44% of an
+ * A100's peak (0.59 x 0.75) sits below the paper's kernel benchmarks, as it
+ * absorbs what the kernel costs inside a training step (layout transposes,
+ * short sequences, fewer heads per GPU under TP). A GPU type may set its
+ * own rate (cluster file flash_efficiency: Hopper's FlashAttention-3 and
+ * cuDNN kernels reach about 75%, Shah et al. 2024). */
+#define FLASH_RATE 0.59		/* FA-2 forward vs eff_max */
+#define FLASH1_RATE 0.39		/* FA-1 forward vs eff_max */
+#define FLASH_BWD_FLOPS 2.5	/* backward FLOPs / forward FLOPs */
+#define FLASH_BWD_RATE 0.51	/* backward rate / forward rate */
+#define CAUSAL_SHARE 0.5	/* of QK^T and AV a causal flash kernel runs */
+
+/* Memory-bound traffic in bf16 tensors (reads + writes) of one token's row
+ * (Korthikanti et al. 2022 Sec. 4.1 lists what each part reads and
+ * writes; counted here per kernel launch):
+ * - a fused norm reads x and writes y: 2; PyTorch's eager RMSNorm (to fp32,
+ *   pow, mean, rsqrt multiply, back to bf16, times the weight) moves 18 by
+ *   this count; calibrated: 32 (NORM_UNFUSED; its fp32 intermediates kept
+ *   for autograd and its backward's extra passes);
+ * - a residual add reads two rows and writes one: 3 (two per block);
+ * - the activation reads its inputs and writes its output: SwiGLU 3 rows
+ *   of f, GeLU / squared ReLU (fused with the bias) 2;
+ * - rotary embedding reads and writes q and k (fused kernel);
+ * - without flash attention, per score (a/t x s per token): QK^T writes
+ *   it, Megatron's fused scale-mask-softmax reads and writes, AV reads: 4
+ *   by this count, calibrated 0.7 (SCORE_FUSED: the causal kernel touches
+ *   only the lower triangle, and much of a head's scores stays in L2);
+ *   eager attention scales, masks, softmaxes in fp32, casts and drops out
+ *   in separate kernels: about 10, calibrated 15 (SCORE_UNFUSED);
+ * - the vocabulary-parallel cross-entropy reads the bf16 logits and makes
+ *   about six fp32 passes (max, subtract, exp, sum, log, gradient): 24
+ *   bytes per logit;
+ * - the embedding writes its output row: 2 (plus the position add, 3,
+ *   with learned positions).
+ * The backward pass moves twice the forward's bytes (it reads the saved
+ * input and the output gradient and writes the input gradient). */
+#define NORM_FUSED 2.0
+#define NORM_UNFUSED 32.0
+#define RESIDUAL 3.0
+#define SCORE_FUSED 0.7
+#define SCORE_UNFUSED 15.0
+#define CE_BYTES_PER_LOGIT 24.0
+#define MEM_BWD 2.0
+
+/* Fixed seconds per transformer block per forward pass of a micro-batch
+ * beside its kernels' work: the launch and scheduling gaps of its few
+ * dozen kernels (a kernel launch costs about 5 us of CPU time, and small
+ * kernels leave the GPU idle between them; PyTorch profiler traces of
+ * Megatron blocks show 20-40 kernels a forward). The backward pass has
+ * MEM_BWD times as many; the embedding and the head count as one block.
+ * Calibrated (README "Validation"). */
+#define LAYER_OVERHEAD_S 38e-6
+
+/* Seconds per micro-batch of one layer on one GPU (compute only): a
+ * roofline per layer part (Calculon, Isaev et al. SC'23): GEMMs at their
+ * FLOP rate, the attention core at its kernel's rate, the rest at HBM
+ * bandwidth, plus LAYER_OVERHEAD_S; the parts run one after the other. */
 struct layer_time {
-	double fwd, bwd;	/* forward, backward (2 x forward analytic) */
+	double fwd, bwd;	/* forward, backward */
 	double recompute;	/* recomputation before the backward pass */
 	double attn_fwd;	/* of fwd, the attention core (QK^T, softmax, AV) */
+	double attn_bwd;	/* of bwd, the attention core's backward */
+	double gemm_fwd;	/* of fwd, the GEMMs of a block's linear layers
+				   (what TP communication overlaps with; their
+				   backward is 2 x this) */
+	double mem_fwd;		/* of fwd, the memory-bound kernels */
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's
@@ -32,12 +107,12 @@ double compute_attn_flops_per_token(const struct model *m, int l, int seq);
 double compute_recompute_flops_per_token(const struct model *m, int l,
 					 const struct strategy *s);
 
-/* Achieved fraction of peak for w FLOPs per GPU per micro-batch:
+/* Achieved fraction of peak for one GEMM of w FLOPs on one GPU:
  * eff_max * w / (w + eff_half_flop); eff_max when eff_half_flop is 0. */
 double compute_eff(const struct gpu_type *g, double w);
 
-/* Fills t for layer l on a GPU of type g under s (tp, cp, mbs, seq,
- * recompute). A measured profile of the layer for g's name, s->tp and
+/* Fills t for layer l on a GPU of type g under s (tp, cp, mbs, seq, sp,
+ * recompute, attn, unfused_norm, fp8). A measured profile of the layer for g's name, s->tp and
  * s->seq overrides the analytic time. Returns 0, or -1 with e set if a
  * measured point it would use is invalid (mbs < 1, fwd_s <= 0, bwd_s < 0,
  * or not finite). */

@@ -14,30 +14,27 @@
 #include "schedule.h"
 #include "util.h"
 
-/* The share of the last micro-batch's backward pass (recomputation
- * included) that can hide the gradient reduction: Megatron's
- * --overlap-grad-reduce issues each bucket's all-reduce (reduce-scatter
- * under the distributed optimizer) as soon as its gradients are ready; the
- * last buckets (the stage's first layers) finish with the backward pass and
- * cannot be hidden, which 10% of the backward pass stands for. Not
- * calibrated. The ZeRO-1/2 parameter all-gather is not overlapped (no
- * --overlap-param-gather). */
-#define COST_DP_OVERLAP 0.9
-
 /* One layer's time per micro-batch on one GPU of a group, by part. _f: the
  * forward pass, _b: the backward pass, _r: recomputation. Communication
- * parts are the exposed (not overlapped) seconds. */
+ * parts are the exposed (not overlapped) seconds; _h the hidden ones of
+ * the whole layer (forward, backward and recomputation). */
 struct parts {
 	double fwd, bwd, recompute;	/* compute */
-	double tp_f, tp_b, tp_r;
-	double cp_f, cp_b, cp_r;
+	double tp_f, tp_b, tp_r, tp_h;
+	double cp_f, cp_b, cp_r, cp_h;
 	double ep_f, ep_b, ep_r;
-	double z3_f, z3_b;		/* ZeRO-3 parameter gathers */
+	double z3_f, z3_b, z3_h;	/* ZeRO-3 parameter gathers */
 };
 
 static double pos(double x)
 {
 	return x > 0 ? x : 0;
+}
+
+/* Of comm seconds that may hide under work seconds, the exposed part. */
+static double exposed(double comm, double work)
+{
+	return pos(comm - work);
 }
 
 static int micro_batches(const struct strategy *s)
@@ -49,13 +46,32 @@ static int micro_batches(const struct strategy *s)
 		       : 1;
 }
 
+/* TP communication of a block that --tp-comm-overlap hides under the GEMMs
+ * it feeds or drains (Transformer Engine userbuffers; COSTMODEL.md "Overlap
+ * as the trainers run it"): the collective is split into t chunks
+ * pipelined with the GEMM's chunks, so the first chunk stays exposed, and
+ * so does whatever the GEMMs are too short to cover:
+ * max(comm / t, comm - gemm). */
+static double tp_exposed(const struct strategy *s, bool block, double comm, double gemm)
+{
+	double x;
+
+	if (!s->tp_overlap || !block || s->tp <= 1)
+		return comm;
+	x = exposed(comm, gemm);
+	return x > comm / s->tp ? x : comm / s->tp;
+}
+
 /* Layer l on one GPU of group g (COSTMODEL.md "Compute time",
- * "Communication per micro-batch"):
- * - compute: compute_layer (forward, 2 x forward backward, recomputation);
- * - TP: exposed (Megatron runs its collectives on the critical path);
- *   full recomputation repeats the block's forward collectives;
+ * "Communication per micro-batch", "Overlap as the trainers run it"):
+ * - compute: compute_layer (GEMMs, attention core, memory-bound kernels,
+ *   recomputation);
+ * - TP: exposed, unless s->tp_overlap (tp_exposed; the backward's GEMMs
+ *   are twice the forward's); full recomputation repeats the block's
+ *   forward collectives;
  * - CP: ring attention overlapped with the attention core (Liu et al. 2023
- *   Sec. 3.1): forward max(0, comm - attn), backward twice both terms;
+ *   Sec. 3.1): forward max(0, comm - attn), backward max(0, 2 comm - the
+ *   core's backward);
  *   any recomputation of a block (full, or selective: the core itself)
  *   reruns the forward ring;
  * - EP: dispatch + combine in forward and backward, exposed; full
@@ -68,27 +84,33 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 		       struct err *e)
 {
 	struct layer_time t;
-	bool block = m->layer[l].kind == LAYER_BLOCK;
-	double cp, z3;
+	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
+	double tf, tb, cp, z3;
 
 	if (compute_layer(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
 		return -1;
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
 	p->recompute = t.recompute;
-	p->tp_f = comm_tp_fwd(m, l, c, g, s);
-	p->tp_b = comm_tp_bwd(m, l, c, g, s);
-	p->tp_r = block && s->recompute == RECOMPUTE_FULL ? p->tp_f : 0;
+	tf = comm_tp_fwd(m, l, c, g, s);
+	tb = comm_tp_bwd(m, l, c, g, s);
+	p->tp_f = tp_exposed(s, block, tf, t.gemm_fwd);
+	p->tp_b = tp_exposed(s, block, tb, 2 * t.gemm_fwd);
+	p->tp_r = block && full ? p->tp_f : 0;
+	p->tp_h = tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r;
 	cp = comm_cp_fwd(m, l, c, g, s);
-	p->cp_f = pos(cp - t.attn_fwd);
-	p->cp_b = pos(2 * cp - 2 * t.attn_fwd);
+	p->cp_f = exposed(cp, t.attn_fwd);
+	p->cp_b = exposed(2 * cp, t.attn_bwd);
 	p->cp_r = block && s->recompute != RECOMPUTE_NONE ? p->cp_f : 0;
+	p->cp_h = 3 * cp + (block && s->recompute != RECOMPUTE_NONE ? cp : 0) - p->cp_f -
+		  p->cp_b - p->cp_r;
 	p->ep_f = comm_ep_fwd(m, l, c, g, s);
 	p->ep_b = p->ep_f;
-	p->ep_r = block && s->recompute == RECOMPUTE_FULL ? p->ep_f : 0;
+	p->ep_r = block && full ? p->ep_f : 0;
 	z3 = comm_zero3_gather(m, l, c, g, s);
-	p->z3_f = pos(z3 - t.fwd);
-	p->z3_b = pos(z3 - t.bwd);
+	p->z3_f = exposed(z3, t.fwd);
+	p->z3_b = exposed(z3, t.bwd);
+	p->z3_h = 2 * z3 - p->z3_f - p->z3_b;
 	return 0;
 }
 
@@ -119,31 +141,60 @@ static int check_strategy(const struct strategy *s, struct err *e)
 	return 0;
 }
 
-/* The tail of a pipeline rank on group g whose layers hold D dense and E
- * expert parameters per GPU and take bwd seconds of backward (+ recompute)
- * per micro-batch: the DP gradient reduction after the pipeline flush
- * (Narayanan et al. 2021 Sec. 3.2), partly hidden under the last backward
- * (COST_DP_OVERLAP), plus the ZeRO-1/2 parameter all-gather, plus the
- * optimizer step over the rank's ZeRO shard (compute_optimizer). */
-static void stage_tail(double *dp, double *opt, const struct cluster *c,
-		       const struct strategy *s, int g, double D, double E, double bwd)
+/* The dense parameters per GPU that a pipeline rank holding both the
+ * embedding and the head counts twice when they are tied: V*h/t (one
+ * copy; Megatron keeps a second only on a separate last stage). */
+static double tied_dense(const struct model *m, const struct strategy *s)
 {
-	double reduce, gather, n = (double)s->dp * s->cp;
+	double vh = (double)m->vocab * m->hidden;
+
+	/* a profile's head may hold less than the matrix: then no copy */
+	return m->tied && m->layer[m->n_layer - 1].params >= vh ? vh / s->tp : 0;
+}
+
+/* The DP tail of a pipeline rank (Narayanan et al. 2021 Sec. 3.2; COSTMODEL.md
+ * "Overlap as the trainers run it"), for a rank on group g whose layers
+ * hold D dense and E expert parameters per GPU and take fwd and bwd (+
+ * recompute) seconds per micro-batch:
+ * - the gradient reduction after the last backward: exposed whole, or with
+ *   s->grad_overlap only what the last backward cannot cover, and at least
+ *   the last bucket's share (COST_BUCKET_PARAMS);
+ * - the ZeRO-1/2 parameter all-gather: exposed whole, or with
+ *   s->param_overlap under the next iteration's first forward, at least the
+ *   first bucket's share;
+ * - the optimizer step over the rank's ZeRO shard (compute_optimizer).
+ * *dp: exposed seconds, *hidden: overlapped ones, *opt: the step. */
+static void stage_tail(double *dp, double *hidden, double *opt, const struct cluster *c,
+		       const struct strategy *s, int g, double D, double E, double fwd,
+		       double bwd)
+{
+	double reduce, gather, n = (double)s->dp * s->cp, x_r, x_g;
 	double n_e = n / s->ep < 1 ? 1 : n / s->ep;
+	double bucket = COST_BUCKET_PARAMS > COST_BUCKET_PARAMS_PER_DP * n
+				? COST_BUCKET_PARAMS
+				: COST_BUCKET_PARAMS_PER_DP * n;
+	double share = D + E > bucket ? bucket / (D + E) : 1;
 
 	comm_dp(c, g, s, D, E, &reduce, &gather);
-	*dp = pos(reduce - COST_DP_OVERLAP * bwd) + gather;
+	x_r = reduce;
+	if (s->grad_overlap && exposed(reduce, bwd) < reduce)
+		x_r = exposed(reduce, bwd) > share * reduce ? exposed(reduce, bwd) : share * reduce;
+	x_g = gather;
+	if (s->param_overlap && exposed(gather, fwd) < gather)
+		x_g = exposed(gather, fwd) > share * gather ? exposed(gather, fwd) : share * gather;
+	*dp = x_r + x_g;
+	*hidden = reduce + gather - *dp;
 	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
 				 s->zero >= 1 ? D / n + E / n_e : D + E);
 }
 
 /* The tail of pipeline rank r over all its chunks. */
-static void rank_tail(double *dp, double *opt, const struct model *m,
+static void rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct layer_costs *lc, int n_stages, int r)
 {
 	int g = s->group[r], L = lc->n_layer;
-	double D = 0, E = 0, bwd = 0;
+	double D = 0, E = 0, fwd = 0, bwd = 0;
 
 	for (int k = r; k < n_stages; k += s->pp)
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
@@ -152,9 +203,12 @@ static void rank_tail(double *dp, double *opt, const struct model *m,
 			memory_params(&m->layer[l], s, &d, &x);
 			D += d;
 			E += x;
+			fwd += lc->fwd[(size_t)g * L + l];
 			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
 		}
-	stage_tail(dp, opt, c, s, g, D, E, bwd);
+	if (n_stages == 1)
+		D -= tied_dense(m, s);
+	stage_tail(dp, hidden, opt, c, s, g, D, E, fwd, bwd);
 }
 
 /* lc->tail0 for every group and every end of the first stage. */
@@ -164,7 +218,7 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 	int L = lc->n_layer;
 
 	for (int g = 0; g < lc->n_group; g++) {
-		double D = 0, E = 0, bwd = 0, dp, opt;
+		double D = 0, E = 0, fwd = 0, bwd = 0, dp, hid, opt;
 		double *t = lc->tail0 + (size_t)g * (L + 1);
 
 		t[0] = 0;
@@ -174,15 +228,31 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 			memory_params(&m->layer[l], s, &d, &x);
 			D += d;
 			E += x;
+			fwd += lc->fwd[(size_t)g * L + l];
 			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
-			stage_tail(&dp, &opt, c, s, g, D, E, bwd);
+			stage_tail(&dp, &hid, &opt, c, s, g, l + 1 == L ? D - tied_dense(m, s) : D,
+				   E, fwd, bwd);
 			t[l + 1] = dp + opt;
 		}
 	}
 }
 
+/* The allowance per GPU (memory.h): the user's (cluster.mem_allowance), or
+ * MEM_CONTEXT_BYTES plus MEM_FRAG_SHARE of the activations and logits. */
+static double context_bytes(const struct cluster *c)
+{
+	return c->mem_allowance >= 0 ? c->mem_allowance : MEM_CONTEXT_BYTES;
+}
+
+static double frag_share(const struct cluster *c)
+{
+	return c->mem_allowance >= 0 ? 0 : MEM_FRAG_SHARE;
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
- * summed) and its forward side; per layer the bytes per GPU (memory_layer).
+ * summed) and its forward side; per layer the bytes per GPU (memory_layer;
+ * activations and logits with the allowance's share that grows with them,
+ * frag_share).
  * One allocation holds all five arrays (lc->time is its base). O(layers x
  * groups). */
 int cost_layers(struct layer_costs *lc, const struct model *m,
@@ -221,8 +291,8 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 
 		memory_layer(&lm, m, l, s);
 		lc->state_bytes[l] = lm.weights + lm.grads + lm.optimizer;
-		lc->act_bytes[l] = lm.act;
-		lc->extra_bytes[l] = lm.extra;
+		lc->act_bytes[l] = lm.act * (1 + frag_share(c));
+		lc->extra_bytes[l] = lm.extra * (1 + frag_share(c));
 	}
 	lc->n_layer = L;
 	lc->n_group = G;
@@ -262,14 +332,28 @@ static double zb_rho(const struct model *m, const struct cluster *c, int g,
 	return all > 0 ? fr / all : 1.0 / 3;
 }
 
+/* Model-state bytes per GPU of the tied duplicate (tied_dense): the head's
+ * states per parameter times V*h/t. */
+static double tied_bytes(const struct model *m, const struct strategy *s)
+{
+	const struct layer *head = &m->layer[m->n_layer - 1];
+	struct layer_mem lm;
+
+	if (!m->tied || head->params <= 0)
+		return 0;
+	memory_layer(&lm, m, m->n_layer - 1, s);
+	return (lm.weights + lm.grads + lm.optimizer) * tied_dense(m, s) * s->tp / head->params;
+}
+
 /* The pipeline frame (cost.h): schedule weights (schedule_weights), the
  * activations in flight per virtual stage (schedule_inflight), the p2p
  * seconds per micro-batch from virtual stage k to k+1 (comm_pp_send; with
  * interleaving the boundaries between chunks, wrap-arounds from rank pp-1
  * to rank 0 included, so a rank sends v times per micro-batch), and the
- * memory cap per virtual stage: (GPU memory - MEM_ALLOWANCE_BYTES) / vp, the
+ * memory cap per virtual stage: (GPU memory - context_bytes) / vp, the
  * rank's memory split evenly over its chunks (conservative when the chunks
- * differ). */
+ * differ; cost_evaluate tests the rank as a whole); a single stage that
+ * holds tied embedding and head gets the duplicate's bytes back. */
 void cost_frame(struct pipeline_frame *f, const struct model *m,
 		const struct cluster *c, const struct strategy *s)
 {
@@ -288,7 +372,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	f->n_group = c->n_group;
 	f->vp = vp;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
-		f->cap_of[g] = (c->gpu[c->group[g].gpu].mem_bytes - MEM_ALLOWANCE_BYTES) / vp;
+		f->cap_of[g] = (c->gpu[c->group[g].gpu].mem_bytes - context_bytes(c)) / vp;
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
@@ -297,34 +381,42 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->send[k] = k ? f->link[f->group[k - 1]][f->group[k]] : 0;
 		f->cap[k] = f->cap_of[f->group[k]];
 	}
+	if (n == 1)
+		f->cap[0] += tied_bytes(m, s);
 }
 
 /* Evaluation of a placed and partitioned strategy (cost.h):
  * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
- *   times on its group plus its send;
+ *   times on its group plus its send; with interleaving over the ranks'
+ *   totals;
  * - iter_s = T_pipe + the tail (exposed DP + optimizer) of pipeline rank 0:
  *   under 1F1B rank 0 runs the iteration's last backward and the next
  *   iteration's first forward; the other ranks' tails hide under the next
  *   pipeline fill (they finish their last backward earlier);
- * - breakdown: compute, recompute, tp, cp, ep, pp = m x the parts of the
- *   bottleneck rank (largest per-micro-batch time, all its chunks),
- *   bubble = T_pipe - m x that time (>= 0 for every schedule), dp = m x its
- *   exposed ZeRO-3 gathers + rank 0's DP tail, optimizer rank 0's;
+ * - breakdown: compute, recompute, tp, cp, ep = m x the parts of the
+ *   bottleneck rank (largest per-micro-batch time, all its chunks); pp =
+ *   the p2p's share of T_pipe (its weights a, b applied to the sends: the
+ *   bottleneck rank's and all of them); bubble = the rest of T_pipe (>= 0
+ *   for every schedule); dp = m x its exposed ZeRO-3 gathers + rank 0's DP
+ *   tail, optimizer rank 0's; the _hidden parts likewise from the
+ *   bottleneck rank and rank 0's tail;
  * - mfu (model FLOPs, Narayanan 2021 Sec. 5.1; COSTMODEL.md):
  *   3 * gbs * seq * sum_l F_l / (iter_s * sum of the peaks of the
  *   tp*cp*dp GPUs of every rank), F_l the forward FLOPs per token (no
- *   recomputation);
- * - memory: per rank, its chunks' states + inflight x activations + extra,
- *   plus MEM_ALLOWANCE_BYTES; the heaviest rank is reported; fits if every
- *   virtual stage is within its cap. */
+ *   recomputation, attention counted whole);
+ * - memory: per rank, its chunks' states + inflight x activations + extra
+ *   (a single stage holding tied embedding and head counts the matrix
+ *   once), plus the allowance (context_bytes + frag_share of activations
+ *   and logits); the heaviest rank is reported; fits if every rank is
+ *   within its GPU's memory. */
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc)
 {
 	static const struct cost_result zero_result;
 	struct pipeline_frame f;
-	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES];
-	double t_pipe, tail, tail_dp, tail_opt, peaks = 0;
+	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES], rank_send[MAX_STAGES];
+	double t_pipe, tail_dp, tail_hid, tail_opt, peaks = 0, a, b, send_all = 0;
 	double flops = 0, best_mem = -1;
 	int L = lc->n_layer, pp = s->pp, mb = micro_batches(s), bn = 0;
 
@@ -333,7 +425,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	r->fits = true;
 	cost_frame(&f, m, c, s);
 	for (int q = 0; q < pp; q++)
-		rank_c[q] = rank_mem[q] = 0;
+		rank_c[q] = rank_mem[q] = rank_send[q] = 0;
 	for (int k = 0; k < f.n_stages; k++) {
 		int g = f.group[k];
 		double st = 0, act = 0, ex = 0;
@@ -346,23 +438,33 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 			ex += lc->extra_bytes[l];
 		}
 		rank_c[k % pp] += ck[k];
+		rank_send[k % pp] += f.send[k];
+		send_all += f.send[k];
 		rank_mem[k % pp] += st + f.inflight[k] * act + ex;
-		if (st + f.inflight[k] * act + ex > f.cap[k] && r->fits) {
+	}
+	for (int q = 0; q < pp; q++) {
+		double cap = f.n_stages == 1 ? f.cap[0] : f.cap_of[f.group[q]] * f.vp;
+
+		if (rank_mem[q] > cap && r->fits) {
 			r->fits = false;
-			r->overflow_stage = k;
+			r->overflow_stage = q;
 		}
 	}
 	/* Interleaved: the slowest rank's chunks together set the steady
 	 * state, T = (m - 1/v) max_r C_r + (1/v) sum_r C_r (balanced: (m +
 	 * (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives 1F1B). The frame's
 	 * per-chunk weights, which the partition DP uses, bound it from above. */
-	if (s->vp > 1)
-		t_pipe = schedule_time(mb - 1.0 / s->vp, 1.0 / s->vp, rank_c, pp);
-	else
-		t_pipe = schedule_time(f.a, f.b, ck, f.n_stages);
+	if (s->vp > 1) {
+		a = mb - 1.0 / s->vp;
+		b = 1.0 / s->vp;
+		t_pipe = schedule_time(a, b, rank_c, pp);
+	} else {
+		a = f.a;
+		b = f.b;
+		t_pipe = schedule_time(a, b, ck, f.n_stages);
+	}
 
-	rank_tail(&tail_dp, &tail_opt, m, c, s, lc, f.n_stages, 0);
-	tail = tail_dp + tail_opt;
+	rank_tail(&tail_dp, &tail_hid, &tail_opt, m, c, s, lc, f.n_stages, 0);
 	for (int q = 0; q < pp; q++) {
 		if (rank_c[q] > rank_c[bn])
 			bn = q;
@@ -378,7 +480,6 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	for (int k = bn; k < f.n_stages; k += pp) {
 		int g = f.group[k];
 
-		r->time.pp += mb * f.send[k];
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			struct parts p = {0};
 
@@ -390,12 +491,17 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 			r->time.cp += mb * (p.cp_f + p.cp_b + p.cp_r);
 			r->time.ep += mb * (p.ep_f + p.ep_b + p.ep_r);
 			r->time.dp += mb * (p.z3_f + p.z3_b);
+			r->time.tp_hidden += mb * p.tp_h;
+			r->time.cp_hidden += mb * p.cp_h;
+			r->time.dp_hidden += mb * p.z3_h;
 		}
 	}
-	r->time.bubble = pos(t_pipe - mb * rank_c[bn]);
+	r->time.pp = a * rank_send[bn] + b * send_all;
+	r->time.bubble = pos(t_pipe - mb * (rank_c[bn] - rank_send[bn]) - r->time.pp);
 	r->time.dp += tail_dp;
+	r->time.dp_hidden += tail_hid;
 	r->time.optimizer = tail_opt;
-	r->iter_s = t_pipe + tail;
+	r->iter_s = t_pipe + tail_dp + tail_opt;
 
 	/* The heaviest rank's memory by kind. */
 	for (int k = r->heaviest_rank; k < f.n_stages; k += pp)
@@ -409,7 +515,17 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 			r->mem.activations += f.inflight[k] * lm.act;
 			r->mem.logits += lm.extra;
 		}
-	r->mem.allowance = MEM_ALLOWANCE_BYTES;
+	if (f.n_stages == 1 && tied_dense(m, s) > 0) {
+		/* the duplicate, by kind, in the proportions of the head's states */
+		struct layer_mem lm;
+		double x = tied_dense(m, s) * s->tp / m->layer[L - 1].params;
+
+		memory_layer(&lm, m, L - 1, s);
+		r->mem.weights -= x * lm.weights;
+		r->mem.grads -= x * lm.grads;
+		r->mem.optimizer -= x * lm.optimizer;
+	}
+	r->mem.allowance = context_bytes(c) + frag_share(c) * (r->mem.activations + r->mem.logits);
 	r->peak_bytes = r->mem.weights + r->mem.grads + r->mem.optimizer +
 			r->mem.activations + r->mem.logits + r->mem.allowance;
 

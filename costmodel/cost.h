@@ -14,6 +14,15 @@ struct model;
 struct cluster;
 struct err;
 
+/* Megatron-Core DDP's default bucket: max(40M, 1M x DP) parameters
+ * (megatron/core/distributed/distributed_data_parallel.py). With
+ * --overlap-grad-reduce each bucket is reduced as soon as the last
+ * micro-batch's backward has produced it; the last bucket (the rank's first
+ * layers) cannot hide. Likewise --overlap-param-gather gathers the first
+ * bucket before the forward can start. */
+#define COST_BUCKET_PARAMS 40e6
+#define COST_BUCKET_PARAMS_PER_DP 1e6
+
 /* Per-layer inputs of the partition search for one strategy; independent of
  * the partition and of the placement. Caller owns it: cost_layers_free. */
 struct layer_costs {

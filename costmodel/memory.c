@@ -7,6 +7,11 @@
 #include "model.h"
 #include "strategy.h"
 
+double memory_grad_bytes(const struct strategy *s)
+{
+	return s->grad_bytes > 0 ? s->grad_bytes : 4.0;
+}
+
 void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert)
 {
@@ -15,11 +20,15 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 }
 
 /* Model states per GPU (Rajbhandari et al. 2020 Sec. 5, Fig. 1; Megatron
- * theoretical_memory_usage.py), per parameter:
- *   zero 0: 2 + 4 + 12 = 18
- *   zero 1: 2 + 4 + 12/n      (distributed optimizer: 6 + 12/n)
- *   zero 2: 2 + (4 + 12)/n    (2 + 16/n)
- *   zero 3: (2 + 4 + 12)/n    (18/n)
+ * theoretical_memory_usage.py), per parameter, with G = grad_bytes (4 for
+ * Megatron's fp32 main gradients, 2 for DeepSpeed's or fp16 Megatron's):
+ *   zero 0: 2 + G + 12
+ *   zero 1: 2 + G + 12/n      (distributed optimizer: 6 + 12/n)
+ *   zero 2: 2 + (G + 12)/n
+ *   zero 3: (2 + G + 12)/n
+ * FP8 adds nothing that persists: Transformer Engine casts each weight to
+ * FP8 for its GEMM (a transient within the allowance) and saves FP8 GEMM
+ * inputs for the backward pass, which the bf16 activation model bounds.
  * n = dp*cp for dense parameters (the DP x CP group Megatron shards the
  * optimizer over), dp*cp/ep for expert parameters (expert-data-parallel).
  * Dense parameters split by t, experts by e*t (memory_params). */
@@ -33,7 +42,7 @@ static void states(struct layer_mem *lm, const struct layer *ly,
 	if (n_e < 1)
 		n_e = 1;
 	lm->weights = MEM_WEIGHT_BYTES * (s->zero >= 3 ? D / n + E / n_e : D + E);
-	lm->grads = MEM_GRAD_BYTES * (s->zero >= 2 ? D / n + E / n_e : D + E);
+	lm->grads = memory_grad_bytes(s) * (s->zero >= 2 ? D / n + E / n_e : D + E);
 	lm->optimizer = MEM_OPT_BYTES * (s->zero >= 1 ? D / n + E / n_e : D + E);
 }
 
@@ -44,18 +53,21 @@ static void states(struct layer_mem *lm, const struct layer *ly,
  * - block, t > 1 without SP: the 10*s*b*h of LayerNorm and dropout inputs
  *   stay replicated: ((A - 10h)/t + 10h) * b*s/c      (Table 2, "TP": 10 + 24/t),
  *   10h taken as 5*dtype*h bytes per token (10h at 2 bytes);
- * - block, recompute none: plus the attention scores, softmax and dropout,
+ * - block, recompute none, without flash attention (fused-softmax or
+ *   unfused kernels): plus the attention scores, softmax and dropout,
  *   5*a*s per token: 5*a*s * b*s/(t*c) bytes (Table 2, 5as/h * sbh, split by
- *   t across heads; the unfused attention of the paper, so that selective
- *   recomputation saves this memory at the cost of the attention core);
+ *   t across heads), which selective recomputation saves at the cost of the
+ *   attention core; flash attention never stores them (Dao et al. 2022);
  * - block, recompute selective: A only (Sec. 4.2.2: the score term dropped);
  * - block, recompute full: only the block input, 2*s*b*h: dtype*h * b*s/(t*c)
  *   with SP, /c without (Sec. 4.1). The one layer being recomputed during
  *   the backward pass is transient and falls under the allowance;
  * - embedding and head: A * b*s/(t*c) with SP, A * b*s/c without (their
  *   inputs are replicated across TP); never recomputed.
- * Extra (transient, once per stage): the head's fp32 logits for the loss,
- * b*s*V*4/(t*c) (vocab-parallel cross-entropy). */
+ * Extra (transient, once per stage): the head's logits for the loss,
+ * b*s*V/(t*c) of them in the training dtype (the LM head's output, still
+ * referenced) and in fp32 (vocabulary-parallel cross-entropy upcasts them
+ * and keeps the softmax for the backward in place): dtype + 4 bytes each. */
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s)
 {
@@ -70,7 +82,7 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	if (ly->kind != LAYER_BLOCK) {
 		lm->act = A * tokens / (split ? s->tp : 1);
 		if (ly->kind == LAYER_HEAD)
-			lm->extra = tokens * m->vocab * 4.0 / s->tp;
+			lm->extra = tokens * m->vocab * (dt + 4.0) / s->tp;
 		return;
 	}
 	if (s->recompute == RECOMPUTE_FULL) {
@@ -84,6 +96,7 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 
 		lm->act = ((A - rep) / s->tp + rep) * tokens;
 	}
-	if (s->recompute == RECOMPUTE_NONE)
+	if (s->recompute == RECOMPUTE_NONE &&
+	    (s->attn == ATTN_FUSED_SOFTMAX || s->attn == ATTN_UNFUSED))
 		lm->act += 5.0 * m->heads * (double)s->seq * tokens / s->tp;
 }

@@ -9,14 +9,20 @@ struct strategy;
 
 /* Mixed-precision Adam, bytes per parameter (Rajbhandari et al. 2020 Sec. 3.1:
  * 2 + 2 + 12 with fp16 grads; Megatron keeps fp32 main grads: 2 + 4 + 12 = 18,
- * megatron/training/theoretical_memory_usage.py). */
+ * megatron/training/theoretical_memory_usage.py). The gradient bytes are the
+ * strategy's grad_bytes (memory_grad_bytes). */
 #define MEM_WEIGHT_BYTES 2.0	/* bf16 weights */
-#define MEM_GRAD_BYTES 4.0	/* fp32 gradients (main_grad) */
 #define MEM_OPT_BYTES 12.0	/* fp32 master weights, Adam m and v */
 
-/* Fixed per-GPU allowance for the CUDA context, NCCL buffers, the allocator's
- * fragmentation and cuBLAS/attention workspace (COSTMODEL.md: about 1 to 3 GB). */
-#define MEM_ALLOWANCE_BYTES (2.0 * 1024 * 1024 * 1024)
+/* The allowance per GPU (cluster.mem_allowance when the user sets it):
+ * MEM_CONTEXT_BYTES for the CUDA context, cuBLAS / cuDNN workspaces and NCCL
+ * buffers (PyTorch's own accounting: 0.3 to 1 GiB of context, a few hundred
+ * MiB of NCCL buffers per communicator), plus MEM_FRAG_SHARE of the
+ * activations and transient logits: the caching allocator's fragmentation
+ * and the temporaries of the kernels, which grow with what is allocated
+ * and freed every micro-batch. Calibrated (README "Validation"). */
+#define MEM_CONTEXT_BYTES (1.5 * 1024 * 1024 * 1024)
+#define MEM_FRAG_SHARE 0.15
 
 /* Bytes per GPU of one layer. */
 struct layer_mem {
@@ -25,13 +31,16 @@ struct layer_mem {
 	double extra;	/* transient while the layer runs (fp32 logits) */
 };
 
+/* Bytes per gradient of strategy s: s->grad_bytes, 4 when unset. */
+double memory_grad_bytes(const struct strategy *s);
+
 /* Parameters of layer ly per GPU: *dense = (params - expert_params) / tp,
  * *expert = expert_params / (ep * tp). */
 void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert);
 
 /* Fills lm for layer l of m under s (tp, cp, dp, ep, mbs, seq, recompute,
- * zero, sp). */
+ * zero, sp, attn, fp8, grad_bytes). */
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s);
 

@@ -36,7 +36,7 @@
 
 /* Indexed by enum layer_kind and enum ffn_kind. */
 static const char *const kind_names[] = {"embedding", "block", "head"};
-static const char *const ffn_names[] = {"gelu", "swiglu"};
+static const char *const ffn_names[] = {"gelu", "swiglu", "relu2"};
 static const char *const pos_names[] = {"rope", "learned"};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
 static const char *const hf_dtype_names[] = {"bfloat16", "float16", "float32"};
@@ -201,7 +201,7 @@ static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 
 	m->tied = m->bias = false;
 	if (json_str(doc, "", "ffn_kind", true, &ffn, e) ||
-	    pick("ffn_kind", ffn, ffn_names, 2, &ffn_i, e) ||
+	    pick("ffn_kind", ffn, ffn_names, 3, &ffn_i, e) ||
 	    json_int(doc, "", "seq_length", true, 1, MAX_SEQ, &m->seq, e) ||
 	    json_int(doc, "", "global_batch_size", true, 1, MAX_GBS, &m->gbs, e) ||
 	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
@@ -215,6 +215,7 @@ static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 	m->ffn_kind = (enum ffn_kind)ffn_i;
 	m->learned_pos = pos_i == 1;
 	m->dtype_bytes = dtype_bytes[dtype_i];
+	m->fp16 = dtype_i == 1;
 	if (!m->max_pos)
 		m->max_pos = m->seq;
 	return check_seq(m, m->seq, "field 'seq_length'", e);
@@ -427,6 +428,7 @@ static int read_hf_dtype(struct model *m, const cJSON *doc, struct err *e)
 		    pick(keys[k], val, hf_dtype_names, 3, &i, e))
 			return -1;
 		m->dtype_bytes = dtype_bytes[i];
+		m->fp16 = i == 1;
 		return 0;
 	}
 	return 0;
@@ -538,7 +540,8 @@ fail:
 /* One transformer block (COSTMODEL.md, "Parameters" and "FLOPs"; Llama
  * style, with GPT-2's biases when m->bias). With h hidden, a heads, g KV
  * heads, d head_dim, f ffn:
- *   attention 2*h*a*d + 2*h*g*d; MLP 3*h*f (SwiGLU) or 2*h*f (GeLU); norms 2h;
+ *   attention 2*h*a*d + 2*h*g*d; MLP 3*h*f (SwiGLU) or 2*h*f (GeLU, squared
+ *   ReLU); norms 2h;
  *   biases (a + 2g)*d QKV + h out + f + h MLP + 2h LayerNorm, so a GPT block
  *   (f = 4h, g = a) has 12h^2 + 13h (Megatron-LM 2021 Eq. 2);
  *   MoE: E experts of the MLP shape with f_e, counted in expert_params, plus
@@ -744,7 +747,7 @@ static void put_dims(cJSON *o, const struct model *m)
 	put_bool(o, "tie_word_embeddings", m->tied);
 	put_bool(o, "bias", m->bias);
 	put_str(o, "position_embedding", pos_names[m->learned_pos]);
-	put_str(o, "dtype", m->dtype_bytes == 4 ? "fp32" : "bf16");
+	put_str(o, "dtype", m->dtype_bytes == 4 ? "fp32" : m->fp16 ? "fp16" : "bf16");
 	if (m->experts > 0) {
 		put_num(o, "num_experts", m->experts);
 		put_num(o, "moe_top_k", m->top_k);

@@ -10,7 +10,8 @@
 struct err;
 
 enum layer_kind { LAYER_EMBEDDING, LAYER_BLOCK, LAYER_HEAD };
-enum ffn_kind { FFN_GELU, FFN_SWIGLU };
+/* GeLU and squared ReLU (Nemotron-4) MLPs have two matrices, SwiGLU three. */
+enum ffn_kind { FFN_GELU, FFN_SWIGLU, FFN_RELU2 };
 
 /* One measured point of a layer: forward and backward seconds for one
  * micro-batch of mbs sequences of seq tokens on one GPU of type gpu at TP
@@ -51,6 +52,7 @@ struct model {
 				   (GPT-2); else RoPE, no parameters */
 	int max_pos;		/* max_position_embeddings */
 	int dtype_bytes;	/* 2 for bf16/fp16 */
+	bool fp16;		/* the training dtype is fp16 (not bf16) */
 	int experts, top_k, moe_ffn; /* 0 for dense models */
 	struct layer *layer;
 	int n_layer;

@@ -1,4 +1,5 @@
-/* strategy.c: names of schedules, recomputation modes and attention kernels. */
+/* strategy.c: names of schedules, recomputation modes, attention kernels
+ * and gradient dtypes. */
 #include "strategy.h"
 
 #include <string.h>
@@ -20,6 +21,11 @@ static const char *const attn_names[ATTN_COUNT] = {
 const char *schedule_name(enum schedule s) { return sched_names[s]; }
 const char *recompute_name(enum recompute r) { return rc_names[r]; }
 const char *attention_name(enum attention a) { return attn_names[a]; }
+
+const char *grad_dtype_name(const struct strategy *s, bool fp16)
+{
+	return s->grad_bytes == 2 ? (fp16 ? "fp16" : "bf16") : "fp32";
+}
 
 static int lookup(const char *const *names, int n, const char *name)
 {

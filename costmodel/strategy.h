@@ -58,6 +58,9 @@ struct strategy {
 const char *schedule_name(enum schedule s);
 const char *recompute_name(enum recompute r);
 const char *attention_name(enum attention a);
+/* The gradients' dtype as printed: "fp32" for grad_bytes 4 (or unset),
+ * else "fp16" when the model trains in fp16 (fp16 true), else "bf16". */
+const char *grad_dtype_name(const struct strategy *s, bool fp16);
 /* Returns the enum value, or -1 for an unknown name. */
 int schedule_parse(const char *name);
 int recompute_parse(const char *name);

@@ -33,13 +33,23 @@ START_TEST(test_mixed)
 	ck_assert_rel(c->gpu[0].peak_flops, 989.4e12, 1e-15);
 	ck_assert_rel(c->gpu[0].mem_bytes, 80 * GiB, 1e-15);
 	ck_assert_rel(c->gpu[0].hbm_bw, 3350e9, 1e-15);
-	ck_assert_rel(c->gpu[0].eff_max, 0.6, 1e-15);
-	ck_assert_rel(c->gpu[0].eff_half_flop, 127e9, 1e-15);	/* GFLOP */
+	/* The efficiencies are calibrated (README "Validation") and change
+	 * with the calibration: in range only. The unit conversion of
+	 * efficiency_half_gflop is checked in test_fabrics_and_defaults. */
+	ck_assert(c->gpu[0].eff_max > 0 && c->gpu[0].eff_max <= 1);
+	ck_assert(c->gpu[0].eff_half_flop >= 0);
+	/* H100 SXM dense FP8: 1979 TFLOP/s (hardware_gpus.csv). */
+	ck_assert_rel(c->gpu[0].peak_fp8_flops, 1979e12, 1e-15);
+	ck_assert(c->gpu[0].fp8_eff_max > 0 && c->gpu[0].fp8_eff_max <= 1);
 	ck_assert_str_eq(c->gpu[1].name, "A100-SXM4-40GB");
 	ck_assert_rel(c->gpu[1].peak_flops, 312e12, 1e-15);
 	ck_assert_rel(c->gpu[1].mem_bytes, 40 * GiB, 1e-15);
-	ck_assert_rel(c->gpu[1].eff_max, 0.68, 1e-15);
-	ck_assert_rel(c->gpu[1].eff_half_flop, 40e9, 1e-15);	/* GFLOP */
+	ck_assert(c->gpu[1].eff_max > 0 && c->gpu[1].eff_max <= 1);
+	/* A100: no FP8; fp8_efficiency_max defaults to efficiency_max. */
+	ck_assert_rel(c->gpu[1].peak_fp8_flops, 0, 0);
+	ck_assert_rel(c->gpu[1].fp8_eff_max, c->gpu[1].eff_max, 0);
+	/* no user allowance: the modelled one */
+	ck_assert(c->mem_allowance < 0);
 	ck_assert_str_eq(h->name, "h100");
 	ck_assert_int_eq(h->gpu, 0);
 	ck_assert_int_eq(h->nodes, 4);
@@ -76,9 +86,9 @@ static const struct {
 	{"clusters/dgx-h100.json", 128, 8, 989.4e12, 80 * GiB, 450e9, 400e9},
 	/* 8 p4d.24xlarge: A100 40GB, 400 Gb/s EFA = 50e9 bytes/s. */
 	{"clusters/aws-p4d.json", 64, 8, 312e12, 40 * GiB, 300e9, 50e9},
-	/* 4 g4dn.12xlarge: 4 T4 (fp16 65 TF), PCIe Gen3 15.75 GB/s,
-	 * 50 Gb/s = 6.25e9 bytes/s. */
-	{"clusters/aws-g4dn.json", 16, 4, 65e12, 16 * GiB, 15.75e9, 6.25e9},
+	/* 4 g4dn.12xlarge: 4 T4 (fp16 65 TF), 16 GiB of which EC2's ECC
+	 * leaves 15 GiB, PCIe Gen3 15.75 GB/s, 50 Gb/s = 6.25e9 bytes/s. */
+	{"clusters/aws-g4dn.json", 16, 4, 65e12, 15 * GiB, 15.75e9, 6.25e9},
 	/* Selene: 384 DGX A100 80GB nodes = 3072 GPUs. */
 	{"clusters/selene-a100.json", 3072, 8, 312e12, 80 * GiB, 300e9, 200e9},
 };
@@ -106,9 +116,11 @@ static const char three_groups[] =
 	"{\"name\": \"three\", \"gpu_types\": {\n"
 	"  \"X\": {\"peak_bf16_tflops\": 100, \"memory_GiB\": 0.5,\n"
 	"         \"hbm_GBps\": 1000, \"efficiency_max\": 1,\n"
-	"         \"efficiency_half_gflop\": 50},\n"
+	"         \"efficiency_half_gflop\": 50, \"peak_fp8_tflops\": 250.5,\n"
+	"         \"fp8_efficiency_max\": 0.7, \"flash_efficiency\": 0.4},\n"
 	"  \"Y\": {\"peak_bf16_tflops\": 200, \"memory_GiB\": 24,\n"
-	"         \"hbm_GBps\": 600, \"efficiency_max\": 0.45}},\n"
+	"         \"hbm_GBps\": 600, \"efficiency_max\": 0.45,\n"
+	"         \"peak_fp8_tflops\": 400}},\n"
 	" \"groups\": [\n"
 	"  {\"name\": \"g0\", \"nodes\": 2, \"gpus_per_node\": 3, \"gpu\": \"Y\",\n"
 	"   \"intra_node_GBps\": 16, \"intra_node_latency_us\": 0,\n"
@@ -148,6 +160,16 @@ START_TEST(test_fabrics_and_defaults)
 	ck_assert_rel(c->gpu[0].mem_bytes, 0.5 * GiB, 1e-15);
 	ck_assert_rel(c->gpu[0].eff_half_flop, 50e9, 1e-15);
 	ck_assert_rel(c->gpu[1].eff_half_flop, 0, 0);	/* default */
+	/* FP8: TFLOP/s -> FLOP/s; fp8_efficiency_max as given, else
+	 * efficiency_max; flash_efficiency as given, else 0 (the compute
+	 * model's FLASH_RATE x eff_max) */
+	ck_assert_rel(c->gpu[0].peak_fp8_flops, 250.5e12, 1e-15);
+	ck_assert_rel(c->gpu[0].fp8_eff_max, 0.7, 1e-15);
+	ck_assert_rel(c->gpu[0].flash_eff, 0.4, 1e-15);
+	ck_assert_rel(c->gpu[1].peak_fp8_flops, 400e12, 1e-15);
+	ck_assert_rel(c->gpu[1].fp8_eff_max, 0.45, 1e-15);
+	ck_assert_rel(c->gpu[1].flash_eff, 0, 0);
+	ck_assert(c->mem_allowance < 0);
 	ck_assert_rel(c->group[0].intra_lat, 0, 0);
 	ck_assert_rel(c->group[0].inter_lat, 7.5e-6, 1e-15);
 	ck_assert_rel(c->group[0].intra_eff, 0.5, 1e-15);
@@ -175,6 +197,10 @@ static const struct {
 	{"cluster-empty-groups.json", "field 'groups' must be a non-empty array"},
 	{"cluster-missing-gpn.json", "missing field 'groups[0].gpus_per_node'"},
 	{"cluster-efficiency.json", "field 'gpu_types.A100-SXM4-80GB.efficiency_max' must be a number in (0, 1]"},
+	{"cluster-fp8-peak.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number in (0, "},
+	{"cluster-fp8-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.fp8_efficiency_max' must be a number in (0, 1]"},
+	{"cluster-fp8-string.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number"},
+	{"cluster-flash-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.flash_efficiency' must be a number in (0, 1]"},
 	{"cluster-nonint-gpn.json", "field 'groups[0].gpus_per_node' must be an integer"},
 	{"cluster-unknown-field.json", "unknown field 'groups[0].inter_node_GBps'"},
 	{"cluster-duplicate-group.json", "groups[1].name: duplicate group name 'a'"},

@@ -1,5 +1,6 @@
-/* check_collective.c: ring collectives, link selection and the per-strategy
- * communication volumes (collective.h) against hand computations. */
+/* check_collective.c: ring collectives, link selection, the hierarchical
+ * (node, then network) collectives and the per-strategy communication
+ * volumes (collective.h) against hand computations. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -154,17 +155,30 @@ END_TEST
 START_TEST(test_ep)
 {
 	struct strategy s = strat(2, 1, 4, 4, 4096, true);
+	double S = 33554432.0;
 
 	mod.top_k = 2;
 	lay[1].expert_params = 5e7;
-	/* S = b*s*h*2*k / t = 4096 * 4096 * 2 * 2 / 2 = 33554432; span
-	 * tp*ep = 8: 240 GB/s; all-to-all 3/4 * S; dispatch + combine:
+	/* S = b*s*h*2*k / t = 4096 * 4096 * 2 * 2 / 2 = 33554432; the ep = 4
+	 * members sit tp = 2 apart: 8 / 2 = 4 per node, the whole group in
+	 * one node: NVLink 240 GB/s; all-to-all 3/4 * S; dispatch + combine:
 	 * 2 * 25165824 / 240e9. */
 	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 25165824.0 / 240e9, 1e-12);
-	/* ep 8: span 16 crosses nodes, 12.5 GB/s: 2 * 7/8 * S / 12.5e9. */
+	/* ep 8: 4 per node on 2 nodes. Of each GPU's S, (4 - 1)/8 goes over
+	 * NVLink (3/8 * S / 240e9 = 5.24e-5 s) and (8 - 4)/8 through the GPU's
+	 * own NIC, 100 GB/s / 8 = 12.5 GB/s (1/2 * S / 12.5e9 = 1.342e-3 s) at
+	 * the same time: the slower, twice. */
 	s.ep = 8;
 	s.dp = 8;
-	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 12.5e9, 1e-12);
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 0.5 * S / 12.5e9, 1e-12);
+	/* with 7 us per inter-node step: + 7 steps each way */
+	groups[0].inter_lat = 7e-6;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * (0.5 * S / 12.5e9 + 49e-6), 1e-12);
+	groups[0].inter_lat = 0;
+	/* tp 8: one member per node, all of (8 - 1)/8 through the NIC;
+	 * S = 4096 * 4096 * 2 * 2 / 8 = 8388608. */
+	s.tp = 8;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 7.0 / 8 * 8388608.0 / 12.5e9, 1e-12);
 	/* a dense layer: nothing. */
 	lay[1].expert_params = 0;
 	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 0, 0);
@@ -210,8 +224,8 @@ START_TEST(test_dp)
 	struct strategy s = strat(2, 1, 4, 1, 2048, true);
 	double red, gat;
 
-	/* 1e9 parameters per GPU, fp32 gradients 4e9 bytes; DP ring of 4 over
-	 * tp*dp = 8 GPUs of one node: 240 GB/s. all-reduce
+	/* 1e9 parameters per GPU, fp32 gradients 4e9 bytes; DP ring of 4
+	 * members tp = 2 apart, all 4 in one node: 240 GB/s. all-reduce
 	 * 2 * 3/4 * 4e9 / 240e9 = 0.025 s. */
 	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
 	ck_assert_rel(red, 0.025, 1e-12);
@@ -233,11 +247,108 @@ START_TEST(test_dp)
 	s.ep = 2;
 	comm_dp(&clu, 0, &s, 0, 5e8, &red, &gat);
 	ck_assert_rel(red, 2e9 / 240e9, 1e-12);
-	/* dp 8 at tp 2 = 16 GPUs: across nodes, 12.5 GB/s per GPU:
-	 * 2 * 7/8 * 4e9 / 12.5e9 = 0.56 s. */
+	/* dp 8 at tp 2: 4 members per node on 2 nodes, hierarchical:
+	 * reduce-scatter over the 4 in the node, 3/4 * 4e9 / 240e9 = 0.0125,
+	 * then over the 2 nodes on 4e9 / 4 = 1e9 bytes at the GPU's NIC share
+	 * 100 GB/s / 8 = 12.5 GB/s, 1/2 * 1e9 / 12.5e9 = 0.04; all-reduce
+	 * twice that: 0.105 s (a flat ring at 12.5 GB/s: 2 * 7/8 * 4e9 /
+	 * 12.5e9 = 0.56 s). */
 	s = strat(2, 1, 8, 1, 2048, true);
 	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
-	ck_assert_rel(red, 0.56, 1e-12);
+	ck_assert_rel(red, 0.105, 1e-12);
+	/* CP joins the group: dp 4 x cp 2 = 8, the same 0.105 s. */
+	s = strat(2, 2, 4, 1, 2048, true);
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.105, 1e-12);
+}
+END_TEST
+
+/* Gradients of grad_bytes each (memory_grad_bytes: 0 reads as 4): bf16
+ * gradients halve the reduction, not the ZeRO parameter gather (bf16
+ * parameters either way). dp 4 at tp 2 in one node, 1e9 parameters:
+ * all-reduce 2 * 3/4 * 2e9 / 240e9 = 0.0125 s; ZeRO-1 reduce-scatter
+ * 3/4 * 2e9 / 240e9 = 0.00625 s, gather 3/4 * 2e9 / 240e9 = 0.00625 s. */
+START_TEST(test_dp_grad_bytes)
+{
+	struct strategy s = strat(2, 1, 4, 1, 2048, true);
+	double red, gat;
+
+	s.grad_bytes = 4;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.025, 1e-12);
+	s.grad_bytes = 2;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.0125, 1e-12);
+	s.zero = 1;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.00625, 1e-12);
+	ck_assert_rel(gat, 0.00625, 1e-12);
+	s.grad_bytes = 4;
+	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
+	ck_assert_rel(red, 0.0125, 1e-12);
+	ck_assert_rel(gat, 0.00625, 1e-12);
+}
+END_TEST
+
+/* GPUs per node of a group whose members sit stride ranks apart:
+ * gpus_per_node / stride, at least 1, at most n. */
+START_TEST(test_per_node)
+{
+	ck_assert_int_eq(coll_per_node(&groups[0], 16, 1), 8);
+	ck_assert_int_eq(coll_per_node(&groups[0], 16, 2), 4);
+	ck_assert_int_eq(coll_per_node(&groups[0], 16, 8), 1);
+	ck_assert_int_eq(coll_per_node(&groups[0], 16, 16), 1);
+	ck_assert_int_eq(coll_per_node(&groups[0], 2, 1), 2);
+	ck_assert_int_eq(coll_per_node(&groups[0], 2, 0), 2);
+	/* 12 GPUs on nodes of 8 (8 + 4) move as 4 per node; 6 at stride 2
+	 * (4 + 2 per node) as 2: the result always divides n */
+	ck_assert_int_eq(coll_per_node(&groups[0], 12, 1), 4);
+	ck_assert_int_eq(coll_per_node(&groups[0], 6, 2), 2);
+}
+END_TEST
+
+/* Hierarchical collectives over n = 16 GPUs of group 0 (NVLink 240 GB/s,
+ * 2 us per step; the node's 100 GB/s of NICs, 12.5 GB/s per GPU, 5 us per
+ * step), S = 1.6e9 bytes:
+ * - k = 8 per node (2 nodes): reduce-scatter over the node's 8, 7/8 * S /
+ *   240e9 + 7 * 2 us, then over the 2 nodes on S/8 at 12.5 GB/s, 1/2 *
+ *   2e8 / 12.5e9 + 1 * 5 us: 5.8333e-3 + 8e-3 + 19 us;
+ * - k = 1 (a flat ring across 16 nodes): 15/16 * S / 12.5e9 + 15 * 5 us
+ *   = 0.12 s + 75 us, about 8.7x slower;
+ * - k = 4 per node (4 nodes): 3/4 * S / 240e9 + 3 * 2 us + 3/4 * 4e8 /
+ *   12.5e9 + 3 * 5 us;
+ * - n <= 8 with all in one node: the flat NVLink ring;
+ * all-reduce twice the reduce-scatter. All-to-all: of each GPU's S,
+ * (k - 1)/n over NVLink and (n - k)/n through the NIC share at once, the
+ * slower side, plus (n - 1) inter-node steps: k = 8, max(7/16 * S /
+ * 240e9, 8/16 * S / 12.5e9) + 15 * 5 us; k = 1: 15/16 * S / 12.5e9 + 75 us;
+ * within a node the flat NVLink all-to-all. */
+START_TEST(test_hierarchical)
+{
+	const struct node_group *g = &groups[0];
+	double S = 1.6e9, k8, k1;
+
+	groups[0].intra_lat = 2e-6;
+	groups[0].inter_lat = 5e-6;
+	k8 = 1.4e9 / 240e9 + 7 * 2e-6 + 0.5 * 2e8 / 12.5e9 + 5e-6;
+	k1 = 1.5e9 / 12.5e9 + 15 * 5e-6;
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 8, S), k8, 1e-12);
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 1, S), k1, 1e-12);
+	ck_assert(k1 > 8 * k8);
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 4, S),
+		      0.75 * S / 240e9 + 3 * 2e-6 + 0.75 * 4e8 / 12.5e9 + 3 * 5e-6, 1e-12);
+	ck_assert_rel(coll_hier_reducescatter(g, 8, 8, S), 1.4e9 / 240e9 + 7 * 2e-6, 1e-12);
+	ck_assert_rel(coll_hier_allreduce(g, 16, 8, S), 2 * k8, 1e-12);
+	ck_assert_rel(coll_hier_allreduce(g, 16, 1, S), 2 * k1, 1e-12);
+	ck_assert_rel(coll_hier_reducescatter(g, 1, 1, S), 0, 0);
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 8, 0), 0, 0);
+	ck_assert_rel(coll_hier_alltoall(g, 16, 8, S), 0.5 * S / 12.5e9 + 75e-6, 1e-12);
+	ck_assert_rel(coll_hier_alltoall(g, 16, 1, S), 15.0 / 16 * S / 12.5e9 + 75e-6, 1e-12);
+	ck_assert_rel(coll_hier_alltoall(g, 8, 8, S), 1.4e9 / 240e9 + 7 * 2e-6, 1e-12);
+	/* with a slow NVLink the intra-node side of the all-to-all dominates:
+	 * 1 GB/s * 0.8: 7/16 * S / 8e8 = 0.875 s */
+	groups[0].intra_bw = 1e9;
+	ck_assert_rel(coll_hier_alltoall(g, 16, 8, S), 7.0 / 16 * S / 8e8 + 75e-6, 1e-12);
 }
 END_TEST
 
@@ -267,6 +378,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ep);
 	tcase_add_test(tc, test_pp);
 	tcase_add_test(tc, test_dp);
+	tcase_add_test(tc, test_dp_grad_bytes);
+	tcase_add_test(tc, test_per_node);
+	tcase_add_test(tc, test_hierarchical);
 	tcase_add_test(tc, test_zero3_gather);
 	suite_add_tcase(s, tc);
 	return s;

@@ -398,6 +398,57 @@ START_TEST(test_profile_measured)
 }
 END_TEST
 
+/* Squared ReLU (Nemotron-4): two MLP matrices like GeLU. h = 64, 4 heads
+ * of 16 (MHA), f = 256, V = 1000, s = 128, rotary, untied, no bias.
+ * Block: attention 2*64*64 + 2*64*64 = 16384, MLP 2*64*256 = 32768,
+ * norms 128: 49280 (SwiGLU's three matrices would give 65664); forward
+ * FLOPs per token 2 * (16384 + 32768) + 4*128*64 = 131072. Embedding
+ * 64000, head 64 + 64000: 226624 in all.
+ * MoE, 4 experts of f_e = 128, top 2: experts 4 * 2*64*128 = 65536,
+ * router 64*4 = 256: 16384 + 65536 + 256 + 128 = 82304 per block;
+ * per token 2 * (16384 + 2 * 16384 + 256) + 32768 = 131584 FLOPs. */
+static const char relu2_profile[] =
+	"{\"name\": \"relu2\", \"hidden_size\": 64, \"num_layers\": 2,\n"
+	" \"num_attention_heads\": 4, \"ffn_hidden_size\": 256,\n"
+	" \"ffn_kind\": \"relu2\", \"vocab_size\": 1000, \"seq_length\": 128,\n"
+	" \"global_batch_size\": 8}\n";
+
+static const char relu2_moe_profile[] =
+	"{\"name\": \"relu2-moe\", \"hidden_size\": 64, \"num_layers\": 2,\n"
+	" \"num_attention_heads\": 4, \"ffn_hidden_size\": 256,\n"
+	" \"ffn_kind\": \"relu2\", \"vocab_size\": 1000, \"seq_length\": 128,\n"
+	" \"global_batch_size\": 8, \"num_experts\": 4, \"moe_top_k\": 2,\n"
+	" \"moe_ffn_hidden_size\": 128}\n";
+
+START_TEST(test_profile_relu2)
+{
+	char *path = write_temp(relu2_profile), *json;
+	struct model *m = load_ok(path);
+
+	ck_assert_int_eq(m->ffn_kind, FFN_RELU2);
+	ck_assert_rel(m->layer[1].params, 49280.0, 1e-15);
+	ck_assert_rel(m->layer[1].flops_per_token, 131072.0, 1e-15);
+	ck_assert_rel(model_params(m), 226624.0, 1e-15);
+	json = model_profile_json(m);
+	ck_assert_ptr_nonnull(strstr(json, "\"relu2\""));
+	assert_round_trip(m);
+	free(json);
+	remove(path);
+	free(path);
+	model_free(m);
+
+	path = write_temp(relu2_moe_profile);
+	m = load_ok(path);
+	ck_assert_rel(m->layer[1].expert_params, 65536.0, 1e-15);
+	ck_assert_rel(m->layer[1].params, 82304.0, 1e-15);
+	ck_assert_rel(m->layer[1].flops_per_token, 131584.0, 1e-15);
+	assert_round_trip(m);
+	remove(path);
+	free(path);
+	model_free(m);
+}
+END_TEST
+
 START_TEST(test_set_seq)
 {
 	struct model *m = load_ok("tests/data/hf/llama3-8b.json");
@@ -476,7 +527,7 @@ static const struct {
 	{"model-negative-layers.json", "field 'num_layers' must be an integer in [1, 10000]"},
 	{"model-nonint-heads.json", "field 'num_attention_heads' must be an integer"},
 	{"model-absurd-hidden.json", "field 'hidden_size' must be an integer in [1, 1000000]"},
-	{"model-ffn-kind.json", "field 'ffn_kind' must be 'gelu' or 'swiglu', not 'relu'"},
+	{"model-ffn-kind.json", "field 'ffn_kind' must be 'gelu', 'swiglu' or 'relu2', not 'relu'"},
 	{"model-heads-divide.json", "field 'num_attention_heads' must divide 'hidden_size'"},
 	{"model-kv-divide.json", "field 'num_kv_heads' must divide 'num_attention_heads'"},
 	{"model-layers-count.json", "field 'layers' must expand to num_layers + 2 = 4 entries"},
@@ -557,6 +608,7 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(tc, test_profile_matches_derived, 0, n_profiles);
 	tcase_add_loop_test(tc, test_hf_round_trip, 0, n_hf);
 	tcase_add_test(tc, test_profile_measured);
+	tcase_add_test(tc, test_profile_relu2);
 	tcase_add_test(tc, test_set_seq);
 	tcase_add_loop_test(tc, test_megatron_table1, 0, n_table1);
 	tcase_add_loop_test(tc, test_bad_file, 0, n_bad);
