@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,16 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe") \
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
 	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
+	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
+	X(NORM, "norm", 1, "NAME", "norm kernels: fused (default), unfused")               \
+	X(FP8, "fp8", 1, "on|off", "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)") \
+	X(SEQUENCE_PARALLEL, "sequence-parallel", 1, "on|off", "sequence parallelism (default: on where TP > 1)") \
+	X(TP_COMM_OVERLAP, "tp-comm-overlap", 1, "on|off", "overlap TP communication with the GEMMs (default: where allowed; what-if: off)") \
+	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", 1, "on|off", "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)") \
+	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", 1, "on|off", "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)") \
+	X(GRAD_DTYPE, "grad-dtype", 1, "NAME", "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)") \
+	X(MEM_ALLOWANCE, "mem-allowance", 1, "GiB", "per-GPU memory for CUDA context, NCCL, allocator (default: estimated)") \
+	X(LAYOUT, "layout", 1, "STR", "fix the layer partition, e.g. 'E+2|3|3|4+L' (what-if mode only)") \
 	X(TOP, "top", 1, "K", "rows in the table (default 10)")                             \
 	X(CSV, "csv", 1, "FILE", "write every strategy that fits as CSV ('-' for stdout)") \
 	X(SHOW_INFEASIBLE, "show-infeasible", 0, "", "also list strategies that do not fit, with the reason") \
@@ -65,6 +76,7 @@ struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
 	bool profile, explain;
 	int top, pick;
+	double mem_allowance;	/* bytes per GPU, or -1: the cost model's */
 	struct plan_opts opts;
 };
 
@@ -77,7 +89,7 @@ static void help(void)
 	     "With --tp --pp --dp --cp --mbs all given it evaluates that strategy (what-if).\n"
 	     "'profile' prints the per-layer profile of a model as JSON.\n\noptions:");
 #define X(id, name, arg, meta, h) printf("  --%s%s%-*s %s\n", name, arg ? " " : "", \
-					 (int)(22 - strlen(name) - (arg ? 1 : 0)), meta, h);
+					 (int)(29 - strlen(name) - (arg ? 1 : 0)), meta, h);
 	OPTIONS(X)
 #undef X
 }
@@ -89,6 +101,35 @@ static int usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputs("\n(try 'ampplan --help')\n", stderr);
 	return EXIT_USAGE;
+}
+
+/* Usage error: "--NAME needs WHAT, not 'ARG'". */
+static int bad_value(const char *name, const char *what, const char *arg)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof msg, "--%s needs %s, not '%s'", name, what, arg);
+	return usage("%s", msg);
+}
+
+/* "on" -> 1, "off" -> 0, else -1. */
+static int parse_switch(const char *s)
+{
+	return strcmp(s, "on") == 0 ? 1 : strcmp(s, "off") == 0 ? 0 : -1;
+}
+
+/* Strict positive finite decimal below max (STYLE.md 13). */
+static int parse_positive(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 /* Strict integer in [min, max] (STYLE.md 13). */
@@ -151,8 +192,65 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		if (parse_int(arg, 0, 3, &o->zero))
 			return usage("--zero needs 0, 1, 2 or 3, not '%s'", arg);
 		break;
+	case OPT_ATTENTION:
+		if ((o->attn = attention_parse(arg)) < 0)
+			return bad_value(name, "flash, flash1, fused-softmax or unfused", arg);
+		break;
+	case OPT_NORM:
+		if (strcmp(arg, "fused") && strcmp(arg, "unfused"))
+			return bad_value(name, "fused or unfused", arg);
+		o->unfused_norm = strcmp(arg, "unfused") == 0;
+		break;
+	case OPT_FP8:
+	case OPT_SEQUENCE_PARALLEL:
+	case OPT_TP_COMM_OVERLAP:
+	case OPT_OVERLAP_GRAD_REDUCE:
+	case OPT_OVERLAP_PARAM_GATHER: {
+		int *sw = id == OPT_FP8 ? &o->fp8
+			  : id == OPT_SEQUENCE_PARALLEL ? &o->sp
+			  : id == OPT_TP_COMM_OVERLAP ? &o->tp_overlap
+			  : id == OPT_OVERLAP_GRAD_REDUCE ? &o->grad_overlap : &o->param_overlap;
+
+		if ((*sw = parse_switch(arg)) < 0)
+			return bad_value(name, "on or off", arg);
+		break;
+	}
+	case OPT_GRAD_DTYPE:
+		if (strcmp(arg, "fp32") == 0)
+			o->grad_bytes = 4;
+		else if (strcmp(arg, "bf16") == 0 || strcmp(arg, "fp16") == 0)
+			o->grad_bytes = 2;
+		else
+			return bad_value(name, "fp32, bf16 or fp16", arg);
+		break;
+	case OPT_MEM_ALLOWANCE:
+		if (parse_positive(arg, 1e6, &cl->mem_allowance))
+			return bad_value(name, "a positive number of GiB", arg);
+		cl->mem_allowance *= 1024.0 * 1024.0 * 1024.0;
+		break;
+	case OPT_LAYOUT:
+		if (!*arg)
+			return bad_value(name, "a layout such as 'E+2|3|3|4+L'", arg);
+		o->layout = arg;
+		break;
 	}
 	return 0;
+}
+
+/* Virtual stages per rank that a layout of the what-if mode implies, as
+ * Megatron reads --pipeline-model-parallel-layout (stages / pp), when --vp
+ * is not given and the schedule may interleave; 0: none implied (a
+ * layout whose stage count pp does not divide fails later, naming it). */
+static int layout_vp(const struct plan_opts *o)
+{
+	int stages = 1;
+
+	if (!o->layout || o->vp || !o->pp ||
+	    (o->schedule >= 0 && o->schedule != SCHED_INTERLEAVED))
+		return 0;
+	for (const char *p = o->layout; *p; p++)
+		stages += *p == '|';
+	return stages % o->pp == 0 && stages / o->pp > 1 ? stages / o->pp : 0;
 }
 
 /* Draws the search's progress on stderr when it is a terminal and the
@@ -198,6 +296,7 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 
 	cl->top = 10;
 	cl->pick = 1;
+	cl->mem_allowance = -1;
 	cl->out = "launch";
 	plan_opts_init(&cl->opts);
 	if (argc > 1 && strcmp(argv[1], "profile") == 0) {
@@ -232,11 +331,17 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--pick goes with --emit");
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
+	if (cl->opts.layout && !plan_opts_what_if(&cl->opts))
+		return usage("%s", "--layout needs the what-if mode (all of --tp --pp --dp --cp --mbs)");
+	if (layout_vp(&cl->opts))
+		cl->opts.vp = layout_vp(&cl->opts);
 	if (cl->opts.vp > 1 && cl->opts.schedule < 0)
 		cl->opts.schedule = SCHED_INTERLEAVED;
 	if (plan_opts_what_if(&cl->opts)) {
 		/* The what-if mode evaluates one strategy: unset choices take
-		 * Megatron-LM's defaults. */
+		 * Megatron-LM's defaults (no FP8, no overlaps; sequence
+		 * parallelism as the search sets it, on where TP > 1). A
+		 * strategy that does not fit is kept, to print its numbers. */
 		struct plan_opts *o = &cl->opts;
 
 		if (o->schedule < 0)
@@ -247,6 +352,15 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 			o->zero = 0;
 		if (!o->vp)
 			o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
+		if (o->fp8 < 0)
+			o->fp8 = 0;
+		if (o->tp_overlap < 0)
+			o->tp_overlap = 0;
+		if (o->grad_overlap < 0)
+			o->grad_overlap = 0;
+		if (o->param_overlap < 0)
+			o->param_overlap = 0;
+		o->keep_infeasible = true;
 	}
 	return -1;
 }
@@ -302,6 +416,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
+	bool what_if = plan_opts_what_if(&cl->opts);
 
 	if (plan_search(&p, m, c, &cl->opts, &e))
 		return usage("%s", e.msg);
@@ -312,9 +427,16 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		return usage("%s", e.msg);
 	}
 	print_summary(p, m, c, gbs);
-	if (plan_opts_what_if(&cl->opts) && p->n_row) {
-		report_table(stdout, p, m, c, 1);
+	if (what_if && p->n_row) {
+		/* report_table prints the rows that fit: hand it the one row
+		 * as if it did */
+		struct plan one = *p;
+
+		one.n_row = one.n_feasible = 1;
+		report_table(stdout, &one, m, c, 1);
 		report_explain(stdout, &p->row[0], m, c);
+		if (p->row[0].why[0])
+			printf("does not fit: %s\n", p->row[0].why);
 	} else {
 		report_table(stdout, p, m, c, cl->top);
 		for (int i = 0; cl->explain && i < p->n_feasible && i < 3; i++) {
@@ -322,7 +444,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 			report_explain(stdout, &p->row[i], m, c);
 		}
 	}
-	for (int i = p->n_feasible; i < p->n_row; i++) {
+	for (int i = p->n_feasible; i < p->n_row && !what_if; i++) {
 		if (i == p->n_feasible)
 			printf("\nstrategies that do not fit:\n");
 		printf("  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
@@ -335,7 +457,8 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;
 	} else if (!p->n_feasible) {
-		err_set(&e, "'%s' fits no strategy on '%s' (try --show-infeasible)", cl->model, cl->cluster);
+		err_set(&e, "'%s' fits no strategy on '%s'%s", cl->model, cl->cluster,
+			what_if ? "" : " (try --show-infeasible)");
 		rc = EXIT_INPUT;
 	} else {
 		rc = write_outputs(cl, p, m, c, &e);
@@ -366,6 +489,8 @@ int main(int argc, char **argv)
 	} else if (cl.profile) {
 		rc = print_profile(m);
 	} else {
+		if (cl.mem_allowance >= 0)
+			c->mem_allowance = cl.mem_allowance;
 		rc = run(&cl, m, c);
 	}
 	model_free(m);

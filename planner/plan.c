@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "plan.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ void plan_opts_init(struct plan_opts *o)
 	o->recompute = -1;
 	o->zero = -1;
 	o->trainer = -1;
+	o->attn = ATTN_FLASH;
+	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->ilp_time_limit_s = 0.25;
 	o->place_dp_max = 20000;
 }
@@ -33,6 +36,99 @@ void plan_opts_init(struct plan_opts *o)
 bool plan_opts_what_if(const struct plan_opts *o)
 {
 	return o->tp && o->pp && o->dp && o->cp && o->mbs;
+}
+
+/* One stage of a layout at *p: [E+][N][+L], at least one item. Sets *emb,
+ * *blocks (at most max_blocks, the model's), *head and advances *p past
+ * it. Returns 0, or -1 with e set. */
+static int layout_stage(const char **p, const char *layout, int k, int n_stages,
+			int max_blocks, bool *emb, long *blocks, bool *head, struct err *e)
+{
+	const char *q = *p;
+	bool counted = false;
+
+	*emb = *head = false;
+	*blocks = 0;
+	for (int item = 0;; item++) {
+		if (*q == 'E') {
+			if (k || item)
+				return err_set(e, "--layout '%s': E (the embedding) may only begin the first stage",
+					       layout);
+			*emb = true;
+			q++;
+		} else if (*q == 'L') {
+			*head = true;
+			q++;
+			if (k != n_stages - 1 || *q == '+')
+				return err_set(e, "--layout '%s': L (final norm and head) may only end the last stage",
+					       layout);
+		} else if (isdigit((unsigned char)*q) && !counted) {
+			char *end;
+
+			*blocks = strtol(q, &end, 10);
+			if (*blocks > max_blocks)
+				return err_set(e, "--layout '%s': stage %d holds more blocks than the model's %d",
+					       layout, k, max_blocks);
+			counted = true;
+			q = end;
+		} else if (*q == '|' || !*q) {
+			return err_set(e, item ? "--layout '%s': stage %d ends with '+'"
+					       : "--layout '%s': stage %d is empty", layout, k);
+		} else {
+			return err_set(e, "--layout '%s': stage %d: expected %s, not '%s'", layout, k,
+				       counted ? "L" : "E, a block count or L", q);
+		}
+		if (*q != '+')
+			break;
+		q++;
+	}
+	*p = q;
+	return 0;
+}
+
+int plan_layout_parse(const char *layout, const struct model *m, int n_stages,
+		      unsigned short *first, struct err *e)
+{
+	const char *p = layout;
+	int count = 1, at = 0;
+	long total = 0;
+
+	for (const char *q = layout; *q; q++)
+		count += *q == '|';
+	if (count != n_stages)
+		return err_set(e, "--layout '%s' has %d stages, but pp x vp is %d", layout, count,
+			       n_stages);
+	for (int k = 0; k < n_stages; k++) {
+		bool emb, head;
+		long blocks;
+
+		if (layout_stage(&p, layout, k, n_stages, m->layers, &emb, &blocks, &head, e))
+			return -1;
+		if (k == 0 && !emb)
+			return err_set(e, "--layout '%s': the first stage must begin with E (the embedding)",
+				       layout);
+		if (k == n_stages - 1 && !head)
+			return err_set(e, "--layout '%s': the last stage must end with L (final norm and head)",
+				       layout);
+		if (!emb && !head && !blocks)
+			return err_set(e, "--layout '%s': stage %d holds no layers", layout, k);
+		total += blocks;
+		if (total > m->layers)
+			return err_set(e, "--layout '%s': the blocks add up to more than the model's %d",
+				       layout, m->layers);
+		first[k] = (unsigned short)at;
+		at += (int)blocks + emb + head;
+		if (*p == '|')
+			p++;
+		else if (*p)
+			return err_set(e, "--layout '%s': stage %d: expected '+', '|' or the end, not '%s'",
+				       layout, k, p);
+	}
+	if (total != m->layers)
+		return err_set(e, "--layout '%s': the blocks add up to %ld, but the model has %d",
+			       layout, total, m->layers);
+	first[n_stages] = (unsigned short)at;
+	return 0;
 }
 
 /* The search state shared by the enumeration loops. */
@@ -51,6 +147,9 @@ struct search {
 					   (TP, CP, PP, DP), from its first
 					   strategy */
 	int ilp_state;			/* 0 not solved, 1 placed, -1 none */
+	bool fp8_ok;			/* the search may try FP8 */
+	bool fixed;			/* the partition is o->layout's, */
+	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
 };
 
 static double now(void)
@@ -98,12 +197,20 @@ static bool split_groups(struct search *S, int gpus_per_stage)
 	return true;
 }
 
-/* Even split of the layers over the stages (used to report why a strategy
- * that fits no partition does not fit). */
-static void even_split(struct strategy *s, int n_layer)
+/* Megatron's default split (no layout flags): the B blocks spread as
+ * evenly as possible over the S virtual stages, stage k taking blocks
+ * [k B / S, (k + 1) B / S), the embedding on the first stage and the head
+ * on the last; virtual stage k runs on pipeline rank k % pp. With fewer
+ * blocks than stages (some would hold nothing) the layers, embedding and
+ * head included, are split evenly instead (S <= n_layer). */
+static void default_split(struct strategy *s, int n_layer)
 {
-	for (int k = 0; k <= s->n_stages; k++)
-		s->first[k] = (unsigned short)((long)k * n_layer / s->n_stages);
+	int S = s->n_stages, B = n_layer - 2;
+
+	for (int k = 0; k <= S; k++)
+		s->first[k] = B >= S ? (unsigned short)(k ? 1 + (long)k * B / S : 0)
+				     : (unsigned short)((long)k * n_layer / S);
+	s->first[S] = (unsigned short)n_layer;
 }
 
 /* Next permutation of a[0..n) in lexicographic order; false after the last. */
@@ -128,8 +235,11 @@ static bool next_perm(int *a, int n)
 	return true;
 }
 
-/* Partitions the layers for placement s->group and keeps the result in
- * *best if it beats it. */
+/* Partitions the layers for placement s->group (or takes the fixed
+ * layout) and keeps the result in *best if it fits and beats it. With
+ * virtual stages the partition DP holds each chunk to its rank's memory /
+ * vp, stricter than cost_evaluate's test of the rank's chunks together:
+ * when the DP finds nothing, Megatron's default split may still fit. */
 static void try_placement(struct search *S, struct strategy *s,
 			  struct strategy *best, struct cost_result *best_r)
 {
@@ -137,9 +247,16 @@ static void try_placement(struct search *S, struct strategy *s,
 	struct cost_result r;
 	double t;
 
-	cost_frame(&f, S->m, S->c, s);
-	if (partition_solve(&S->lc, &f, s->first, &t))
-		return;
+	if (S->fixed) {
+		memcpy(s->first, S->layout, sizeof s->first);
+	} else {
+		cost_frame(&f, S->m, S->c, s);
+		if (partition_solve(&S->lc, &f, s->first, &t)) {
+			if (s->vp == 1)
+				return;
+			default_split(s, S->m->n_layer);
+		}
+	}
 	cost_evaluate(&r, S->m, S->c, s, &S->lc);
 	if (!r.fits || (best_r->fits && r.iter_s >= best_r->iter_s))
 		return;
@@ -239,6 +356,30 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 	}
 }
 
+/* The reason of a row that does not fit (its result evaluated, r->fits
+ * false): the heaviest rank's bytes per GPU against its GPU's memory, and
+ * the first rank over its memory where that is another one (on a mixed
+ * cluster the heaviest rank may have the larger GPU). */
+static void why_not(struct search *S, struct plan_row *row)
+{
+	const struct strategy *s = &row->s;
+	const struct cost_result *r = &row->r;
+	const struct cluster *c = S->c;
+	const struct gpu_type *h = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
+	int over = r->overflow_stage >= 0 ? r->overflow_stage % s->pp : -1;
+	int n;
+
+	n = snprintf(row->why, sizeof row->why, "%s needs %.1f GiB per GPU on rank %d (%s, %.0f GiB)",
+		     S->fixed ? "--layout" : "no layer partition fits: Megatron's default split",
+		     r->peak_bytes / GiB, r->heaviest_rank, h->name, h->mem_bytes / GiB);
+	if (over >= 0 && over != r->heaviest_rank && n > 0 && (size_t)n < sizeof row->why) {
+		const struct gpu_type *o = &c->gpu[c->group[s->group[over]].gpu];
+
+		snprintf(row->why + n, sizeof row->why - (size_t)n, "; rank %d is over the %.0f GiB of its %s",
+			 over, o->mem_bytes / GiB, o->name);
+	}
+}
+
 /* Places, partitions and costs one strategy; records a row. Returns whether
  * it fits. One node group: the partition DP. Several: without virtual
  * stages the joint placement DP when its work is small enough (exact);
@@ -248,7 +389,13 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
  * placement best for 1F1B may not be for virtual stages); for 1F1B
  * contiguous blocks of each group in every order (up to 4 groups; beyond,
  * in the cluster's order) and, with more than 4 groups that differ, GLPK's
- * ILP placement, solved once per (TP, CP, PP, DP). */
+ * ILP placement, solved once per (TP, CP, PP, DP). A fixed layout
+ * (o->layout) takes the place of the partition DP on the same placements
+ * (the block placements in place of the joint DP). When nothing fits,
+ * the fixed layout or Megatron's default split on the blocks in the
+ * cluster's order is costed: kept if it fits (with virtual stages the
+ * candidates may have missed it), else the row of a strategy that does
+ * not fit (with keep_infeasible). */
 static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
@@ -266,7 +413,7 @@ static bool evaluate(struct search *S, struct strategy *s)
 		exhaustive_search(&best, &r, s, S->ranks, S->m, S->c, &S->lc);
 	} else if (n == 1) {
 		try_placement(S, s, &best, &r);
-	} else if (s->vp == 1 && small) {
+	} else if (s->vp == 1 && small && !S->fixed) {
 		place_dp(S, s, &best, &r);
 	} else if (S->have_v1) {
 		/* the schedules after 1F1B take its placement */
@@ -289,6 +436,36 @@ static bool evaluate(struct search *S, struct strategy *s)
 			}
 		}
 	}
+	/* With virtual stages on several groups the candidates may not have
+	 * held the blocks in the cluster's order (the 1F1B placement only).
+	 * Without virtual stages the DP is exact (the default split cannot fit
+	 * where it found nothing), and so is the exhaustive search; on one
+	 * group try_placement has costed the default split already. */
+	if (!r.fits && (S->o->keep_infeasible || (s->vp > 1 && n > 1 && !S->o->exhaustive))) {
+		struct cost_result x;
+
+		n = 0;
+		for (int g = 0; g < S->c->n_group; g++)
+			if (S->ranks[g])
+				order[n++] = g;
+		block_placement(S, s, order, n);
+		if (S->fixed)
+			memcpy(s->first, S->layout, sizeof s->first);
+		else
+			default_split(s, S->m->n_layer);
+		cost_evaluate(&x, S->m, S->c, s, &S->lc);
+		if (x.fits) {
+			best = *s;
+			r = x;
+		} else if (S->o->keep_infeasible) {
+			struct plan_row *row = push_row(S);
+
+			row->s = *s;
+			row->r = x;
+			why_not(S, row);
+			return false;
+		}
+	}
 	if (s->vp == 1 && r.fits && !S->have_v1) {
 		memcpy(S->v1_group, best.group, sizeof S->v1_group);
 		S->have_v1 = true;
@@ -304,19 +481,6 @@ static bool evaluate(struct search *S, struct strategy *s)
 		row->s = best;
 		row->r = r;
 		return true;
-	}
-	if (S->o->keep_infeasible) {
-		struct plan_row *row = push_row(S);
-		const struct gpu_type *gpu;
-
-		even_split(s, S->m->n_layer);
-		cost_evaluate(&row->r, S->m, S->c, s, &S->lc);
-		row->s = *s;
-		gpu = &S->c->gpu[S->c->group[s->group[row->r.heaviest_rank]].gpu];
-		snprintf(row->why, sizeof row->why,
-			 "no layer partition fits: an even split needs %.1f GiB per GPU on rank %d (%s, %.0f GiB)",
-			 row->r.peak_bytes / GiB, row->r.heaviest_rank, gpu->name,
-			 gpu->mem_bytes / GiB);
 	}
 	return false;
 }
@@ -376,19 +540,46 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 	}
 }
 
+/* The overlaps of s (tp, sp and zero set): as fixed by the options, else
+ * on wherever the strategy and the trainer allow them (trainer_allows).
+ * The search does not try them off as well: in the cost model an overlap
+ * only hides communication, never adds time or memory, so "on where
+ * allowed" is never slower than off. */
+static void set_overlaps(const struct search *S, struct strategy *s)
+{
+	const struct plan_opts *o = S->o;
+
+	s->tp_overlap = o->tp_overlap >= 0 ? o->tp_overlap
+					   : trainer_allows(o->trainer, FEATURE_TP_OVERLAP, s);
+	s->grad_overlap = o->grad_overlap >= 0 ? o->grad_overlap
+					       : trainer_allows(o->trainer, FEATURE_GRAD_OVERLAP, s);
+	s->param_overlap = o->param_overlap >= 0
+				   ? o->param_overlap
+				   : trainer_allows(o->trainer, FEATURE_PARAM_OVERLAP, s);
+}
+
 /* ZeRO stages: 0 and 1 (distributed optimizer) with pipelines; 2 and 3 too
- * without (as FSDP/DeepSpeed run them). Then recomputation modes. */
+ * without (as FSDP/DeepSpeed run them). Then FP8 off and, where the GPUs
+ * and the trainer have it, on (FP8 changes time and memory both ways, so
+ * both are costed), then recomputation modes. */
 static void each_memory_option(struct search *S, struct strategy *s, struct err *e, int *rc)
 {
+	int fp8_lo = S->o->fp8 >= 0 ? S->o->fp8 : 0;
+	int fp8_hi = S->o->fp8 >= 0 ? S->o->fp8 : S->fp8_ok;
+
 	for (int z = 0; z <= 3 && !*rc; z++) {
 		if (S->o->zero >= 0 ? z != S->o->zero : s->pp > 1 && z > 1)
 			continue;
 		s->zero = z;
-		for (int rcm = 0; rcm < RECOMPUTE_COUNT && !*rc; rcm++) {
-			if (S->o->recompute >= 0 && rcm != S->o->recompute)
-				continue;
-			s->recompute = (enum recompute)rcm;
-			each_mbs(S, s, e, rc);
+		set_overlaps(S, s);
+		for (int f8 = fp8_lo; f8 <= fp8_hi && !*rc; f8++) {
+			s->fp8 = f8;
+			for (int rcm = 0; rcm < RECOMPUTE_COUNT && !*rc; rcm++) {
+				if (S->o->recompute >= 0 && rcm != S->o->recompute)
+					continue;
+				s->recompute = (enum recompute)rcm;
+				each_mbs(S, s, e, rc);
+			}
 		}
 	}
 }
@@ -480,7 +671,7 @@ static void *work(void *arg)
 		w->s.cp = pool->deg[i].cp;
 		w->s.pp = pool->deg[i].pp;
 		w->s.dp = pool->deg[i].dp;
-		w->s.sp = w->s.tp > 1;
+		w->s.sp = w->s.tp > 1 && S->o->sp != 0;
 		S->ilp_state = 0;
 		split_groups(S, S->c->total_gpus / w->s.pp);
 		each_ep(S, &w->s, &w->e, &w->rc);
@@ -564,9 +755,9 @@ static int by_throughput(const void *a, const void *b)
 		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
 	/* then the choices, so that the order never depends on the threads */
 	const int kx[] = { x->s.tp, x->s.cp, x->s.pp, x->s.dp, x->s.ep, x->s.mbs,
-			   x->s.schedule, x->s.vp, x->s.recompute, x->s.zero };
+			   x->s.schedule, x->s.vp, x->s.recompute, x->s.zero, x->s.fp8 };
 	const int ky[] = { y->s.tp, y->s.cp, y->s.pp, y->s.dp, y->s.ep, y->s.mbs,
-			   y->s.schedule, y->s.vp, y->s.recompute, y->s.zero };
+			   y->s.schedule, y->s.vp, y->s.recompute, y->s.zero, y->s.fp8 };
 	for (size_t i = 0; i < sizeof kx / sizeof *kx; i++)
 		if (kx[i] != ky[i])
 			return kx[i] < ky[i] ? -1 : 1;
@@ -597,6 +788,26 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			       schedule_name((enum schedule)o->schedule));
 	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))
 		return err_set(e, "--exhaustive is for at most 14 blocks and 64 GPUs (it tries every partition and placement)");
+	if (o->fp8 == 1)
+		for (int g = 0; g < c->n_group; g++) {
+			const struct gpu_type *t = &c->gpu[c->group[g].gpu];
+
+			if (t->peak_fp8_flops <= 0)
+				return err_set(e, "--fp8 on, but GPU type '%s' (group '%s') has no FP8 peak (peak_fp8_tflops)",
+					       t->name, c->group[g].name);
+		}
+	if (o->sp == 1 && o->tp == 1)
+		return err_set(e, "--sequence-parallel on needs --tp > 1");
+	if (o->tp_overlap == 1 && o->sp == 0)
+		return err_set(e, "--tp-comm-overlap on needs sequence parallelism, not --sequence-parallel off");
+	if (o->attn < 0 || o->attn >= ATTN_COUNT)
+		return err_set(e, "attention kernel %d is not one of the %d known", o->attn, ATTN_COUNT);
+	if (o->grad_bytes != 0 && o->grad_bytes != 2 && o->grad_bytes != 4)
+		return err_set(e, "gradients take 2 or 4 bytes, not %d", o->grad_bytes);
+	if (o->layout && !plan_opts_what_if(o))
+		return err_set(e, "--layout needs the what-if mode (all of --tp --pp --dp --cp --mbs)");
+	if (o->layout && o->exhaustive)
+		return err_set(e, "--layout fixes the partition that --exhaustive searches");
 	return 0;
 }
 
@@ -604,7 +815,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e)
 {
 	struct search S = { .m = m, .c = c, .o = o };
-	struct strategy s;
+	struct strategy s = { 0 };
 	struct plan_opts opts = *o;
 	double t0 = now();
 	int rc = 0;
@@ -615,11 +826,32 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	opts.gbs = opts.gbs ? opts.gbs : m->gbs;
 	if (check_opts(m, c, &opts, e))
 		return -1;
+	if (opts.layout) {
+		int vp = opts.vp ? opts.vp : 1;
+
+		if ((long)opts.pp * vp > MAX_STAGES)
+			return err_set(e, "--layout: pp x vp (%ld) exceeds %d stages", (long)opts.pp * vp,
+				       MAX_STAGES);
+		if (plan_layout_parse(opts.layout, m, opts.pp * vp, S.layout, e))
+			return -1;
+		S.fixed = true;
+	}
+	/* DeepSpeed's ZeRO keeps gradients in the training dtype, and so does
+	 * Megatron under fp16; Megatron's bf16 keeps fp32 main gradients
+	 * (COSTMODEL.md "Precision and memory per trainer"). */
+	if (!opts.grad_bytes)
+		opts.grad_bytes = opts.trainer == TRAINER_DEEPSPEED || m->fp16 ? 2 : 4;
+	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s);
+	for (int g = 0; g < c->n_group; g++)
+		if (c->gpu[c->group[g].gpu].peak_fp8_flops <= 0)
+			S.fp8_ok = false;
 	S.o = &opts;
 	S.p = xcalloc(1, sizeof *S.p);
-	memset(&s, 0, sizeof s);
 	s.gbs = opts.gbs;
 	s.seq = opts.seq;
+	s.attn = (enum attention)opts.attn;
+	s.unfused_norm = opts.unfused_norm;
+	s.grad_bytes = opts.grad_bytes;
 	rc = run_workers(&S, &s, e);
 	if (opts.progress)
 		opts.progress(1.0, opts.progress_arg);

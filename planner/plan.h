@@ -14,8 +14,8 @@ struct model;
 struct cluster;
 struct err;
 
-/* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums
- * and zero) means "search this dimension". */
+/* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
+ * zero and the on/off switches) means "search this dimension". */
 struct plan_opts {
 	int tp, cp, pp, dp, mbs, vp;
 	int schedule;		/* enum schedule, or -1 */
@@ -23,6 +23,24 @@ struct plan_opts {
 	int zero;		/* 0..3, or -1 */
 	int gbs, seq;		/* 0: the model's defaults */
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
+	/* Kernels and precision, set on every strategy. */
+	int attn;		/* enum attention (default ATTN_FLASH) */
+	bool unfused_norm;	/* norms as separate kernels (default fused) */
+	int grad_bytes;		/* 4 or 2; 0: 2 with the DeepSpeed trainer
+				   (ZeRO keeps the training dtype), else 4
+				   (Megatron's fp32 main gradients) */
+	/* Switches: 1 on, 0 off (set on every strategy as given; the cost
+	 * model ignores an overlap with nothing to hide, such as TP overlap
+	 * at tp 1), -1 the search's choice (the caller pins the what-if
+	 * mode's defaults). fp8: off and on where every GPU type has FP8 and
+	 * the trainer sets it, else off. sp: on where tp > 1 (1: the same, 0:
+	 * never). The overlaps: on where the strategy and the trainer allow
+	 * them (trainer_allows). */
+	int fp8, sp, tp_overlap, grad_overlap, param_overlap;
+	/* A fixed layer partition in Megatron's layout notation, e.g.
+	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
+	 * NULL: the search partitions. Not owned. */
+	const char *layout;
 	double ilp_time_limit_s;	/* per ILP solve */
 	double place_dp_max;	/* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
@@ -43,12 +61,27 @@ void plan_opts_init(struct plan_opts *o);
 /* True when tp, pp, dp, cp and mbs are all fixed (the what-if mode). */
 bool plan_opts_what_if(const struct plan_opts *o);
 
+/* Parses a layer partition in Megatron's layout notation as the table's
+ * layers/stage column prints it: virtual stages separated by '|', each
+ * "E+" (the embedding; first stage only), a count of transformer blocks,
+ * "+L" (final norm + head; last stage only), e.g. "E|2|3|3+L" or
+ * "E+4|4+L"; with vp > 1 the pp * vp virtual stages in Megatron's
+ * interleaved order (virtual stage k on pipeline rank k % pp). Checks that
+ * there are n_stages stages, none empty, holding the m->layers blocks,
+ * embedding first and head last. Returns 0 with first[0..n_stages] (layer
+ * indices of m->layer[]), or -1 with e naming --layout and the fault. */
+int plan_layout_parse(const char *layout, const struct model *m, int n_stages,
+		      unsigned short *first, struct err *e);
+
 /* One evaluated strategy. why is "" for a strategy that fits, else the
- * reason it was dropped; its result then holds an even split's numbers. */
+ * reason it was dropped; its result then holds the numbers of the fixed
+ * layout (plan_opts.layout) or of Megatron's default split (blocks spread
+ * evenly over the stages, embedding first, head last) on the block
+ * placement in the cluster's group order. */
 struct plan_row {
 	struct strategy s;
 	struct cost_result r;
-	char why[128];
+	char why[192];
 };
 
 /* The ranking: rows[0..n_feasible) fit, best first (tokens/s descending);

@@ -257,6 +257,43 @@ int trainer_check(enum trainer t, const struct model *m, const struct cluster *c
 	return 0;
 }
 
+/* Per trainer, what its launch files can set (TRAINERS.md, and what
+ * planner/emit*.c write):
+ * - Megatron-LM (also with no trainer chosen): --fp8, --tp-comm-overlap
+ *   (asserts sequence parallelism, so tp > 1), --overlap-grad-reduce,
+ *   --overlap-param-gather (asserts the distributed optimizer and
+ *   --overlap-grad-reduce; arguments.py).
+ * - NeMo 2.0 / Megatron Bridge: the same Megatron core fields
+ *   (model.fp8, model.tp_comm_overlap, ddp.overlap_grad_reduce,
+ *   ddp.overlap_param_gather); TRAINERS.md names only overlap_grad_reduce,
+ *   the others are assumed to follow Megatron's rules.
+ * - torchtitan v0.2.2: FP8 through torchao's float8 converter (assumed: not
+ *   in TRAINERS.md), async TP (enable_async_tensor_parallel, which TRAINERS.md
+ *   lists) for TP overlap, with tp > 1; FSDP (zero >= 1) prefetches its
+ *   parameter all-gathers under the forward and reduce-scatters under the
+ *   backward, DDP overlaps its bucketed all-reduce with the backward.
+ * - DeepSpeed: no FP8 switch in ds_config.json (TRAINERS.md: bf16 only) and
+ *   no TP communication overlap; gradient reduction overlaps with the
+ *   backward only through ZeRO's overlap_comm (zero >= 1); parameters are
+ *   prefetched under compute only by ZeRO-3 (ZeRO-1/2 gather them after the
+ *   optimizer step). */
+bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s)
+{
+	bool ds = t == TRAINER_DEEPSPEED;
+
+	switch (f) {
+	case FEATURE_FP8:
+		return !ds;
+	case FEATURE_TP_OVERLAP:
+		return !ds && s->tp > 1 && s->sp;
+	case FEATURE_GRAD_OVERLAP:
+		return !ds || s->zero >= 1;
+	case FEATURE_PARAM_OVERLAP:
+		return ds ? s->zero == 3 : s->zero >= 1 && s->grad_overlap;
+	}
+	return false;
+}
+
 int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {

@@ -5,6 +5,8 @@
 #ifndef AMPPLAN_TRAINER_H
 #define AMPPLAN_TRAINER_H
 
+#include <stdbool.h>
+
 struct err;
 struct model;
 struct cluster;
@@ -16,6 +18,14 @@ enum trainer {
 	TRAINER_DEEPSPEED,	/* DeepSpeed JSON config + PipelineModule */
 	TRAINER_NEMO,		/* NeMo 2.0 / Megatron Bridge overrides */
 	TRAINER_COUNT
+};
+
+/* What a trainer may switch on for a strategy (trainer_allows). */
+enum trainer_feature {
+	FEATURE_FP8,		/* FP8 GEMMs */
+	FEATURE_TP_OVERLAP,	/* TP communication under the GEMMs */
+	FEATURE_GRAD_OVERLAP,	/* DP gradient reduction under the backward */
+	FEATURE_PARAM_OVERLAP,	/* ZeRO parameter gathers under the forward */
 };
 
 /* "megatron", "torchtitan", "deepspeed", "nemo". */
@@ -34,6 +44,13 @@ int trainer_parse(const char *name);
  * "megatron: num_query_groups (8) must be divisible by tp (16) or divide it". */
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e);
+
+/* Whether trainer t (an enum trainer, or -1 for none, read as Megatron-LM)
+ * runs feature f for strategy s as the search would set it (reads tp, sp,
+ * zero and, for FEATURE_PARAM_OVERLAP, grad_overlap). The search turns each
+ * overlap on where this allows it; it says nothing of a feature the user
+ * fixed (the launch files then say what they can and cannot set). */
+bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s);
 
 /* The nodes of a launch, by node rank. Global ranks follow Megatron's
  * "tp-cp-dp-pp" order (torchtitan's mesh pp, dp, cp, tp and DeepSpeed's

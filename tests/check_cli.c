@@ -1,5 +1,6 @@
 /* check_cli.c: the ampplan command line on good inputs and on one bad-input
- * file per defect (tests/data/bad/model-*.json, cluster-*.json). */
+ * file per defect (tests/data/bad/model-*.json, cluster-*.json); the
+ * kernel, precision, overlap and layout options with good and bad values. */
 #define _POSIX_C_SOURCE 200809L
 #include <csv.h>
 #include <glob.h>
@@ -250,6 +251,253 @@ START_TEST(what_if_prints_breakdown)
 }
 END_TEST
 
+/* The options of cost model v2 and --layout, each with a bad value: exit 2,
+ * one line naming the option and what is wrong, nothing on stdout. */
+#define WHATIF DEMO " --tp 8 --pp 4 --dp 2 --cp 1 --mbs 1 --recompute full"
+static const struct {
+	const char *args, *want;
+} option_errors[] = {
+	{ DEMO " --attention flash2", "--attention needs flash, flash1, fused-softmax or unfused, not 'flash2'" },
+	{ DEMO " --norm rms", "--norm needs fused or unfused, not 'rms'" },
+	{ DEMO " --fp8 yes", "--fp8 needs on or off, not 'yes'" },
+	/* mixed.json's H100s have an FP8 peak, its A100s none */
+	{ DEMO " --fp8 on", "--fp8 on, but GPU type 'A100-SXM4-40GB' (group 'a100') has no FP8" },
+	{ DEMO " --sequence-parallel 1", "--sequence-parallel needs on or off, not '1'" },
+	{ DEMO " --tp 1 --sequence-parallel on", "--sequence-parallel on needs --tp > 1" },
+	{ DEMO " --tp-comm-overlap true", "--tp-comm-overlap needs on or off, not 'true'" },
+	{ DEMO " --tp-comm-overlap on --sequence-parallel off", "--tp-comm-overlap on needs sequence parallelism" },
+	{ DEMO " --overlap-grad-reduce enabled", "--overlap-grad-reduce needs on or off, not 'enabled'" },
+	{ DEMO " --overlap-param-gather ON", "--overlap-param-gather needs on or off, not 'ON'" },
+	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
+	{ DEMO " --mem-allowance 0", "--mem-allowance needs a positive number of GiB, not '0'" },
+	{ DEMO " --mem-allowance 2GiB", "--mem-allowance needs a positive number of GiB, not '2GiB'" },
+	{ DEMO " --mem-allowance nan", "--mem-allowance needs a positive number of GiB, not 'nan'" },
+	{ DEMO " --layout 'E+40|40+L'", "--layout needs the what-if mode" },
+	/* Llama-3-70B: 80 blocks; pp 4, vp 1: 4 stages */
+	{ WHATIF " --layout 'E+40|40+L'", "--layout 'E+40|40+L' has 2 stages, but pp x vp is 4" },
+	{ WHATIF " --layout 'E+20|20|20|19+L'", "the blocks add up to 79, but the model has 80" },
+	{ WHATIF " --layout 'E+20|20|20|21+L'", "the blocks add up to more than the model's 80" },
+	{ WHATIF " --layout '20|E+20|20|20+L'", "the first stage must begin with E" },
+	{ WHATIF " --layout 'E+20|20|20|20'", "the last stage must end with L" },
+	{ WHATIF " --layout 'E+20|20+L|20|20'", "L (final norm and head) may only end the last stage" },
+	{ WHATIF " --layout 'E+20||40|20+L'", "stage 1 is empty" },
+	{ WHATIF " --layout 'E+20|20|a|40+L'", "stage 2: expected E, a block count or L, not 'a|40+L'" },
+	/* 8 stages: vp 2 taken from the layout, which --schedule 1f1b forbids */
+	{ WHATIF " --schedule 1f1b --layout 'E+9|10|10|10|10|10|10|11+L'", "has 8 stages, but pp x vp is 4" },
+};
+
+START_TEST(option_error_exits_2)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan(option_errors[_i].args, &out, &err), 2);
+	ck_assert_msg(strncmp(err, "ampplan: error: ", 16) == 0 && strstr(err, option_errors[_i].want),
+		      "%s: stderr: %s", option_errors[_i].args, err);
+	ck_assert_int_eq(lines(err), 2);	/* the error and the hint */
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Llama-3-8B on 2 nodes of 8 H100 with an FP8 peak (tests/data/h100-fp8.json). */
+#define H100 "--model profiles/llama3-8b.json --cluster tests/data/h100-fp8.json"
+#define WHATIF8 H100 " --tp 2 --pp 4 --dp 2 --cp 1 --mbs 1"
+
+/* Runs a what-if that must fit; returns its stdout (caller frees). */
+static char *what_if(const char *args)
+{
+	char *out, *err;
+
+	ck_assert_msg(run_ampplan(args, &out, &err) == 0, "%s: %s", args, err);
+	ck_assert_str_eq(err, "");
+	free(err);
+	return out;
+}
+
+/* The number after the first "label" in out at or after `after` (NULL:
+ * anywhere), e.g. "    gradients        12.75 GiB". */
+static double value_of(const char *out, const char *after, const char *label)
+{
+	const char *at = after ? strstr(out, after) : out;
+	double v;
+
+	ck_assert_msg(at && (at = strstr(at, label)), "no '%s' in:\n%s", label, out);
+	ck_assert_int_eq(sscanf(at + strlen(label), "%lf", &v), 1);
+	return v;
+}
+
+/* Every good value of the kernel and precision options reaches the
+ * strategy (report_explain prints it). */
+START_TEST(kernel_options_are_set)
+{
+	static const char *const att[] = { "flash", "flash1", "fused-softmax", "unfused" };
+	char args[512], want[64], *out;
+
+	/* selective recomputation: without it the s x s scores of the
+	 * non-flash kernels (5 a s^2 b / t bytes per block, 5 GiB at 8192
+	 * tokens) would not fit */
+	for (size_t i = 0; i < sizeof att / sizeof *att; i++) {
+		snprintf(args, sizeof args, WHATIF8 " --recompute selective --attention %s", att[i]);
+		snprintf(want, sizeof want, "attention %s, norms fused,", att[i]);
+		out = what_if(args);
+		ck_assert_msg(strstr(out, want), "%s:\n%s", args, out);
+		free(out);
+	}
+	out = what_if(WHATIF8 " --norm unfused");
+	ck_assert_ptr_nonnull(strstr(out, "norms unfused,"));
+	free(out);
+	out = what_if(WHATIF8 " --norm fused --fp8 off --grad-dtype fp32");
+	ck_assert_ptr_nonnull(strstr(out, "attention flash, norms fused, FP8 GEMMs off, gradients fp32"));
+	free(out);
+	out = what_if(WHATIF8);	/* the what-if mode's defaults */
+	ck_assert_ptr_nonnull(strstr(out, "attention flash, norms fused, FP8 GEMMs off, gradients fp32"));
+	ck_assert_ptr_nonnull(strstr(out, "overlaps: TP comm off, gradient reduction off, parameter gather off"));
+	free(out);
+	out = what_if(WHATIF8 " --trainer deepspeed");	/* ZeRO keeps bf16 gradients */
+	ck_assert_ptr_nonnull(strstr(out, "gradients bf16"));
+	free(out);
+	out = what_if(WHATIF8 " --mem-allowance 3.5");
+	free(out);
+}
+END_TEST
+
+/* FP8 halves the GEMM time at twice the peak: on a cluster with FP8 the
+ * compute part drops; the table's FP8 column says yes. */
+START_TEST(fp8_on_is_faster)
+{
+	char *off = what_if(WHATIF8 " --fp8 off"), *on = what_if(WHATIF8 " --fp8 on");
+
+	ck_assert_ptr_nonnull(strstr(on, "FP8 GEMMs on"));
+	ck_assert_ptr_nonnull(strstr(on, " yes E"));
+	ck_assert_ptr_nonnull(strstr(off, "FP8 GEMMs off"));
+	ck_assert(value_of(on, NULL, "    compute ") < value_of(off, NULL, "    compute "));
+	free(off);
+	free(on);
+}
+END_TEST
+
+/* Gradients: 4 bytes per parameter for fp32, 2 for bf16 and fp16 (ZeRO 0:
+ * every GPU holds its layers' whole gradients), so the gradients part of
+ * the memory halves. */
+START_TEST(grad_dtype_halves_gradients)
+{
+	char *f32 = what_if(WHATIF8 " --grad-dtype fp32"), *b16 = what_if(WHATIF8 " --grad-dtype bf16");
+	char *f16 = what_if(WHATIF8 " --grad-dtype fp16");
+	double g32 = value_of(f32, NULL, "    gradients "), g16 = value_of(b16, NULL, "    gradients ");
+
+	ck_assert_double_gt(g32, 1.0);
+	ck_assert_rel(g16, g32 / 2, 0.01);
+	ck_assert_rel(value_of(f16, NULL, "    gradients "), g16, 1e-9);
+	free(f32);
+	free(b16);
+	free(f16);
+}
+END_TEST
+
+/* Under full recomputation a block keeps its input, 2 s b h bytes, split
+ * over the t TP ranks with sequence parallelism and whole without
+ * (Korthikanti et al. 2022 Sec. 4.1), as are the embedding's and head's
+ * activations: the activations grow by t = 2 without SP. */
+START_TEST(sequence_parallel_off_keeps_activations_whole)
+{
+	char *on = what_if(WHATIF8 " --mbs 4 --recompute full --sequence-parallel on");
+	char *off = what_if(WHATIF8 " --mbs 4 --recompute full --sequence-parallel off");
+
+	ck_assert_rel(value_of(off, NULL, "    activations "),
+		      2 * value_of(on, NULL, "    activations "), 0.01);
+	free(on);
+	free(off);
+}
+END_TEST
+
+/* Each overlap hides communication: the exposed part drops and the hidden
+ * part grows (the TP collectives under the GEMMs, the gradient reduction
+ * under the backward, the ZeRO-1 parameter gather under the forward). */
+START_TEST(overlaps_hide_communication)
+{
+	const char *hid = "communication hidden";
+	char *off = what_if(WHATIF8 " --zero 1"), *tp = what_if(WHATIF8 " --zero 1 --tp-comm-overlap on");
+	char *grad = what_if(WHATIF8 " --zero 1 --overlap-grad-reduce on");
+	char *all = what_if(WHATIF8 " --zero 1 --overlap-grad-reduce on --overlap-param-gather on --tp-comm-overlap on");
+
+	ck_assert_ptr_nonnull(strstr(tp, "overlaps: TP comm on, gradient reduction off, parameter gather off"));
+	ck_assert_ptr_nonnull(strstr(all, "overlaps: TP comm on, gradient reduction on, parameter gather on"));
+	ck_assert(value_of(tp, NULL, "    TP comm ") < value_of(off, NULL, "    TP comm "));
+	ck_assert_double_eq(value_of(off, hid, "    TP comm "), 0);
+	ck_assert(value_of(tp, hid, "    TP comm ") > 0);
+	ck_assert(value_of(grad, NULL, "    DP comm ") < value_of(off, NULL, "    DP comm "));
+	ck_assert(value_of(all, NULL, "    DP comm ") < value_of(grad, NULL, "    DP comm "));
+	ck_assert(value_of(all, hid, "    DP comm ") > value_of(grad, hid, "    DP comm "));
+	free(off);
+	free(tp);
+	free(grad);
+	free(all);
+}
+END_TEST
+
+/* A fixed layout is evaluated as given; 8 stages on pp 4 make vp 2 (as
+ * Megatron reads a layout) and the interleaved schedule. */
+START_TEST(layout_is_evaluated)
+{
+	char *out = what_if(WHATIF8 " --layout 'E+7|8|8|9+L'");
+
+	ck_assert_ptr_nonnull(strstr(out, "  layers per stage: E+7|8|8|9+L\n"));
+	ck_assert_ptr_nonnull(strstr(out, " 1f1b "));
+	free(out);
+	out = what_if(WHATIF8 " --layout 'E+3|4|4|4|4|4|4|5+L'");
+	ck_assert_ptr_nonnull(strstr(out, "  layers per stage: E+3|4|4|4|4|4|4|5+L\n"));
+	ck_assert_ptr_nonnull(strstr(out, " interleaved/v2 "));
+	free(out);
+}
+END_TEST
+
+/* On the mixed cluster the placement is still searched under a fixed
+ * layout. Llama-3-70B at TP 8: a block has 2 h^2 + 2 h (8 x 128) + 3 h f
+ * = 856e6 parameters, 107e6 per GPU, 1.8 GiB of states (18 bytes each);
+ * 31 blocks are 56 GiB, more than an A100's 40 GiB, 9 blocks and the
+ * embedding (128256 x 8192 / 8 parameters, 2.2 GiB) about 18 GiB: only
+ * the A100s first fit. */
+START_TEST(layout_keeps_searching_the_placement)
+{
+	char *out = what_if(WHATIF " --layout 'E+9|9|31|31+L'");
+
+	ck_assert_ptr_nonnull(strstr(out, "  node group per pipeline rank: a100*2,h100*2\n"));
+	free(out);
+}
+END_TEST
+
+/* A what-if strategy that does not fit prints its row, its breakdown and
+ * the reason, then the error. Llama-3-70B at TP 8, PP 2, ZeRO 0, mbs 4:
+ * rank 0 (embedding + 40 blocks) holds 40 x 1.8 = 74 GiB of states, and
+ * 2 micro-batches in flight of (18 + 4 f/h) s b h / t = 32 x 8192 x 4 x
+ * 8192 / 8 bytes = 1 GiB per block: 80 GiB of activations. Over 150 GiB
+ * on an 80 GiB H100. */
+START_TEST(what_if_that_does_not_fit)
+{
+	char *out, *err;
+	const char *why;
+	double need = 0;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --tp 8 --pp 2 --dp 4 --cp 1 --mbs 4", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(out, "\n   1   8   2    4   1   1   4   32 1f1b "));
+	ck_assert_ptr_nonnull(strstr(out, "\n  iteration "));
+	ck_assert_ptr_nonnull(strstr(out, "\n    bubble "));
+	ck_assert_ptr_nonnull(strstr(out, ", does not fit\n"));
+	why = strstr(out, "\ndoes not fit: ");
+	ck_assert_ptr_nonnull(why);
+	ck_assert_ptr_nonnull(strstr(why, "on rank 0 (H100-SXM5-80GB, 80 GiB)\n"));
+	ck_assert_int_eq(sscanf(strstr(why, "needs "), "needs %lf GiB", &need), 1);
+	ck_assert_msg(need > 150, "%s", why);
+	ck_assert_rel(need, value_of(out, "memory per GPU on pipeline rank 0", "80.0 GiB): "), 0.001);
+	ck_assert_ptr_null(strstr(out, "strategies that do not fit"));
+	ck_assert_ptr_nonnull(strstr(err, "fits no strategy"));
+	ck_assert_int_eq(lines(err), 1);
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(profile_of_hf_config)
 {
 	char *out;
@@ -279,6 +527,15 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);
 	tcase_add_test(tc, profile_of_hf_config);
+	tcase_add_loop_test(tc, option_error_exits_2, 0, sizeof option_errors / sizeof *option_errors);
+	tcase_add_test(tc, kernel_options_are_set);
+	tcase_add_test(tc, fp8_on_is_faster);
+	tcase_add_test(tc, grad_dtype_halves_gradients);
+	tcase_add_test(tc, sequence_parallel_off_keeps_activations_whole);
+	tcase_add_test(tc, overlaps_hide_communication);
+	tcase_add_test(tc, layout_is_evaluated);
+	tcase_add_test(tc, layout_keeps_searching_the_placement);
+	tcase_add_test(tc, what_if_that_does_not_fit);
 	suite_add_tcase(s, tc);
 	return s;
 }

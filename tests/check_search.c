@@ -3,15 +3,19 @@
  * bandwidths, tight memory) the DP + ILP search must find, for every
  * strategy, the cost the exhaustive reference search (--exhaustive: every
  * placement and partition through cost_evaluate) finds, so both rankings
- * agree row by row. */
+ * agree row by row. Then the search options: fixed layouts, FP8, overlaps,
+ * and interleaving where only the rank as a whole fits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster.h"
+#include "cost.h"
 #include "model.h"
+#include "partition.h"
 #include "plan.h"
 #include "testutil.h"
+#include "trainer.h"
 #include "util.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
@@ -257,10 +261,291 @@ START_TEST(search_is_exact_gpipe_zb)
 }
 END_TEST
 
+/* The random_model dimensions unscaled (hidden 1024, SwiGLU 4096, 8 heads,
+ * vocab 32000, seq 2048, global batch 8) with `blocks` blocks, on one group
+ * of `nodes` nodes of 2 GPUs of mem_gib GiB each; fp8: the GPUs have an FP8
+ * peak (twice the bf16 one). */
+static void small_case(struct model **mp, struct cluster **cp, int blocks, int nodes,
+		       double mem_gib, bool fp8)
+{
+	struct model *m = xcalloc(1, sizeof *m);
+	struct cluster *c = xcalloc(1, sizeof *c);
+
+	m->name = xstrdup("small");
+	m->hidden = 1024;
+	m->layers = blocks;
+	m->heads = m->kv_heads = 8;
+	m->head_dim = 128;
+	m->ffn = 4096;
+	m->ffn_kind = FFN_SWIGLU;
+	m->vocab = 32000;
+	m->seq = 2048;
+	m->max_pos = 2048;
+	m->gbs = 8;
+	m->dtype_bytes = 2;
+	model_derive_layers(m);
+	c->name = xstrdup("small");
+	c->n_gpu = c->n_group = 1;
+	c->gpu = xcalloc(1, sizeof *c->gpu);
+	c->group = xcalloc(1, sizeof *c->group);
+	c->gpu[0] = (struct gpu_type){ .name = xstrdup("gpu"), .peak_flops = 500e12,
+				       .mem_bytes = mem_gib * GiB, .hbm_bw = 2e12,
+				       .eff_max = 0.5, .peak_fp8_flops = fp8 ? 1000e12 : 0 };
+	c->group[0] = (struct node_group){ .name = xstrdup("g"), .nodes = nodes,
+					   .gpus_per_node = 2, .intra_bw = 300e9,
+					   .intra_lat = 2e-6, .inter_bw = 50e9, .inter_lat = 5e-6,
+					   .intra_eff = 0.75, .inter_eff = 0.9 };
+	c->total_gpus = 2 * nodes;
+	*mp = m;
+	*cp = c;
+}
+
+/* Issue 9: interleaving with a heavy embedding. 4 blocks, TP 1, PP 2, DP 1,
+ * mbs 1 (8 micro-batches), vp 2: 4 virtual stages. The embedding holds
+ * 60 GiB / 18 B = 3.58e9 parameters, i.e. 60 GiB of model states (2 + 4 +
+ * 12 bytes per parameter without ZeRO). A block has about 4 h^2 + 3 h f =
+ * 16.8e6 parameters (0.28 GiB of states) and (18 + 4 f / h) h = 34 KiB of
+ * activations per token (34 MiB per micro-batch of 1024 tokens, at most 8
+ * in flight: < 0.3 GiB); the head 32.8e6 parameters (0.55 GiB) and 0.12 GiB
+ * of fp32 logits. On 100 GiB GPUs the partition DP's cap per chunk is (100
+ * GiB - allowance) / 2 < 60 GiB, so every partition fails it (the embedding
+ * alone is over it), while pipeline rank 0 under Megatron's default split
+ * E+1|1|1|1+L (chunks 0 and 2: the embedding and two blocks) needs about
+ * 60 + 0.56 + 0.6 = 61.2 GiB plus the allowance: it fits. On 40 GiB GPUs
+ * the embedding alone is over: nothing fits, and the reason gives rank 0's
+ * need, over 60 GiB. */
+START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	struct strategy s = { .tp = 1, .cp = 1, .pp = 2, .dp = 1, .ep = 1, .vp = 2, .mbs = 1,
+			      .gbs = 8, .seq = 1024, .micro_batches = 8,
+			      .schedule = SCHED_INTERLEAVED, .n_stages = 4 };
+	struct layer_costs lc;
+	struct pipeline_frame f;
+	unsigned short first[MAX_STAGES + 1];
+	const unsigned short want[] = { 0, 2, 3, 4, 6 };
+	double t, need = 0;
+	const char *at;
+
+	small_case(&m, &c, 4, 1, 100, false);
+	m->layer[0].params = 60 * GiB / 18;
+	ck_assert_int_eq(model_set_seq(m, 1024, &e), 0);
+	/* the DP with per-chunk caps finds nothing */
+	ck_assert_int_eq(cost_layers(&lc, m, c, &s, &e), 0);
+	cost_frame(&f, m, c, &s);
+	ck_assert_int_ne(partition_solve(&lc, &f, first, &t), 0);
+	cost_layers_free(&lc);
+
+	plan_opts_init(&o);
+	o.tp = 1, o.pp = 2, o.dp = 1, o.cp = 1, o.mbs = 1, o.vp = 2;
+	o.schedule = SCHED_INTERLEAVED, o.recompute = RECOMPUTE_NONE, o.zero = 0;
+	o.keep_infeasible = true;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert_int_eq(p->n_feasible, 1);
+	for (int k = 0; k <= 4; k++)
+		ck_assert_int_eq(p->row[0].s.first[k], want[k]);
+	ck_assert_int_eq(p->row[0].r.heaviest_rank, 0);
+	ck_assert(p->row[0].r.peak_bytes > 60 * GiB && p->row[0].r.peak_bytes < 100 * GiB);
+	plan_free(p);
+
+	c->gpu[0].mem_bytes = 40 * GiB;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert_int_eq(p->n_feasible, 0);
+	ck_assert_int_eq(p->n_row, 1);
+	for (int k = 0; k <= 4; k++)
+		ck_assert_int_eq(p->row[0].s.first[k], want[k]);
+	ck_assert_msg(strstr(p->row[0].why, "default split"), "%s", p->row[0].why);
+	ck_assert_msg(strstr(p->row[0].why, "on rank 0 (gpu, 40 GiB)"), "%s", p->row[0].why);
+	at = strstr(p->row[0].why, "needs ");
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_eq(sscanf(at, "needs %lf GiB", &need), 1);
+	ck_assert_msg(need > 60 && need < 64, "%s", p->row[0].why);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Layouts as the table prints them, on a model of 24 blocks (layers 0 the
+ * embedding, 1..24 the blocks, 25 the head): stage k starts at first[k]. */
+START_TEST(layout_parses)
+{
+	struct model m = { .layers = 24, .n_layer = 26 };
+	struct err e = { "" };
+	unsigned short first[MAX_STAGES + 1];
+	/* E+2 = layers 0-2; six stages of 3; 4+L = layers 21-25 */
+	const unsigned short amp[] = { 0, 3, 6, 9, 12, 15, 18, 21, 26 };
+	static const struct {
+		const char *layout, *msg;
+		int stages;
+	} bad[] = {
+		{ "E+2|3|3|3|3|3|3|4+L", "has 8 stages, but pp x vp is 4", 4 },
+		{ "E+2|3|3|3|3|3|3|3+L", "add up to 23, but the model has 24", 8 },
+		{ "E+2|3|3|3|3|3|3|5+L", "add up to more than the model's 24", 8 },
+		{ "E+2|E+3|3|3|3|3|3|4+L", "E (the embedding) may only begin the first stage", 8 },
+		{ "2+E|3|3|3|3|3|3|4+L", "E (the embedding) may only begin the first stage", 8 },
+		{ "3|3|3|3|3|3|3|3+L", "the first stage must begin with E", 8 },
+		{ "E+3|3|3|3|3|3|3|3", "the last stage must end with L", 8 },
+		{ "E+2|3|3|3|L+3|3|3|4", "L (final norm and head) may only end the last stage", 8 },
+		{ "E+2|3|3||3|3|3|7+L", "stage 3 is empty", 8 },
+		{ "E+2|3|3|0|3|3|3|7+L", "stage 3 holds no layers", 8 },
+		{ "E+2|3|3|3|3|3|3|4+", "stage 7 ends with '+'", 8 },
+		{ "E+2|3|3|3 |3|3|3|4+L", "stage 3: expected '+', '|' or the end, not ' |", 8 },
+		{ "E+2|3|3|x|3|3|3|4+L", "stage 3: expected E, a block count or L, not 'x", 8 },
+		{ "E+2|3+3|3|3|3|3|4+L", "stage 1: expected L, not '3", 7 },
+	};
+
+	ck_assert_int_eq(plan_layout_parse("E+2|3|3|3|3|3|3|4+L", &m, 8, first, &e), 0);
+	for (int k = 0; k <= 8; k++)
+		ck_assert_int_eq(first[k], amp[k]);
+	ck_assert_int_eq(plan_layout_parse("E|24+L", &m, 2, first, &e), 0);
+	ck_assert_int_eq(first[1], 1);
+	ck_assert_int_eq(first[2], 26);
+	ck_assert_int_eq(plan_layout_parse("E+24+L", &m, 1, first, &e), 0);
+	ck_assert_int_eq(first[1], 26);
+	ck_assert_int_eq(plan_layout_parse("E+23|1|L", &m, 3, first, &e), 0);
+	ck_assert_int_eq(first[1], 24);
+	ck_assert_int_eq(first[2], 25);
+	ck_assert_int_eq(first[3], 26);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		e.msg[0] = '\0';
+		ck_assert_int_eq(plan_layout_parse(bad[i].layout, &m, bad[i].stages, first, &e), -1);
+		ck_assert_msg(strncmp(e.msg, "--layout '", 10) == 0 && strstr(e.msg, bad[i].msg),
+			      "%s: %s", bad[i].layout, e.msg);
+	}
+}
+END_TEST
+
+/* Strategies costed with the options o on the small case; rows with FP8 in
+ * *with_fp8. */
+static long costed(const struct plan_opts *o, bool fp8_gpu, int *with_fp8)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *p = NULL;
+	struct err e = { "" };
+	long n;
+
+	small_case(&m, &c, 4, 2, 80, fp8_gpu);
+	ck_assert_int_eq(plan_search(&p, m, c, o, &e), 0);
+	*with_fp8 = 0;
+	for (int i = 0; i < p->n_row; i++)
+		*with_fp8 += p->row[i].s.fp8;
+	n = p->evaluated;
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+	return n;
+}
+
+/* Unset, --fp8 tries off and on where every GPU has FP8, so it costs the
+ * strategies of --fp8 off and of --fp8 on; only off on GPUs without FP8
+ * or for DeepSpeed (no FP8 switch). */
+START_TEST(fp8_searched_where_the_gpus_have_it)
+{
+	struct plan_opts o;
+	int f_any, f_off, f_on;
+	long any, off, on;
+
+	plan_opts_init(&o);
+	any = costed(&o, true, &f_any);
+	o.fp8 = 0;
+	off = costed(&o, true, &f_off);
+	o.fp8 = 1;
+	on = costed(&o, true, &f_on);
+	ck_assert_int_gt(off, 10);
+	ck_assert_int_eq(any, off + on);
+	ck_assert_int_eq(f_off, 0);
+	ck_assert_int_gt(f_on, 0);
+	ck_assert_int_eq(f_any, f_on);
+	o.fp8 = -1;
+	ck_assert_int_eq(costed(&o, false, &f_any), off);
+	ck_assert_int_eq(f_any, 0);
+	o.trainer = TRAINER_DEEPSPEED;
+	costed(&o, true, &f_any);
+	ck_assert_int_eq(f_any, 0);
+}
+END_TEST
+
+/* The overlaps the search sets (trainer_allows): Megatron (or no trainer)
+ * all of them where the strategy has them (TP overlap with tp > 1 and SP,
+ * parameter gathers with ZeRO >= 1); DeepSpeed no TP overlap, the
+ * reduction with ZeRO >= 1 only, the gathers with ZeRO-3 only, and 2-byte
+ * gradients; fixed options on every strategy as given. */
+START_TEST(overlaps_on_where_allowed)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	int tp2 = 0, z1 = 0;
+
+	small_case(&m, &c, 4, 2, 80, false);
+	plan_opts_init(&o);
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert_int_gt(p->n_feasible, 10);
+	for (int i = 0; i < p->n_feasible; i++) {
+		const struct strategy *s = &p->row[i].s;
+
+		tp2 += s->tp > 1;
+		z1 += s->zero >= 1;
+		ck_assert_int_eq(s->sp, s->tp > 1);
+		ck_assert_int_eq(s->tp_overlap, s->tp > 1);
+		ck_assert(s->grad_overlap);
+		ck_assert_int_eq(s->param_overlap, s->zero >= 1);
+		ck_assert_int_eq(s->grad_bytes, 4);
+		ck_assert_int_eq(s->attn, ATTN_FLASH);
+		ck_assert(!s->unfused_norm);
+	}
+	ck_assert(tp2 > 0 && tp2 < p->n_feasible && z1 > 0 && z1 < p->n_feasible);
+	plan_free(p);
+
+	o.trainer = TRAINER_DEEPSPEED;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert_int_gt(p->n_feasible, 10);
+	for (int i = 0; i < p->n_feasible; i++) {
+		const struct strategy *s = &p->row[i].s;
+
+		ck_assert(!s->tp_overlap);
+		ck_assert_int_eq(s->grad_overlap, s->zero >= 1);
+		ck_assert_int_eq(s->param_overlap, s->zero == 3);
+		ck_assert_int_eq(s->grad_bytes, 2);
+	}
+	plan_free(p);
+
+	plan_opts_init(&o);
+	o.tp_overlap = o.grad_overlap = 0;
+	o.param_overlap = 1;
+	o.sp = 0;
+	o.grad_bytes = 2;
+	o.attn = ATTN_UNFUSED;
+	o.unfused_norm = true;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert_int_gt(p->n_feasible, 10);
+	for (int i = 0; i < p->n_feasible; i++) {
+		const struct strategy *s = &p->row[i].s;
+
+		ck_assert(!s->sp && !s->tp_overlap && !s->grad_overlap && s->param_overlap);
+		ck_assert_int_eq(s->grad_bytes, 2);
+		ck_assert_int_eq(s->attn, ATTN_UNFUSED);
+		ck_assert(s->unfused_norm);
+	}
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
 	Suite *s = suite_create("search");
 	TCase *tc = tcase_create("exact");
+	TCase *opts = tcase_create("options");
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, search_is_exact_1f1b, 0, 2);
@@ -269,6 +554,12 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, ilp_placements_never_better);
 	tcase_add_test(tc, interleaved_never_better);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(opts, 60);
+	tcase_add_test(opts, interleaved_rank_fits_where_chunk_caps_reject);
+	tcase_add_test(opts, layout_parses);
+	tcase_add_test(opts, fp8_searched_where_the_gpus_have_it);
+	tcase_add_test(opts, overlaps_on_where_allowed);
+	suite_add_tcase(s, opts);
 	return s;
 }
 
