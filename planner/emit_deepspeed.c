@@ -26,6 +26,10 @@ static void config(struct emit_ctx *x)
 	cJSON_AddBoolToObject(bf16, "enabled", 1);
 	zero = cJSON_AddObjectToObject(root, "zero_optimization");
 	cJSON_AddNumberToObject(zero, "stage", s->zero);
+	/* Overlaps the gradient reduction with the backward pass (ZeRO-3:
+	 * also the parameter prefetches with compute). */
+	if (s->zero >= 1)
+		cJSON_AddBoolToObject(zero, "overlap_comm", s->grad_overlap);
 	text = cJSON_Print(root);
 	if (!text) { /* cJSON fails only for memory: stop as the x* wrappers do */
 		fflush(stdout);
@@ -58,6 +62,34 @@ static void parts(struct emit_buf *b, const struct strategy *s)
 	emit_printf(b, "]");
 }
 
+/* Appends the comment lines of the launch script on the plan's kernels,
+ * precision and overlaps: the model code's, or what ds_config.json cannot
+ * set. */
+static void kernels(struct emit_buf *b, const struct strategy *s, const struct model *m)
+{
+	emit_printf(b, "# - kernels: attention '%s' and %s norms are the model code's.\n",
+		    attention_name(s->attn), s->unfused_norm ? "unfused" : "fused");
+	if (s->fp8)
+		emit_printf(b, "# - FP8 GEMMs: the model code's (Transformer Engine's fp8_autocast, format\n"
+			    "#   hybrid); ds_config.json has no FP8 switch.\n");
+	if (s->tp_overlap && s->tp > 1)
+		emit_printf(b, "# - TP comm overlap (with the GEMMs): the model code's tensor parallelism.\n");
+	if (s->grad_overlap && s->zero == 0)
+		emit_printf(b, "# - gradient reduction overlap: only ZeRO's overlap_comm does it, and this\n"
+			    "#   plan runs zero 0: the reduction runs after the backward pass.\n");
+	if (s->param_overlap && (s->zero == 1 || s->zero == 2))
+		emit_printf(b, "# - parameter gather overlap: ZeRO-%d gathers the updated parameters\n"
+			    "#   after the optimizer step, not under the forward pass: not expressible.\n",
+			    s->zero);
+	else if (!s->param_overlap && s->zero == 3)
+		emit_printf(b, "# - ZeRO-3 prefetches parameters under compute by itself; the plan costed\n"
+			    "#   the gathers exposed.\n");
+	emit_printf(b, "# - gradients: the plan costed %s gradients, kept and reduced; set\n"
+		    "#   data_types.grad_accum_dtype and communication_data_type to match where\n"
+		    "#   your DeepSpeed version and ZeRO stage allow (not written here).\n",
+		    grad_dtype_name(s, m->fp16));
+}
+
 static void launch(struct emit_ctx *x)
 {
 	struct emit_buf *b = emit_add(x, "launch.sh", 0755);
@@ -78,9 +110,7 @@ static void launch(struct emit_ctx *x)
 	emit_printf(b, "# TRAIN_SCRIPT calls deepspeed.initialize and takes --deepspeed\n"
 		    "# --deepspeed_config (deepspeed.add_config_arguments).\n"
 		    "#\n"
-		    "# ds_config.json holds the batch and ZeRO settings%s\n",
-		    s->pp > 1 || s->tp > 1 || s->recompute != RECOMPUTE_NONE || m->experts > 0
-			    ? "; the rest is code:" : ".");
+		    "# ds_config.json holds the batch and ZeRO settings; the rest is code:\n");
 	if (s->pp > 1) {
 		emit_printf(b, "# - pipeline: PipelineModule(layers=[embedding, %d blocks, head],\n"
 			    "#   num_stages=%d), stage s holding layers [parts[s], parts[s+1]) of those %d:\n"
@@ -110,6 +140,7 @@ static void launch(struct emit_ctx *x)
 	if (m->experts > 0)
 		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d).\n",
 			    m->experts, s->ep, m->top_k);
+	kernels(b, s, x->m);
 	emit_printf(b, "set -euo pipefail\n\n"
 		    "HOSTS=${HOSTS:?set HOSTS to the %d host%s in node-rank order (nodes.txt)}\n"
 		    "MASTER_PORT=${MASTER_PORT:-29500}\n"

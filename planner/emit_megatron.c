@@ -2,6 +2,7 @@
  * Slurm job around it, and NeMo 2.0 / Megatron Bridge overrides
  * (TRAINERS.md, Megatron-LM and NeMo sections). */
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "cluster.h"
 #include "emit_int.h"
@@ -21,6 +22,82 @@ static void placement_comment(struct emit_buf *b, const struct emit_ctx *x)
 	emit_node_runs(b, x);
 }
 
+/* The plan's TP overlap as Megatron runs it: --tp-comm-overlap asserts
+ * sequence parallelism (so tp > 1). */
+static bool tp_overlap(const struct strategy *s)
+{
+	return s->tp_overlap && s->tp > 1 && s->sp;
+}
+
+/* The plan's parameter-gather overlap as Megatron runs it:
+ * --overlap-param-gather asserts the distributed optimizer and
+ * --overlap-grad-reduce. */
+static bool param_overlap(const struct strategy *s)
+{
+	return s->param_overlap && s->zero >= 1 && s->grad_overlap;
+}
+
+/* Megatron's --attention-backend (Transformer Engine): flash runs
+ * FlashAttention 2 or later; unfused materialises the s x s scores. */
+static const char *attention_backend(const struct strategy *s)
+{
+	return s->attn == ATTN_FLASH || s->attn == ATTN_FLASH1 ? "flash" : "unfused";
+}
+
+/* Appends comment lines on the kernel, precision and overlap choices of
+ * the plan that the Megatron settings (flags, or NeMo's fields when nemo)
+ * set only approximately or cannot set; nothing when all map exactly. */
+static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
+{
+	const struct strategy *s = x->s;
+	struct emit_buf n = { 0 };
+	const char *backend = nemo ? "model.attention_backend" : "--attention-backend";
+	const char *tpo = nemo ? "model.tp_comm_overlap" : "--tp-comm-overlap";
+	const char *pgo = nemo ? "ddp.overlap_param_gather" : "--overlap-param-gather";
+	const char *grd = nemo ? "ddp.overlap_grad_reduce" : "--overlap-grad-reduce";
+
+	emit_printf(&n, "%s", "");
+	if (s->attn == ATTN_FLASH1)
+		emit_printf(&n, "# - attention 'flash1': FlashAttention 1 cannot be chosen; %s flash\n"
+			    "#   runs FlashAttention 2 or later, faster than the plan costed.\n", backend);
+	else if (s->attn == ATTN_FUSED_SOFTMAX)
+		emit_printf(&n, "# - attention 'fused-softmax': %s unfused, Transformer Engine's\n"
+			    "#   attention over the s x s scores with its fused scale-mask-softmax kernel.\n",
+			    backend);
+	else if (s->attn == ATTN_UNFUSED)
+		emit_printf(&n, "# - attention 'unfused': %s unfused with the softmax fusion off\n"
+			    "#   (%s and NVTE_MASKED_SOFTMAX_FUSION=0%s).\n", backend,
+			    nemo ? "model.masked_softmax_fusion=false" : "--no-masked-softmax-fusion",
+			    nemo ? ": export it on every node" : "");
+	if (s->unfused_norm)
+		emit_printf(&n, "# - norms 'unfused': no setting runs them so (Transformer Engine's norms are\n"
+			    "#   fused kernels): they run faster than the plan costed.\n");
+	if (s->fp8)
+		emit_printf(&n, "# - FP8 GEMMs: format hybrid (E4M3 forward, E5M2 gradients), delayed scaling,\n"
+			    "#   through Transformer Engine, on GPUs with FP8 (H100 or later).\n");
+	if (s->fp8 && nemo)
+		emit_printf(&n, "#   A mixed_precision recipe, where the script sets one, also sets the fp8\n"
+			    "#   fields and wins: pick one with FP8 hybrid, or none.\n");
+	if (tp_overlap(s))
+		emit_printf(&n, "# - %s: Transformer Engine's userbuffers overlap the TP\n"
+			    "#   all-gathers and reduce-scatters with the GEMMs.%s\n", tpo,
+			    nemo ? " A comm_overlap config, where\n#   the script sets one, decides this field: set it alike." : "");
+	else if (s->tp_overlap)
+		emit_printf(&n, "# - TP comm overlap: %s needs tp > 1 and sequence parallelism\n"
+			    "#   (tp %d, sp %s): not set, TP communication runs exposed.\n",
+			    tpo, s->tp, s->sp ? "on" : "off");
+	if (s->param_overlap && s->zero < 1)
+		emit_printf(&n, "# - parameter gather overlap: %s needs the distributed optimizer\n"
+			    "#   (zero >= 1, here 0): not set.\n", pgo);
+	else if (s->param_overlap && !s->grad_overlap)
+		emit_printf(&n, "# - parameter gather overlap: %s needs %s,\n"
+			    "#   which the plan does not overlap: not set, the gathers run exposed.\n",
+			    pgo, grd);
+	if (n.len)
+		emit_printf(b, "#\n# The plan's kernels, precision and overlaps, as set below:\n%s", n.s);
+	free(n.s);
+}
+
 void emit_megatron(struct emit_ctx *x)
 {
 	struct emit_buf *b = emit_add(x, "launch.sh", 0755);
@@ -38,10 +115,13 @@ void emit_megatron(struct emit_ctx *x)
 		    "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save, and\n"
 		    "# the model's --rotary-base or --norm-epsilon where they differ from the defaults).\n");
 	placement_comment(b, x);
+	notes(b, x, false);
 	emit_node_env(b, x, "launch.sh");
 	emit_printf(b, "MEGATRON_LM=${MEGATRON_LM:-.}\n");
 	if (s->tp > 1 || s->cp > 1)
 		emit_printf(b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+	if (s->attn == ATTN_UNFUSED)
+		emit_printf(b, "export NVTE_MASKED_SOFTMAX_FUSION=0\n");
 
 	emit_printf(b, "\nARGS=(\n"
 		    "\t--num-layers %d\n\t--hidden-size %d\n\t--ffn-hidden-size %d\n",
@@ -86,8 +166,22 @@ void emit_megatron(struct emit_ctx *x)
 	else if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "\t--recompute-granularity selective\n");
 	if (s->zero >= 1)
-		emit_printf(b, "\t--use-distributed-optimizer\n\t--overlap-grad-reduce\n");
-	emit_printf(b, "\t--bf16\n)\n\n");
+		emit_printf(b, "\t--use-distributed-optimizer\n");
+	if (s->grad_overlap)
+		emit_printf(b, "\t--overlap-grad-reduce\n");
+	if (param_overlap(s))
+		emit_printf(b, "\t--overlap-param-gather\n");
+	if (tp_overlap(s))
+		emit_printf(b, "\t--tp-comm-overlap\n");
+	emit_printf(b, "\t--attention-backend %s\n", attention_backend(s));
+	if (s->attn == ATTN_UNFUSED)
+		emit_printf(b, "\t--no-masked-softmax-fusion\n");
+	if (s->fp8)
+		emit_printf(b, "\t--fp8-format hybrid\n\t--fp8-recipe delayed\n");
+	emit_printf(b, "\t--bf16\n");
+	if (s->grad_bytes == 2)
+		emit_printf(b, "\t--grad-reduce-in-bf16\n");
+	emit_printf(b, ")\n\n");
 
 	emit_printf(b, "exec torchrun --nnodes \"$NNODES\" ");
 	emit_nproc(b, x);
@@ -160,6 +254,7 @@ void emit_nemo(struct emit_ctx *x)
 		    "#     --master-addr $MASTER_ADDR --master-port $MASTER_PORT <script> \"${ov[@]}\"\n");
 	if (!emit_uniform_gpus(x))
 		emit_printf(b, "# with NPROC the processes of the node (launch files of format megatron list them).\n");
+	notes(b, x, true);
 	emit_printf(b, "model.tensor_model_parallel_size=%d\n"
 		    "model.pipeline_model_parallel_size=%d\n", s->tp, s->pp);
 	if (s->vp > 1)
@@ -186,5 +281,15 @@ void emit_nemo(struct emit_ctx *x)
 		    "optimizer.use_distributed_optimizer=%s\n"
 		    "ddp.overlap_grad_reduce=%s\n",
 		    s->seq, s->seq, s->mbs, s->gbs, s->zero >= 1 ? "true" : "false",
-		    s->zero >= 1 ? "true" : "false", s->zero >= 1 ? "true" : "false");
+		    s->zero >= 1 ? "true" : "false", s->grad_overlap ? "true" : "false");
+	emit_printf(b, "ddp.overlap_param_gather=%s\n"
+		    "ddp.grad_reduce_in_fp32=%s\n"
+		    "model.tp_comm_overlap=%s\n"
+		    "model.attention_backend=%s\n",
+		    param_overlap(s) ? "true" : "false", s->grad_bytes == 2 ? "false" : "true",
+		    tp_overlap(s) ? "true" : "false", attention_backend(s));
+	if (s->attn == ATTN_UNFUSED)
+		emit_printf(b, "model.masked_softmax_fusion=false\n");
+	if (s->fp8)
+		emit_printf(b, "model.fp8=hybrid\nmodel.fp8_recipe=delayed\n");
 }

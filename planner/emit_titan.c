@@ -114,6 +114,46 @@ static void fqns(struct emit_buf *b, const struct emit_ctx *x)
 	emit_printf(b, "]\n");
 }
 
+/* True if train.toml turns torch.compile on: async TP needs it, torchao's
+ * float8 casts run fused only under it, and it fuses the norms (nn.RMSNorm
+ * runs as separate kernels in eager mode); so on unless the plan costed
+ * unfused norms and neither FP8 nor TP overlap. */
+static bool compiled(const struct strategy *s)
+{
+	return !s->unfused_norm || s->fp8 || (s->tp_overlap && s->tp > 1);
+}
+
+/* Appends comment lines on the plan's kernel, precision and overlap
+ * choices that train.toml cannot set, or sets otherwise than costed. */
+static void notes(struct emit_buf *b, const struct strategy *s)
+{
+	struct emit_buf n = { 0 };
+
+	emit_printf(&n, "%s", "");
+	if (s->attn != ATTN_FLASH)
+		emit_printf(&n, "# - attention '%s': no setting here; torchtitan's llama3 runs\n"
+			    "#   scaled_dot_product_attention (FlashAttention 2 or cuDNN kernels), faster\n"
+			    "#   than the plan costed.\n", attention_name(s->attn));
+	if (s->unfused_norm && compiled(s))
+		emit_printf(&n, "# - norms 'unfused': torch.compile (on for FP8 or async TP) fuses them,\n"
+			    "#   faster than the plan costed.\n");
+	if (s->tp_overlap && s->tp == 1)
+		emit_printf(&n, "# - TP comm overlap: nothing to overlap with tp 1.\n");
+	if (s->dp > 1 && (!s->grad_overlap || !s->param_overlap))
+		emit_printf(&n, "# - FSDP overlaps its parameter all-gathers with the forward pass and its\n"
+			    "#   gradient reduce-scatters with the backward pass by itself; the plan\n"
+			    "#   costed %s exposed, slower than torchtitan runs.\n",
+			    !s->grad_overlap && !s->param_overlap ? "both"
+			    : !s->grad_overlap ? "the reduction" : "the gathers");
+	if (s->grad_bytes == 2)
+		emit_printf(&n, "# - gradients bf16: no setting here; torchtitan reduces gradients in float32\n"
+			    "#   (training.mixed_precision_reduce takes only \"float32\").\n");
+	if (n.len)
+		emit_printf(b, "#\n# The plan's kernels, precision and overlaps that this file cannot set:\n%s",
+			    n.s);
+	free(n.s);
+}
+
 static void toml(struct emit_ctx *x)
 {
 	struct emit_buf *b = emit_add(x, "train.toml", 0644);
@@ -132,8 +172,9 @@ static void toml(struct emit_ctx *x)
 		    "# For torchtitan v0.2.2, the last release that reads TOML job configs; later\n"
 		    "# versions replaced TOML with Python config functions. Dataset, tokenizer\n"
 		    "# (model.hf_assets_path), optimizer and steps keep torchtitan's defaults: add\n"
-		    "# them here, or as --section.key arguments to run.sh.\n"
-		    "\n[job]\ndescription = ");
+		    "# them here, or as --section.key arguments to run.sh.\n");
+	notes(b, s);
+	emit_printf(b, "\n[job]\ndescription = ");
 	{
 		struct emit_buf d = { 0 };
 
@@ -144,6 +185,9 @@ static void toml(struct emit_ctx *x)
 	}
 	emit_printf(b, "\n");
 	model_section(b, x->m);
+	if (s->fp8)
+		emit_printf(b, "# FP8 GEMMs: torchao float8 training of the blocks' linear layers\n"
+			    "converters = [\"quantize.linear.float8\"]\n");
 	emit_printf(b, "\n[training]\nlocal_batch_size = %d\nglobal_batch_size = %d\nseq_len = %d\n",
 		    s->gbs / s->dp, s->gbs, s->seq);
 
@@ -158,9 +202,12 @@ static void toml(struct emit_ctx *x)
 			    s->dp);
 	if (s->tp > 1)
 		emit_printf(b, "# torchtitan's tensor parallelism always shards norms along the sequence (SP)\n");
-	emit_printf(b, "tensor_parallel_degree = %d\ncontext_parallel_degree = %d\n"
-		    "pipeline_parallel_degree = %d\n",
-		    s->tp, s->cp, s->pp);
+	emit_printf(b, "tensor_parallel_degree = %d\n", s->tp);
+	if (s->tp_overlap && s->tp > 1)
+		emit_printf(b, "# TP comm overlap: async TP (needs torch.compile, [compile] below)\n"
+			    "enable_async_tensor_parallel = true\n");
+	emit_printf(b, "context_parallel_degree = %d\npipeline_parallel_degree = %d\n",
+		    s->cp, s->pp);
 	if (s->pp > 1) {
 		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
 			    "pipeline_parallel_microbatch_size = %d\n",
@@ -171,6 +218,15 @@ static void toml(struct emit_ctx *x)
 	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac[s->recompute]);
 	if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "selective_ac_option = \"op\"\n");
+	if (s->fp8)
+		emit_printf(b, "\n[quantize.linear.float8]\n"
+			    "# dynamic tensorwise scaling (the default recipe); the LM head stays in bf16\n"
+			    "filter_fqns = [\"output\"]\n");
+	if (compiled(s))
+		emit_printf(b, "\n[compile]\n"
+			    "# fuses the norms and elementwise kernels%s\n"
+			    "enable = true\ncomponents = [\"model\", \"loss\"]\n",
+			    s->tp_overlap && s->tp > 1 ? "; async TP needs it" : "");
 }
 
 static void run_sh(struct emit_ctx *x)

@@ -85,6 +85,8 @@ void report_groups(char *buf, size_t n, const struct plan_row *row, const struct
 	}
 }
 
+static const char *on_off(bool b) { return b ? "on" : "off"; }
+
 static void schedule_label(char *buf, size_t n, const struct strategy *s)
 {
 	if (s->vp > 1)
@@ -98,9 +100,9 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 {
 	char layers[64], groups[48], sched[24];
 
-	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-26s %-20s %8s %9s %5s %8s\n",
+	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %8s\n",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
-		"layers/stage", "GPUs/stage", "iter s", "tokens/s", "MFU%", "mem GiB");
+		"FP8", "layers/stage", "GPUs/stage", "iter s", "tokens/s", "MFU%", "mem GiB");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
 		const struct plan_row *row = &p->row[i];
 		const struct strategy *s = &row->s;
@@ -108,9 +110,10 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		report_layers(layers, sizeof layers - 38, row, m);
 		report_groups(groups, sizeof groups - 28, row, c);
 		schedule_label(sched, sizeof sched, s);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-26s %-20s %8.3f %9.0f %5.1f %8.1f\n",
+		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %8.1f\n",
 			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
-			recompute_name(s->recompute), s->zero, layers, groups, row->r.iter_s,
+			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
+			row->r.iter_s,
 			row->r.tokens_per_s, 100.0 * row->r.mfu, row->r.peak_bytes / GiB);
 	}
 }
@@ -118,15 +121,20 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
 		    const struct cluster *c)
 {
+	const struct strategy *s = &row->s;
 	const struct cost_result *r = &row->r;
 	const struct cost_time *t = &r->time;
 	const struct cost_mem *mm = &r->mem;
-	const struct gpu_type *gpu = &c->gpu[c->group[row->s.group[r->heaviest_rank]].gpu];
+	const struct gpu_type *gpu = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
 	char layers[512], groups[512];
 	const char *tn[] = { "compute", "recompute", "bubble", "TP comm", "CP comm",
 			     "PP comm", "DP comm", "EP comm", "optimizer" };
 	const double tv[] = { t->compute, t->recompute, t->bubble, t->tp, t->cp,
 			      t->pp, t->dp, t->ep, t->optimizer };
+	const char *hn[] = { "TP comm", "CP comm", "DP comm" };
+	const double hv[] = { t->tp_hidden, t->cp_hidden, t->dp_hidden };
+	const char *hw[] = { "with the GEMMs", "with attention (ring)",
+			     "with the backward and forward passes" };
 	const char *mn[] = { "weights", "gradients", "optimizer", "activations",
 			     "logits", "allowance" };
 	const double mv[] = { mm->weights, mm->grads, mm->optimizer, mm->activations,
@@ -140,6 +148,14 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
 		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", tn[i], tv[i],
 			r->iter_s > 0 ? 100.0 * tv[i] / r->iter_s : 0.0);
+	fprintf(out, "  communication hidden under compute (not in the iteration):\n");
+	for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
+		fprintf(out, "    %-12s %9.3f s  %s\n", hn[i], hv[i], hw[i]);
+	fprintf(out, "  kernels and precision: attention %s, norms %s, FP8 GEMMs %s, gradients %s\n",
+		attention_name(s->attn), s->unfused_norm ? "unfused" : "fused", on_off(s->fp8),
+		grad_dtype_name(s, m->fp16));
+	fprintf(out, "  overlaps: TP comm %s, gradient reduction %s, parameter gather %s\n",
+		on_off(s->tp_overlap), on_off(s->grad_overlap), on_off(s->param_overlap));
 	fprintf(out, "  memory per GPU on pipeline rank %d (%s, %.1f GiB): %.2f GiB%s\n",
 		r->heaviest_rank, gpu->name, gpu->mem_bytes / GiB, r->peak_bytes / GiB,
 		r->fits ? "" : ", does not fit");
@@ -147,24 +163,38 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 		fprintf(out, "    %-12s %9.2f GiB\n", mn[i], mv[i] / GiB);
 }
 
+/* How a column is written in the JSON: a string, a number, or a boolean
+ * (0 or 1 in the CSV). */
+enum column_kind { COL_STR, COL_NUM, COL_BOOL };
+
 /* The columns of the CSV and of the JSON ranking; each name carries its
- * unit. num: written as a JSON number. */
+ * unit. Columns are only ever added, at the end (after "reason"), so that
+ * every column keeps its place for readers by position too. */
 static const struct column {
 	const char *name;
-	bool num;
+	enum column_kind kind;
 } columns[] = {
-	{ "rank", 1 }, { "fits", 0 }, { "tp", 1 }, { "pp", 1 }, { "dp", 1 },
-	{ "cp", 1 }, { "ep", 1 }, { "sp", 0 }, { "micro_batch_seqs", 1 },
-	{ "micro_batches", 1 }, { "global_batch_seqs", 1 }, { "seq_tokens", 1 },
-	{ "schedule", 0 }, { "virtual_stages", 1 }, { "recompute", 0 },
-	{ "zero_stage", 1 }, { "layers_per_stage", 0 }, { "groups_per_rank", 0 },
-	{ "gpu_types_per_rank", 0 }, { "iteration_s", 1 }, { "tokens_per_s", 1 },
-	{ "mfu_pct", 1 }, { "peak_mem_GiB", 1 }, { "compute_s", 1 },
-	{ "recompute_s", 1 }, { "bubble_s", 1 }, { "tp_comm_s", 1 },
-	{ "cp_comm_s", 1 }, { "pp_comm_s", 1 }, { "dp_comm_s", 1 },
-	{ "ep_comm_s", 1 }, { "optimizer_s", 1 }, { "weights_GiB", 1 },
-	{ "grads_GiB", 1 }, { "optimizer_GiB", 1 }, { "activations_GiB", 1 },
-	{ "logits_GiB", 1 }, { "allowance_GiB", 1 }, { "reason", 0 },
+	{ "rank", COL_NUM }, { "fits", COL_STR }, { "tp", COL_NUM }, { "pp", COL_NUM },
+	{ "dp", COL_NUM }, { "cp", COL_NUM }, { "ep", COL_NUM }, { "sp", COL_STR },
+	{ "micro_batch_seqs", COL_NUM }, { "micro_batches", COL_NUM },
+	{ "global_batch_seqs", COL_NUM }, { "seq_tokens", COL_NUM },
+	{ "schedule", COL_STR }, { "virtual_stages", COL_NUM }, { "recompute", COL_STR },
+	{ "zero_stage", COL_NUM }, { "layers_per_stage", COL_STR },
+	{ "groups_per_rank", COL_STR }, { "gpu_types_per_rank", COL_STR },
+	{ "iteration_s", COL_NUM }, { "tokens_per_s", COL_NUM }, { "mfu_pct", COL_NUM },
+	{ "peak_mem_GiB", COL_NUM }, { "compute_s", COL_NUM }, { "recompute_s", COL_NUM },
+	{ "bubble_s", COL_NUM }, { "tp_comm_s", COL_NUM }, { "cp_comm_s", COL_NUM },
+	{ "pp_comm_s", COL_NUM }, { "dp_comm_s", COL_NUM }, { "ep_comm_s", COL_NUM },
+	{ "optimizer_s", COL_NUM }, { "weights_GiB", COL_NUM }, { "grads_GiB", COL_NUM },
+	{ "optimizer_GiB", COL_NUM }, { "activations_GiB", COL_NUM },
+	{ "logits_GiB", COL_NUM }, { "allowance_GiB", COL_NUM }, { "reason", COL_STR },
+	/* cost model v2: the strategy's kernels, precision and overlaps, and
+	 * the communication hidden under compute (not in iteration_s) */
+	{ "attention", COL_STR }, { "norm", COL_STR }, { "fp8", COL_BOOL },
+	{ "tp_comm_overlap", COL_BOOL }, { "overlap_grad_reduce", COL_BOOL },
+	{ "overlap_param_gather", COL_BOOL }, { "grad_dtype", COL_STR },
+	{ "tp_comm_hidden_s", COL_NUM }, { "cp_comm_hidden_s", COL_NUM },
+	{ "dp_comm_hidden_s", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -201,6 +231,8 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 		r->mem.weights / GiB, r->mem.grads / GiB, r->mem.optimizer / GiB,
 		r->mem.activations / GiB, r->mem.logits / GiB, r->mem.allowance / GiB,
 	};
+	const int flags[] = { s->fp8, s->tp_overlap, s->grad_overlap, s->param_overlap };
+	const double hidden[] = { r->time.tp_hidden, r->time.cp_hidden, r->time.dp_hidden };
 	const int ints[] = { rank, -1, s->tp, s->pp, s->dp, s->cp, s->ep, -1, s->mbs,
 			     s->micro_batches, s->gbs, s->seq, -1, s->vp, -1, s->zero };
 	size_t i = 0;
@@ -216,7 +248,14 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	gpu_types(f[i++], FIELD_MAX, row, c);
 	for (size_t j = 0; j < sizeof num / sizeof *num; j++)
 		snprintf(f[i++], FIELD_MAX, "%.6g", num[j]);
-	snprintf(f[i], FIELD_MAX, "%s", row->why);
+	snprintf(f[i++], FIELD_MAX, "%s", row->why);
+	snprintf(f[i++], FIELD_MAX, "%s", attention_name(s->attn));
+	snprintf(f[i++], FIELD_MAX, "%s", s->unfused_norm ? "unfused" : "fused");
+	for (size_t j = 0; j < sizeof flags / sizeof *flags; j++)
+		snprintf(f[i++], FIELD_MAX, "%d", flags[j]);
+	snprintf(f[i++], FIELD_MAX, "%s", grad_dtype_name(s, m->fp16));
+	for (size_t j = 0; j < sizeof hidden / sizeof *hidden; j++)
+		snprintf(f[i++], FIELD_MAX, "%.6g", hidden[j]);
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting
@@ -289,8 +328,10 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 
 		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
 		for (size_t i = 0; i < N_COLUMNS; i++) {
-			if (columns[i].num)
+			if (columns[i].kind == COL_NUM)
 				cJSON_AddNumberToObject(o, columns[i].name, strtod(fields[i], NULL));
+			else if (columns[i].kind == COL_BOOL)
+				cJSON_AddBoolToObject(o, columns[i].name, strcmp(fields[i], "1") == 0);
 			else
 				cJSON_AddStringToObject(o, columns[i].name, fields[i]);
 		}

@@ -16,20 +16,25 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top);
 
 /* Prints the iteration time and the memory of the heaviest rank of row,
- * split into their parts. */
+ * split into their parts, then the communication hidden under compute (not
+ * in the iteration time) and the strategy's attention and norm kernels,
+ * FP8, gradient dtype and overlaps. */
 void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
 		    const struct cluster *c);
 
 /* Writes every row of p (feasible first) as CSV with libcsv to path, or to
- * stdout for "-". The file is written to a temporary name and renamed, so a
- * failure leaves nothing half-written. Returns 0, or -1 with e set. */
+ * stdout for "-": a header of column names (units in the names), then one
+ * line per row. Columns are only added, after the last existing one; flags
+ * (fp8, the overlaps) are 0 or 1. The file is written to a temporary name
+ * and renamed, so a failure leaves nothing half-written. Returns 0, or -1
+ * with e set. */
 int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e);
 
-/* Writes the whole ranking as JSON (every CSV column per strategy, plus a
- * "stages" array with each stage's first layer, layer count, pipeline rank,
- * node group and GPU type) to path, or stdout for "-"; atomically like
- * report_csv. Returns 0, or -1 with e set. */
+/* Writes the whole ranking as JSON (every CSV column per strategy, the
+ * flags as true or false, plus a "stages" array with each stage's first
+ * layer, layer count, pipeline rank, node group and GPU type) to path, or
+ * stdout for "-"; atomically like report_csv. Returns 0, or -1 with e set. */
 int report_json(const char *path, const struct plan *p, const struct model *m,
 		const struct cluster *c, struct err *e);
 

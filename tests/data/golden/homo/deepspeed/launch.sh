@@ -4,6 +4,8 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 1 pp 2 vp 1 dp 4 ep 1, mbs 1 gbs 512 (128 micro-batches), seq 8192,
 #   1f1b, recompute selective, zero 1, sp on
+# the plan costed: attention flash, norms fused, FP8 GEMMs off, gradients fp32,
+#   overlapped: TP comm no, gradient reduction yes, parameter gather no
 #
 # Usage: HOSTS="<host of node rank 0> ..." [MASTER_PORT=29500] \
 #            [TRAIN_SCRIPT=train.py] ./launch.sh [script arguments]
@@ -23,6 +25,10 @@
 #   pass its mpu to deepspeed.initialize so that data parallelism is
 #   world / (tp * pp) = 4.
 # - recompute selective: recompute attention in the model code.
+# - kernels: attention 'flash' and fused norms are the model code's.
+# - gradients: the plan costed fp32 gradients, kept and reduced; set
+#   data_types.grad_accum_dtype and communication_data_type to match where
+#   your DeepSpeed version and ZeRO stage allow (not written here).
 set -euo pipefail
 
 HOSTS=${HOSTS:?set HOSTS to the 2 hosts in node-rank order (nodes.txt)}
