@@ -45,16 +45,18 @@ demo: deps
 	./ampplan --model profiles/llama70b.json --cluster clusters/mixed.json
 
 # Every test suite, plain and under AddressSanitizer + UBSan, then the
-# validation against published measurements as a regression.
+# validation against published measurements as a regression (no file may do
+# worse than tests/data/validation/limits.txt).
 check: deps
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
-	AMPPLAN=build/ampplan scripts/validate.sh
+	AMPPLAN=build/ampplan scripts/validate.sh --regression
 
 test: $(BUILD)/ampplan $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
 
-# Predicted vs published iteration times (README "Validation").
+# Predicted vs published iteration times against the targets of README
+# "Validation"; with VALIDATE_STRICT=0 it reports missed targets but exits 0.
 validate: deps
 	@$(MAKE) --no-print-directory all
 	scripts/validate.sh
