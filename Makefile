@@ -39,6 +39,11 @@ $(BUILD)/tests/%.o: EXTRA_CFLAGS = -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
 deps:
 	@scripts/install-deps.sh
 
+# And what only the tests need (Check, pkg-config, PyTorch for the profiling
+# script's test).
+test-deps:
+	@scripts/install-deps.sh --test
+
 # The main job on the shipped defaults.
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -47,7 +52,7 @@ demo: deps
 # Every test suite, plain and under AddressSanitizer + UBSan, then the
 # validation against published measurements as a regression (no file may do
 # worse than tests/data/validation/limits.txt).
-check: deps
+check: test-deps
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
@@ -79,6 +84,6 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps demo check test validate bench install format clean
+.PHONY: all deps test-deps demo check test validate bench install format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

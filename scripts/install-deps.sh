@@ -1,8 +1,13 @@
 #!/bin/sh
-# Installs the Debian 12 packages ampplan needs, if any is missing.
-# A no-op when all are present; exits 1 with a clear message when it cannot.
+# Installs the Debian 12 packages ampplan needs to build and run, if any is
+# missing; with --test also those only the tests need (Check and pkg-config
+# to link it, PyTorch for the profiling script's test). A no-op when all are present; exits 1 with a
+# clear message when it cannot.
 set -eu
-pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev check pkg-config python3-torch"
+pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev"
+if [ "${1-}" = --test ]; then
+	pkgs="$pkgs check pkg-config python3-torch"
+fi
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
