@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "memory.h"
 #include "model.h"
 #include "strategy.h"
 #include "util.h"
@@ -242,7 +243,13 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
  *   COMPUTE_HBM_EFF (the per-token bytes are already per GPU), backward
  *   MEM_BWD x forward;
- * - LAYER_OVERHEAD_S per layer, MEM_BWD x that backward.
+ * - LAYER_OVERHEAD_S per layer, MEM_BWD x that backward;
+ * - with s->grad_acc_unfused, the backward adds the pass that adds the
+ *   micro-batch's weight gradients into the gradient buffer: the layer's
+ *   parameters per GPU x (2 grad_bytes + dtype) bytes over the bandwidth
+ *   (Megatron's --gradient-accumulation-fusion has the weight-gradient
+ *   GEMM accumulate in place instead; DeepSpeed and PyTorch's autograd
+ *   add .grad in a kernel of its own).
  * Recomputation reruns the forward of the block (full) or of its attention
  * core (selective): recompute = fwd or attn_fwd. A measured profile scales
  * every part by measured / analytic. */
@@ -286,6 +293,14 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	t->mem_fwd = x * mem;
 	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + LAYER_OVERHEAD_S;
 	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + LAYER_OVERHEAD_S);
+	if (s->grad_acc_unfused && bw > 0) {
+		/* un-fused gradient accumulation: read and write the buffer
+		 * (grad_bytes each), read the new gradient (the dtype's) */
+		double dense, expert, dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+
+		memory_params(ly, s, &dense, &expert);
+		t->bwd += (dense + expert) * (2 * memory_grad_bytes(s) + dt) / bw;
+	}
 	switch (ly->kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE) {
 	case RECOMPUTE_FULL: t->recompute = t->fwd; break;
 	case RECOMPUTE_SELECTIVE: t->recompute = t->attn_fwd; break;

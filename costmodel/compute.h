@@ -112,7 +112,7 @@ double compute_recompute_flops_per_token(const struct model *m, int l,
 double compute_eff(const struct gpu_type *g, double w);
 
 /* Fills t for layer l on a GPU of type g under s (tp, cp, mbs, seq, sp,
- * recompute, attn, unfused_norm, fp8). A measured profile of the layer for g's name, s->tp and
+ * recompute, attn, unfused_norm, fp8, grad_acc_unfused, grad_bytes). A measured profile of the layer for g's name, s->tp and
  * s->seq overrides the analytic time. Returns 0, or -1 with e set if a
  * measured point it would use is invalid (mbs < 1, fwd_s <= 0, bwd_s < 0,
  * or not finite). */

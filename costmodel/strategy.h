@@ -44,6 +44,12 @@ struct strategy {
 				   backward pass (--overlap-grad-reduce) */
 	bool param_overlap;	/* ZeRO parameter all-gather overlapped with
 				   the forward pass (--overlap-param-gather) */
+	bool grad_acc_unfused;	/* each micro-batch's weight gradients are
+				   added to the gradient buffer in a pass of
+				   their own (DeepSpeed, torchtitan, eager
+				   PyTorch); false: the weight-gradient GEMMs
+				   accumulate into it (Megatron's
+				   --gradient-accumulation-fusion) */
 	int grad_bytes;		/* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */

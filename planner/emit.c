@@ -108,11 +108,14 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		    s->tp, s->cp, s->pp, s->vp, s->dp, s->ep, s->mbs, s->gbs,
 		    s->micro_batches, s->seq, schedule_name(s->schedule),
 		    recompute_name(s->recompute), s->zero, s->sp ? "on" : "off");
-	emit_printf(b, "# the plan costed: attention %s, norms %s, FP8 GEMMs %s, gradients %s,\n"
+	emit_printf(b, "# the plan costed: attention %s, norms %s, FP8 GEMMs %s,\n"
+		    "#   gradients %s accumulated %s,\n"
 		    "#   overlapped: TP comm %s, gradient reduction %s, parameter gather %s\n",
 		    attention_name(s->attn), s->unfused_norm ? "unfused" : "fused",
-		    s->fp8 ? "on" : "off", grad_dtype_name(s, m->fp16), s->tp_overlap ? "yes" : "no",
-		    s->grad_overlap ? "yes" : "no", s->param_overlap ? "yes" : "no");
+		    s->fp8 ? "on" : "off", grad_dtype_name(s, m->fp16),
+		    s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs",
+		    s->tp_overlap ? "yes" : "no", s->grad_overlap ? "yes" : "no",
+		    s->param_overlap ? "yes" : "no");
 }
 
 bool emit_default_split(const struct emit_ctx *x)

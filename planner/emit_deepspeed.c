@@ -88,6 +88,10 @@ static void kernels(struct emit_buf *b, const struct strategy *s, const struct m
 		    "#   data_types.grad_accum_dtype and communication_data_type to match where\n"
 		    "#   your DeepSpeed version and ZeRO stage allow (not written here).\n",
 		    grad_dtype_name(s, m->fp16));
+	if (!s->grad_acc_unfused && s->micro_batches > 1)
+		emit_printf(b, "# - gradient accumulation: the plan costed it inside the weight-gradient\n"
+			    "#   GEMMs (Megatron's fusion); DeepSpeed adds each micro-batch's gradients\n"
+			    "#   in a pass of its own, slower than the plan.\n");
 }
 
 static void launch(struct emit_ctx *x)

@@ -181,6 +181,8 @@ void emit_megatron(struct emit_ctx *x)
 	emit_printf(b, "\t--bf16\n");
 	if (s->grad_bytes == 2)
 		emit_printf(b, "\t--grad-reduce-in-bf16\n");
+	if (s->grad_acc_unfused)
+		emit_printf(b, "\t--no-gradient-accumulation-fusion\n");
 	emit_printf(b, ")\n\n");
 
 	emit_printf(b, "exec torchrun --nnodes \"$NNODES\" ");
@@ -292,4 +294,6 @@ void emit_nemo(struct emit_ctx *x)
 		emit_printf(b, "model.masked_softmax_fusion=false\n");
 	if (s->fp8)
 		emit_printf(b, "model.fp8=hybrid\nmodel.fp8_recipe=delayed\n");
+	if (s->grad_acc_unfused)
+		emit_printf(b, "model.gradient_accumulation_fusion=false\n");
 }

@@ -145,6 +145,10 @@ static void notes(struct emit_buf *b, const struct strategy *s)
 			    "#   costed %s exposed, slower than torchtitan runs.\n",
 			    !s->grad_overlap && !s->param_overlap ? "both"
 			    : !s->grad_overlap ? "the reduction" : "the gathers");
+	if (!s->grad_acc_unfused && s->micro_batches > 1)
+		emit_printf(&n, "# - gradient accumulation: the plan costed it inside the weight-gradient\n"
+			    "#   GEMMs (Megatron's fusion); autograd adds each micro-batch's gradients\n"
+			    "#   in a pass of its own, slower than the plan.\n");
 	if (s->grad_bytes == 2)
 		emit_printf(&n, "# - gradients bf16: no setting here; torchtitan reduces gradients in float32\n"
 			    "#   (training.mixed_precision_reduce takes only \"float32\").\n");

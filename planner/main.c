@@ -43,6 +43,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(TP_COMM_OVERLAP, "tp-comm-overlap", 1, "on|off", "overlap TP communication with the GEMMs (default: where allowed; what-if: off)") \
 	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", 1, "on|off", "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)") \
 	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", 1, "on|off", "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)") \
+	X(GRAD_ACC_FUSION, "grad-acc-fusion", 1, "on|off", "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)") \
 	X(GRAD_DTYPE, "grad-dtype", 1, "NAME", "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)") \
 	X(MEM_ALLOWANCE, "mem-allowance", 1, "GiB", "per-GPU memory for CUDA context, NCCL, allocator (default: estimated)") \
 	X(LAYOUT, "layout", 1, "STR", "fix the layer partition, e.g. 'E+2|3|3|4+L' (what-if mode only)") \
@@ -205,11 +206,13 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	case OPT_SEQUENCE_PARALLEL:
 	case OPT_TP_COMM_OVERLAP:
 	case OPT_OVERLAP_GRAD_REDUCE:
-	case OPT_OVERLAP_PARAM_GATHER: {
+	case OPT_OVERLAP_PARAM_GATHER:
+	case OPT_GRAD_ACC_FUSION: {
 		int *sw = id == OPT_FP8 ? &o->fp8
 			  : id == OPT_SEQUENCE_PARALLEL ? &o->sp
 			  : id == OPT_TP_COMM_OVERLAP ? &o->tp_overlap
-			  : id == OPT_OVERLAP_GRAD_REDUCE ? &o->grad_overlap : &o->param_overlap;
+			  : id == OPT_OVERLAP_GRAD_REDUCE ? &o->grad_overlap
+			  : id == OPT_OVERLAP_PARAM_GATHER ? &o->param_overlap : &o->grad_acc_fusion;
 
 		if ((*sw = parse_switch(arg)) < 0)
 			return bad_value(name, "on or off", arg);

@@ -29,6 +29,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->trainer = -1;
 	o->attn = ATTN_FLASH;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
+	o->grad_acc_fusion = -1;
 	o->ilp_time_limit_s = 0.25;
 	o->place_dp_max = 20000;
 }
@@ -540,8 +541,9 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 	}
 }
 
-/* The overlaps of s (tp, sp and zero set): as fixed by the options, else
- * on wherever the strategy and the trainer allow them (trainer_allows).
+/* The overlaps of s (tp, sp and zero set) and its gradient accumulation
+ * fusion: as fixed by the options, else on wherever the strategy and the
+ * trainer allow them (trainer_allows).
  * The search does not try them off as well: in the cost model an overlap
  * only hides communication, never adds time or memory, so "on where
  * allowed" is never slower than off. */
@@ -556,6 +558,9 @@ static void set_overlaps(const struct search *S, struct strategy *s)
 	s->param_overlap = o->param_overlap >= 0
 				   ? o->param_overlap
 				   : trainer_allows(o->trainer, FEATURE_PARAM_OVERLAP, s);
+	s->grad_acc_unfused = !(o->grad_acc_fusion >= 0
+					? o->grad_acc_fusion
+					: trainer_allows(o->trainer, FEATURE_GRAD_ACC_FUSION, s));
 }
 
 /* ZeRO stages: 0 and 1 (distributed optimizer) with pipelines; 2 and 3 too

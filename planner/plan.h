@@ -35,8 +35,9 @@ struct plan_opts {
 	 * mode's defaults). fp8: off and on where every GPU type has FP8 and
 	 * the trainer sets it, else off. sp: on where tp > 1 (1: the same, 0:
 	 * never). The overlaps: on where the strategy and the trainer allow
-	 * them (trainer_allows). */
-	int fp8, sp, tp_overlap, grad_overlap, param_overlap;
+	 * them (trainer_allows). grad_acc_fusion: where the trainer fuses
+	 * gradient accumulation into the weight-gradient GEMMs. */
+	int fp8, sp, tp_overlap, grad_overlap, param_overlap, grad_acc_fusion;
 	/* A fixed layer partition in Megatron's layout notation, e.g.
 	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
 	 * NULL: the search partitions. Not owned. */

@@ -151,9 +151,9 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	fprintf(out, "  communication hidden under compute (not in the iteration):\n");
 	for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
 		fprintf(out, "    %-12s %9.3f s  %s\n", hn[i], hv[i], hw[i]);
-	fprintf(out, "  kernels and precision: attention %s, norms %s, FP8 GEMMs %s, gradients %s\n",
+	fprintf(out, "  kernels and precision: attention %s, norms %s, FP8 GEMMs %s, gradients %s (accumulated %s)\n",
 		attention_name(s->attn), s->unfused_norm ? "unfused" : "fused", on_off(s->fp8),
-		grad_dtype_name(s, m->fp16));
+		grad_dtype_name(s, m->fp16), s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs");
 	fprintf(out, "  overlaps: TP comm %s, gradient reduction %s, parameter gather %s\n",
 		on_off(s->tp_overlap), on_off(s->grad_overlap), on_off(s->param_overlap));
 	fprintf(out, "  memory per GPU on pipeline rank %d (%s, %.1f GiB): %.2f GiB%s\n",
@@ -194,7 +194,7 @@ static const struct column {
 	{ "tp_comm_overlap", COL_BOOL }, { "overlap_grad_reduce", COL_BOOL },
 	{ "overlap_param_gather", COL_BOOL }, { "grad_dtype", COL_STR },
 	{ "tp_comm_hidden_s", COL_NUM }, { "cp_comm_hidden_s", COL_NUM },
-	{ "dp_comm_hidden_s", COL_NUM },
+	{ "dp_comm_hidden_s", COL_NUM }, { "grad_acc_fusion", COL_BOOL },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -232,6 +232,7 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 		r->mem.activations / GiB, r->mem.logits / GiB, r->mem.allowance / GiB,
 	};
 	const int flags[] = { s->fp8, s->tp_overlap, s->grad_overlap, s->param_overlap };
+	const int fused_acc = !s->grad_acc_unfused;
 	const double hidden[] = { r->time.tp_hidden, r->time.cp_hidden, r->time.dp_hidden };
 	const int ints[] = { rank, -1, s->tp, s->pp, s->dp, s->cp, s->ep, -1, s->mbs,
 			     s->micro_batches, s->gbs, s->seq, -1, s->vp, -1, s->zero };
@@ -256,6 +257,7 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	snprintf(f[i++], FIELD_MAX, "%s", grad_dtype_name(s, m->fp16));
 	for (size_t j = 0; j < sizeof hidden / sizeof *hidden; j++)
 		snprintf(f[i++], FIELD_MAX, "%.6g", hidden[j]);
+	snprintf(f[i++], FIELD_MAX, "%d", fused_acc);
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting

@@ -276,7 +276,12 @@ int trainer_check(enum trainer t, const struct model *m, const struct cluster *c
  *   no TP communication overlap; gradient reduction overlaps with the
  *   backward only through ZeRO's overlap_comm (zero >= 1); parameters are
  *   prefetched under compute only by ZeRO-3 (ZeRO-1/2 gather them after the
- *   optimizer step). */
+ *   optimizer step).
+ * Gradient accumulation fusion (the weight-gradient GEMM adds into the
+ * gradient buffer: Megatron's --gradient-accumulation-fusion, on by default
+ * with Transformer Engine or apex, and NeMo's gradient_accumulation_fusion)
+ * is Megatron's and NeMo's; torchtitan and DeepSpeed accumulate in a pass of
+ * their own (autograd's .grad add, DeepSpeed's accumulation buffer). */
 bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s)
 {
 	bool ds = t == TRAINER_DEEPSPEED;
@@ -290,6 +295,8 @@ bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s)
 		return !ds || s->zero >= 1;
 	case FEATURE_PARAM_OVERLAP:
 		return ds ? s->zero == 3 : s->zero >= 1 && s->grad_overlap;
+	case FEATURE_GRAD_ACC_FUSION:
+		return !ds && t != TRAINER_TORCHTITAN;
 	}
 	return false;
 }

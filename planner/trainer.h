@@ -26,6 +26,8 @@ enum trainer_feature {
 	FEATURE_TP_OVERLAP,	/* TP communication under the GEMMs */
 	FEATURE_GRAD_OVERLAP,	/* DP gradient reduction under the backward */
 	FEATURE_PARAM_OVERLAP,	/* ZeRO parameter gathers under the forward */
+	FEATURE_GRAD_ACC_FUSION, /* gradient accumulation inside the
+				    weight-gradient GEMMs */
 };
 
 /* "megatron", "torchtitan", "deepspeed", "nemo". */

@@ -127,7 +127,8 @@ map_dgxc_h100_nemo_24_11() {
 # kernel -> attention and norm kernels (below); sp 1 = sequence parallelism,
 # 0 or empty = none, and none with TP 1 (Megatron-LM turns it off there);
 # ZeRO-1 with bf16 gradient reduction, 1F1B, gradient reduction overlapped,
-# no parameter-gather or TP overlap.
+# no parameter-gather or TP overlap; their code (not Megatron) accumulates
+# each micro-batch's gradients in a pass of its own.
 map_hagemann2023_llama13b_runs() {
 	csv_rows "$1" |
 	while IFS=, read -r _model seq gpus tp pp mbs dp ckpt kernel sp step _tfm _tfa _mfu trial _file _gbt gbs _m; do
@@ -156,14 +157,15 @@ map_hagemann2023_llama13b_runs() {
 			--schedule 1f1b --recompute "$rc" --zero 1 \
 			--attention "$att" --norm "$norm" --sequence-parallel "$spo" --fp8 off \
 			--tp-comm-overlap off --overlap-grad-reduce on --overlap-param-gather off \
-			--grad-dtype bf16
+			--grad-dtype bf16 --grad-acc-fusion off
 	done
 }
 
 # AMP (Li et al. 2022), homogeneous trials: GPT-2 medium on 4 g4dn.12xlarge
 # (clusters/aws-g4dn.json), global batch 32, AMP's layer partition as
 # --layout (amp_layout below), unfused attention, apex's fused LayerNorm, no
-# recomputation, no ZeRO, fp16 gradients, 1F1B, no SP, no overlap, no FP8.
+# recomputation, no ZeRO, fp16 gradients accumulated by DeepSpeed (not
+# fused), 1F1B, no SP, no overlap, no FP8.
 # measured_s = inf: the trial failed. A partition with a stage holding no
 # block and neither the embedding nor the head is not run: it is reported.
 map_amp2022_homogeneous_trials() {
@@ -182,7 +184,7 @@ map_amp2022_homogeneous_trials() {
 			--schedule 1f1b --recompute none --zero 0 --layout "$lay" \
 			--attention unfused --norm fused --sequence-parallel off --fp8 off \
 			--tp-comm-overlap off --overlap-grad-reduce off --overlap-param-gather off \
-			--grad-dtype fp16
+			--grad-dtype fp16 --grad-acc-fusion off
 	done
 }
 

@@ -269,6 +269,7 @@ static const struct {
 	{ DEMO " --overlap-grad-reduce enabled", "--overlap-grad-reduce needs on or off, not 'enabled'" },
 	{ DEMO " --overlap-param-gather ON", "--overlap-param-gather needs on or off, not 'ON'" },
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
+	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
 	{ DEMO " --mem-allowance 0", "--mem-allowance needs a positive number of GiB, not '0'" },
 	{ DEMO " --mem-allowance 2GiB", "--mem-allowance needs a positive number of GiB, not '2GiB'" },
 	{ DEMO " --mem-allowance nan", "--mem-allowance needs a positive number of GiB, not 'nan'" },
@@ -392,6 +393,22 @@ START_TEST(grad_dtype_halves_gradients)
 	free(f32);
 	free(b16);
 	free(f16);
+}
+END_TEST
+
+/* Gradient accumulation in a pass of its own adds backward time (memory-bound
+ * reads and writes of the gradient buffer) to compute and nothing else;
+ * the what-if default is Megatron's fusion, the explain line says which. */
+START_TEST(grad_acc_fusion_off_costs_compute)
+{
+	char *on = what_if(WHATIF8), *off = what_if(WHATIF8 " --grad-acc-fusion off");
+
+	ck_assert(value_of(off, NULL, "    compute ") > value_of(on, NULL, "    compute "));
+	ck_assert_rel(value_of(off, NULL, "    TP comm "), value_of(on, NULL, "    TP comm "), 1e-12);
+	ck_assert_ptr_nonnull(strstr(on, "accumulated in the GEMMs)"));
+	ck_assert_ptr_nonnull(strstr(off, "accumulated in a pass of their own)"));
+	free(on);
+	free(off);
 }
 END_TEST
 
@@ -531,6 +548,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, kernel_options_are_set);
 	tcase_add_test(tc, fp8_on_is_faster);
 	tcase_add_test(tc, grad_dtype_halves_gradients);
+	tcase_add_test(tc, grad_acc_fusion_off_costs_compute);
 	tcase_add_test(tc, sequence_parallel_off_keeps_activations_whole);
 	tcase_add_test(tc, overlaps_hide_communication);
 	tcase_add_test(tc, layout_is_evaluated);

@@ -1135,6 +1135,30 @@ START_TEST(test_norm_and_activation_kernels)
 }
 END_TEST
 
+/* Un-fused gradient accumulation on the GPT block at tp 2 (12 h^2 + 13 h =
+ * 201326592 + 53248 = 201379840 parameters, 100689920 per GPU): the
+ * backward adds a pass reading and writing the gradient buffer and reading
+ * the new gradient, (2 G + 2) bytes per parameter, G = 4 (fp32) or 2:
+ * 100689920 * 10 and * 6 bytes over 2e12 * COMPUTE_HBM_EFF; the forward
+ * does not change. */
+START_TEST(test_grad_acc_unfused)
+{
+	struct strategy s = strat(2, 1, 1, 1, 1, 1, 2048);
+	struct layer_time f, u;
+	double bw = 2e12 * COMPUTE_HBM_EFF, P = (12.0 * 4096 * 4096 + 13 * 4096) / 2;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	compute_layer(&f, &mod, 1, &gpus[0], &s, NULL);
+	s.grad_acc_unfused = true;
+	compute_layer(&u, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(u.bwd - f.bwd, P * 10 / bw, 1e-9);
+	ck_assert_rel(u.fwd, f.fwd, 0);
+	s.grad_bytes = 2;
+	compute_layer(&u, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(u.bwd - f.bwd, P * 6 / bw, 1e-9);
+}
+END_TEST
+
 /* A block whose GEMMs are exactly its matmul FLOPs: h = 1000, a = g = 8 of
  * d = 125, f = 4000 GeLU, s = 1000, V = 1000. FLOPs per token of each GEMM
  * at tp 1: QKV 2h(ad + 2gd) = 6e6, output 2adh = 2e6, MLP up 2hf = 8e6,
@@ -1578,6 +1602,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_attention_kernels);
 	tcase_add_test(tc, test_attention_memory);
 	tcase_add_test(tc, test_norm_and_activation_kernels);
+	tcase_add_test(tc, test_grad_acc_unfused);
 	tcase_add_test(tc, test_gemm_efficiency);
 	tcase_add_test(tc, test_fp8);
 	tcase_add_test(tc, test_allowance);

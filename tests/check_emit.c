@@ -790,6 +790,7 @@ F(f_unfused) { f->s.attn = ATTN_UNFUSED; }
 F(f_fused_softmax) { f->s.attn = ATTN_FUSED_SOFTMAX; }
 F(f_flash1) { f->s.attn = ATTN_FLASH1; }
 F(f_unfused_norm) { f->s.unfused_norm = true; }
+F(f_grad_acc_unfused) { f->s.grad_acc_unfused = true; }
 
 /* Megatron flags (TRAINERS.md, "overlap and precision"; Megatron-LM's
  * arguments.py) and NeMo / Megatron Bridge fields (the same names as
@@ -815,6 +816,11 @@ static const struct feature {
 	    "ddp.grad_reduce_in_fp32=true", "model.tp_comm_overlap=false",
 	    "model.attention_backend=flash" },
 	  { "model.fp8", "model.masked_softmax_fusion" }, NULL },
+	/* Megatron's --gradient-accumulation-fusion is on by default; NeMo's
+	 * field TransformerConfig.gradient_accumulation_fusion */
+	{ "unfused gradient accumulation", f_grad_acc_unfused, false,
+	  { "--no-gradient-accumulation-fusion" }, { NULL },
+	  { "model.gradient_accumulation_fusion=false" }, { NULL }, NULL },
 	{ "tp overlap", f_tp_overlap, false,
 	  { "--tp-comm-overlap", "--sequence-parallel" }, { NULL },
 	  { "model.tp_comm_overlap=true", "model.sequence_parallel=true" }, { NULL }, NULL },
@@ -925,6 +931,7 @@ START_TEST(test_feature_header)
 	fixture(&f, OVERLAP_FP8);
 	f.s.attn = ATTN_FUSED_SOFTMAX;
 	f.s.grad_overlap = false;
+	f.s.grad_acc_unfused = true;
 	for (int fm = 0; fm < EMIT_COUNT; fm++) {
 		const char *format = emit_format_name(fm);
 		struct err e = { "" };
@@ -934,7 +941,8 @@ START_TEST(test_feature_header)
 		char *text = emit_text(format, &f, "nodes.txt", false);
 
 		ck_assert_msg(strstr(text, "\n# the plan costed: attention fused-softmax, norms fused, "
-				     "FP8 GEMMs on, gradients bf16,\n"
+				     "FP8 GEMMs on,\n"
+				     "#   gradients bf16 accumulated in a pass of their own,\n"
 				     "#   overlapped: TP comm yes, gradient reduction no, parameter gather yes\n"),
 			      "%s: %s", format, text);
 		free(text);
@@ -1086,14 +1094,14 @@ static const char *const v1_columns[] = {
 static const char *const v2_columns[] = {
 	"attention", "norm", "fp8", "tp_comm_overlap", "overlap_grad_reduce",
 	"overlap_param_gather", "grad_dtype", "tp_comm_hidden_s", "cp_comm_hidden_s",
-	"dp_comm_hidden_s",
+	"dp_comm_hidden_s", "grad_acc_fusion",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
 
 /* A ranking of two rows of the homogeneous plan: row 0 with the v2
  * choices set (unfused attention and norms, FP8, TP and parameter-gather
- * overlap, bf16 gradients) and hidden communication 0.5, 0.25, 1.5 s; row
+ * overlap, bf16 gradients accumulated in a pass of their own) and hidden communication 0.5, 0.25, 1.5 s; row
  * 1 the plain plan, not fitting, with a reason holding a comma. */
 static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 {
@@ -1106,6 +1114,7 @@ static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 	rows[0].s.param_overlap = true;
 	rows[0].s.grad_overlap = false;
 	rows[0].s.grad_bytes = 2;
+	rows[0].s.grad_acc_unfused = true;
 	rows[0].r = (struct cost_result){ .iter_s = 10, .tokens_per_s = 419430.4, .fits = true,
 					  .peak_bytes = 60.0 * 1024 * 1024 * 1024 };
 	rows[0].r.time = (struct cost_time){ .compute = 9, .tp = 1, .tp_hidden = 0.5,
@@ -1187,6 +1196,8 @@ START_TEST(test_report_csv)
 	ck_assert_rel(strtod(cell(&t, 1, "tp_comm_hidden_s"), NULL), 0.5, 1e-12);
 	ck_assert_rel(strtod(cell(&t, 1, "cp_comm_hidden_s"), NULL), 0.25, 1e-12);
 	ck_assert_rel(strtod(cell(&t, 1, "dp_comm_hidden_s"), NULL), 1.5, 1e-12);
+	ck_assert_str_eq(cell(&t, 1, "grad_acc_fusion"), "0");
+	ck_assert_str_eq(cell(&t, 2, "grad_acc_fusion"), "1");
 	/* the hidden parts are not in iteration_s = compute + TP comm */
 	ck_assert_rel(strtod(cell(&t, 1, "iteration_s"), NULL), 10, 1e-12);
 
@@ -1252,6 +1263,8 @@ START_TEST(test_report_json)
 	ck_assert_rel(cJSON_GetObjectItemCaseSensitive(o, "tp_comm_hidden_s")->valuedouble, 0.5, 1e-12);
 	ck_assert_rel(cJSON_GetObjectItemCaseSensitive(o, "cp_comm_hidden_s")->valuedouble, 0.25, 1e-12);
 	ck_assert_rel(cJSON_GetObjectItemCaseSensitive(o, "dp_comm_hidden_s")->valuedouble, 1.5, 1e-12);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "grad_acc_fusion")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o1, "grad_acc_fusion")));
 	ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "fits")));
 	cJSON_Delete(doc);
 	free(text);
@@ -1284,7 +1297,7 @@ START_TEST(test_report_explain)
 	ck_assert_msg(exposed && hidden && exposed < hidden, "%s", text);
 	ck_assert_ptr_nonnull(strstr(text, "\n  iteration 10.000 s, "));
 	ck_assert_ptr_nonnull(strstr(text, "\n  kernels and precision: attention unfused, norms unfused, "
-				     "FP8 GEMMs on, gradients bf16\n"
+				     "FP8 GEMMs on, gradients bf16 (accumulated in a pass of their own)\n"
 				     "  overlaps: TP comm on, gradient reduction off, parameter gather on\n"));
 	free(text);
 

@@ -474,8 +474,9 @@ END_TEST
 /* The overlaps the search sets (trainer_allows): Megatron (or no trainer)
  * all of them where the strategy has them (TP overlap with tp > 1 and SP,
  * parameter gathers with ZeRO >= 1); DeepSpeed no TP overlap, the
- * reduction with ZeRO >= 1 only, the gathers with ZeRO-3 only, and 2-byte
- * gradients; fixed options on every strategy as given. */
+ * reduction with ZeRO >= 1 only, the gathers with ZeRO-3 only, 2-byte
+ * gradients accumulated in a pass of their own (Megatron fuses it into the
+ * weight-gradient GEMMs); fixed options on every strategy as given. */
 START_TEST(overlaps_on_where_allowed)
 {
 	struct model *m;
@@ -501,6 +502,7 @@ START_TEST(overlaps_on_where_allowed)
 		ck_assert_int_eq(s->grad_bytes, 4);
 		ck_assert_int_eq(s->attn, ATTN_FLASH);
 		ck_assert(!s->unfused_norm);
+		ck_assert(!s->grad_acc_unfused);
 	}
 	ck_assert(tp2 > 0 && tp2 < p->n_feasible && z1 > 0 && z1 < p->n_feasible);
 	plan_free(p);
@@ -515,6 +517,7 @@ START_TEST(overlaps_on_where_allowed)
 		ck_assert_int_eq(s->grad_overlap, s->zero >= 1);
 		ck_assert_int_eq(s->param_overlap, s->zero == 3);
 		ck_assert_int_eq(s->grad_bytes, 2);
+		ck_assert(s->grad_acc_unfused);
 	}
 	plan_free(p);
 
@@ -525,6 +528,7 @@ START_TEST(overlaps_on_where_allowed)
 	o.grad_bytes = 2;
 	o.attn = ATTN_UNFUSED;
 	o.unfused_norm = true;
+	o.grad_acc_fusion = 0;
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
 	ck_assert_int_gt(p->n_feasible, 10);
 	for (int i = 0; i < p->n_feasible; i++) {
@@ -534,6 +538,7 @@ START_TEST(overlaps_on_where_allowed)
 		ck_assert_int_eq(s->grad_bytes, 2);
 		ck_assert_int_eq(s->attn, ATTN_UNFUSED);
 		ck_assert(s->unfused_norm);
+		ck_assert(s->grad_acc_unfused);
 	}
 	plan_free(p);
 	model_free(m);

@@ -4,7 +4,8 @@
 # cluster 'mixed': group 'h100' 4 x 8 H100, group 'a100' 4 x 8 A100
 # strategy: tp 4 cp 1 pp 4 vp 1 dp 4 ep 1, mbs 1 gbs 256 (64 micro-batches), seq 8192,
 #   1f1b, recompute full, zero 1, sp on
-# the plan costed: attention flash, norms fused, FP8 GEMMs off, gradients fp32,
+# the plan costed: attention flash, norms fused, FP8 GEMMs off,
+#   gradients fp32 accumulated in the GEMMs,
 #   overlapped: TP comm no, gradient reduction yes, parameter gather no
 #
 # Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \

@@ -4,7 +4,8 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 1 pp 2 vp 1 dp 4 ep 1, mbs 1 gbs 512 (128 micro-batches), seq 8192,
 #   1f1b, recompute selective, zero 1, sp on
-# the plan costed: attention flash, norms fused, FP8 GEMMs off, gradients fp32,
+# the plan costed: attention flash, norms fused, FP8 GEMMs off,
+#   gradients fp32 accumulated in the GEMMs,
 #   overlapped: TP comm no, gradient reduction yes, parameter gather no
 #
 # Usage: HOSTS="<host of node rank 0> ..." [MASTER_PORT=29500] \
@@ -29,6 +30,9 @@
 # - gradients: the plan costed fp32 gradients, kept and reduced; set
 #   data_types.grad_accum_dtype and communication_data_type to match where
 #   your DeepSpeed version and ZeRO stage allow (not written here).
+# - gradient accumulation: the plan costed it inside the weight-gradient
+#   GEMMs (Megatron's fusion); DeepSpeed adds each micro-batch's gradients
+#   in a pass of its own, slower than the plan.
 set -euo pipefail
 
 HOSTS=${HOSTS:?set HOSTS to the 2 hosts in node-rank order (nodes.txt)}

@@ -4,7 +4,8 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 2 pp 2 vp 2 dp 2 ep 1, mbs 1 gbs 64 (32 micro-batches), seq 8192,
 #   interleaved, recompute none, zero 1, sp on
-# the plan costed: attention flash, norms fused, FP8 GEMMs off, gradients fp32,
+# the plan costed: attention flash, norms fused, FP8 GEMMs off,
+#   gradients fp32 accumulated in the GEMMs,
 #   overlapped: TP comm no, gradient reduction yes, parameter gather no
 #
 # Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \

@@ -4,7 +4,8 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 1 pp 2 vp 1 dp 4 ep 1, mbs 1 gbs 512 (128 micro-batches), seq 8192,
 #   1f1b, recompute selective, zero 1, sp on
-# the plan costed: attention flash, norms fused, FP8 GEMMs on, gradients bf16,
+# the plan costed: attention flash, norms fused, FP8 GEMMs on,
+#   gradients bf16 accumulated in the GEMMs,
 #   overlapped: TP comm yes, gradient reduction yes, parameter gather yes
 #
 # Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \
