@@ -37,6 +37,16 @@ static double exposed(double comm, double work)
 	return pos(comm - work);
 }
 
+/* Of comm seconds bucketed so that a share of them cannot start before (or
+ * finish after) the work they overlap, the exposed part: what the work
+ * cannot cover, and at least that share. */
+static double bucketed(double comm, double work, double share)
+{
+	double x = exposed(comm, work);
+
+	return x > share * comm ? x : share * comm;
+}
+
 static int micro_batches(const struct strategy *s)
 {
 	if (s->micro_batches > 0)
@@ -176,12 +186,8 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 	double share = D + E > bucket ? bucket / (D + E) : 1;
 
 	comm_dp(c, g, s, D, E, &reduce, &gather);
-	x_r = reduce;
-	if (s->grad_overlap && exposed(reduce, bwd) < reduce)
-		x_r = exposed(reduce, bwd) > share * reduce ? exposed(reduce, bwd) : share * reduce;
-	x_g = gather;
-	if (s->param_overlap && exposed(gather, fwd) < gather)
-		x_g = exposed(gather, fwd) > share * gather ? exposed(gather, fwd) : share * gather;
+	x_r = s->grad_overlap ? bucketed(reduce, bwd, share) : reduce;
+	x_g = s->param_overlap ? bucketed(gather, fwd, share) : gather;
 	*dp = x_r + x_g;
 	*hidden = reduce + gather - *dp;
 	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
@@ -421,7 +427,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	int L = lc->n_layer, pp = s->pp, mb = micro_batches(s), bn = 0;
 
 	*r = zero_result;
-	r->overflow_stage = -1;
+	r->overflow_rank = -1;
 	r->fits = true;
 	cost_frame(&f, m, c, s);
 	for (int q = 0; q < pp; q++)
@@ -447,7 +453,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 
 		if (rank_mem[q] > cap && r->fits) {
 			r->fits = false;
-			r->overflow_stage = q;
+			r->overflow_rank = q;
 		}
 	}
 	/* Interleaved: the slowest rank's chunks together set the steady

@@ -111,7 +111,7 @@ struct cost_result {
 	double peak_bytes;	/* heaviest pipeline rank, per GPU */
 	int heaviest_rank;
 	bool fits;		/* every stage within cap (pipeline_frame) */
-	int overflow_stage;	/* first stage that does not fit, or -1 */
+	int overflow_rank;	/* first pipeline rank over its GPU memory, or -1 */
 };
 
 /* Evaluates strategy s (partition and placement set) with the layer costs lc

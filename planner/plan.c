@@ -367,7 +367,7 @@ static void why_not(struct search *S, struct plan_row *row)
 	const struct cost_result *r = &row->r;
 	const struct cluster *c = S->c;
 	const struct gpu_type *h = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
-	int over = r->overflow_stage >= 0 ? r->overflow_stage % s->pp : -1;
+	int over = r->overflow_rank;
 	int n;
 
 	n = snprintf(row->why, sizeof row->why, "%s needs %.1f GiB per GPU on rank %d (%s, %.0f GiB)",

@@ -494,7 +494,7 @@ START_TEST(test_memory_gpt3)
 	ck_assert_rel(r.mem.logits, 0, 0);
 	ck_assert_rel(r.mem.allowance, 2 * GiB, 0);
 	ck_assert(r.fits);
-	ck_assert_int_eq(r.overflow_stage, -1);
+	ck_assert_int_eq(r.overflow_rank, -1);
 	cost_layers_free(&lc);
 
 	/* 18 bytes per parameter without ZeRO; ZeRO-2 2 + 16/8 = 4;
@@ -569,7 +569,7 @@ START_TEST(test_memory_overflow)
 	ck_assert_rel(f.cap[0], 83751862272.0, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
-	ck_assert_int_eq(r.overflow_stage, 0);
+	ck_assert_int_eq(r.overflow_rank, 0);
 	ck_assert_rel(r.peak_bytes, 84825722880.0 + 2 * GiB, 1e-12);
 	cost_layers_free(&lc);
 	s.attn = ATTN_FLASH;
@@ -1352,7 +1352,7 @@ START_TEST(test_allowance)
 	ck_assert_rel(r.mem.activations, 1.4e8, 1e-12);
 	ck_assert_rel(r.peak_bytes, body + MEM_CONTEXT_BYTES + MEM_FRAG_SHARE * 1.46e8, 1e-12);
 	ck_assert(!r.fits);
-	ck_assert_int_eq(r.overflow_stage, 0);
+	ck_assert_int_eq(r.overflow_rank, 0);
 	cost_layers_free(&lc);
 }
 END_TEST
@@ -1394,7 +1394,7 @@ START_TEST(test_fit_interleaved_chunks)
 	ck_assert_rel(f.inflight[1], 1.5, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(r.fits);
-	ck_assert_int_eq(r.overflow_stage, -1);
+	ck_assert_int_eq(r.overflow_rank, -1);
 	ck_assert_int_eq(r.heaviest_rank, 0);
 	ck_assert_rel(r.peak_bytes, 8.85e8, 1e-12);
 	ck_assert_rel(r.mem.weights, 2 * 3.5e7, 1e-12);
@@ -1403,7 +1403,7 @@ START_TEST(test_fit_interleaved_chunks)
 	gpus[0].mem_bytes = 8.8e8;
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
-	ck_assert_int_eq(r.overflow_stage, 0);
+	ck_assert_int_eq(r.overflow_rank, 0);
 	/* rank 1 overflows alone on a GPU between the two ranks' needs
 	 * (rank 1 on group 1) */
 	gpus[0].mem_bytes = 1e9;
@@ -1411,7 +1411,7 @@ START_TEST(test_fit_interleaved_chunks)
 	s.group[1] = 1;
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
-	ck_assert_int_eq(r.overflow_stage, 1);
+	ck_assert_int_eq(r.overflow_rank, 1);
 	cost_layers_free(&lc);
 }
 END_TEST
