@@ -1,4 +1,5 @@
-/* emit.c: emit_write (check, build every file, write them atomically) and
+/* emit.c: emit_write (check, build every file, write them as one
+ * transaction through outfile.h) and
  * the pieces shared by the emitters: text buffer, header, Megatron layout,
  * node checks of the launch scripts, nodes.txt. */
 #include "emit.h"
@@ -15,6 +16,7 @@
 #include "cluster.h"
 #include "emit_int.h"
 #include "model.h"
+#include "outfile.h"
 #include "strategy.h"
 #include "trainer.h"
 #include "util.h"
@@ -260,7 +262,8 @@ void emit_nodes_txt(struct emit_ctx *x)
 
 	emit_header(b, x, "node placement for the launch files beside it");
 	emit_printf(b, "#\n"
-		    "# One line per node rank: <node rank> <node group> <GPU type>. Ranks go\n"
+		    "# One line per node rank: <node rank>, <node group>, <GPU type>, separated\n"
+		    "# by one tab each (names may hold spaces, never a tab). Ranks go\n"
 		    "# tp-cp-dp-pp (Megatron; torchtitan's mesh and DeepSpeed's topology give the\n"
 		    "# same order), so pipeline rank p owns global ranks [p*%d, (p+1)*%d)\n"
 		    "# (tp*cp*dp = %d), and a node's global ranks follow those of the lower node\n"
@@ -284,9 +287,11 @@ void emit_nodes_txt(struct emit_ctx *x)
 	for (int i = 0; i < n->n; i++) {
 		const struct node_group *g = &x->c->group[n->group[i]];
 
-		emit_printf(b, "%d ", i);
+		/* tab-separated: emit_name turns control characters, tab
+		 * included, into '?', so a name cannot hold the separator */
+		emit_printf(b, "%d\t", i);
 		emit_name(b, g->name);
-		emit_printf(b, " ");
+		emit_printf(b, "\t");
 		emit_name(b, x->c->gpu[g->gpu].name);
 		emit_printf(b, "\n");
 	}
@@ -294,117 +299,31 @@ void emit_nodes_txt(struct emit_ctx *x)
 
 /* ---- writing ---- */
 
-/* mkdir -p: creates dir and its missing parents. */
-static int make_dir(const char *dir, struct err *e)
+/* Adds every file of x to t as dir/NAME, dir to be created by the commit. */
+static int stage_files(const struct emit_ctx *x, const char *dir, struct outfile_set *t,
+		       struct err *e)
 {
-	char *p = xstrdup(dir);
-	struct stat st;
-
-	if (!*dir) {
-		free(p);
+	if (!*dir)
 		return err_set(e, "the output directory name is empty");
-	}
-	for (char *q = p + 1;; q++) {
-		char c = *q;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*q = '\0';
-		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-			err_set(e, "cannot create '%s': %s", p, strerror(errno));
-			free(p);
-			return -1;
-		}
-		*q = c;
-		if (c == '\0')
-			break;
-	}
-	free(p);
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return err_set(e, "cannot create '%s': %s", dir,
-			       stat(dir, &st) != 0 ? strerror(errno) : "Not a directory");
-	return 0;
-}
-
-/* Writes f to a new temporary file in dir; *tmp receives its malloc'd path. */
-static int write_temp(const char *dir, const struct emit_file *f, mode_t umask_,
-		      char **tmp, struct err *e)
-{
-	size_t n = strlen(dir) + strlen(f->name) + 16;
-	char *path = xmalloc(n);
-	int fd;
-
-	snprintf(path, n, "%s/.%s.XXXXXX", dir, f->name);
-	fd = mkstemp(path);
-	if (fd < 0) {
-		err_set(e, "cannot create '%s/%s': %s", dir, f->name, strerror(errno));
-		free(path);
-		return -1;
-	}
-	*tmp = path;
-	for (size_t done = 0; done < f->text.len;) {
-		ssize_t w = write(fd, f->text.s + done, f->text.len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			goto fail;
-		done += (size_t)w;
-	}
-	if (fchmod(fd, (mode_t)f->mode & ~umask_) != 0 || fsync(fd) != 0)
-		goto fail;
-	if (close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	return 0;
-fail:
-	err_set(e, "cannot write '%s/%s': %s", dir, f->name, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
-/* Writes every file of x into dir: all to temporary names first, then
- * renamed over the final names; on failure the temporaries are removed. */
-static int write_files(const struct emit_ctx *x, const char *dir, struct err *e)
-{
-	char *tmp[EMIT_MAX_FILES] = { 0 };
-	mode_t um = umask(0);
-	int i, rc = -1;
-
-	umask(um);
-	if (make_dir(dir, e))
-		return -1;
-	for (i = 0; i < x->n_file; i++)
-		if (write_temp(dir, &x->file[i], um, &tmp[i], e))
-			goto done;
-	for (i = 0; i < x->n_file; i++) {
+	outfile_mkdir(t, dir);
+	for (int i = 0; i < x->n_file; i++) {
 		size_t n = strlen(dir) + strlen(x->file[i].name) + 2;
 		char *path = xmalloc(n);
+		int rc;
 
 		snprintf(path, n, "%s/%s", dir, x->file[i].name);
-		if (rename(tmp[i], path) != 0) {
-			err_set(e, "cannot write '%s': %s", path, strerror(errno));
-			free(path);
-			goto done;
-		}
+		rc = outfile_add(t, path, x->file[i].text.s, x->file[i].text.len,
+				 x->file[i].mode, e);
 		free(path);
-		free(tmp[i]);
-		tmp[i] = NULL;
+		if (rc)
+			return -1;
 	}
-	rc = 0;
-done:
-	for (i = 0; i < x->n_file; i++) {
-		if (tmp[i])
-			unlink(tmp[i]);
-		free(tmp[i]);
-	}
-	return rc;
+	return 0;
 }
 
-int emit_write(const char *format, const char *dir, const struct model *m,
-	       const struct cluster *c, const struct strategy *s, struct err *e)
+int emit_stage(const char *format, const char *dir, const struct model *m,
+	       const struct cluster *c, const struct strategy *s, struct outfile_set *t,
+	       struct err *e)
 {
 	struct emit_ctx x = { .m = m, .c = c, .s = s };
 	int f = emit_format_parse(format), rc;
@@ -440,9 +359,21 @@ int emit_write(const char *format, const char *dir, const struct model *m,
 		break;
 	}
 	emit_nodes_txt(&x);
-	rc = write_files(&x, dir, e);
+	rc = stage_files(&x, dir, t, e);
 	for (int i = 0; i < x.n_file; i++)
 		free(x.file[i].text.s);
 	trainer_nodes_free(&x.nodes);
+	return rc;
+}
+
+int emit_write(const char *format, const char *dir, const struct model *m,
+	       const struct cluster *c, const struct strategy *s, struct err *e)
+{
+	struct outfile_set *t = outfile_create();
+	int rc = emit_stage(format, dir, m, c, s, t, e);
+
+	if (rc == 0)
+		rc = outfile_commit(t, e);
+	outfile_free(t);
 	return rc;
 }

@@ -8,6 +8,7 @@ struct err;
 struct model;
 struct cluster;
 struct strategy;
+struct outfile_set;
 
 enum emit_format {
 	EMIT_MEGATRON,	 /* launch.sh, nodes.txt */
@@ -33,5 +34,13 @@ int emit_format_parse(const char *name);
  * or "cannot create 'dir/launch.sh': <strerror>". */
 int emit_write(const char *format, const char *dir, const struct model *m,
 	       const struct cluster *c, const struct strategy *s, struct err *e);
+
+/* Like emit_write, but adds the files (dir/NAME) and dir to the transaction
+ * t instead of writing them: nothing is written until outfile_commit(t).
+ * Returns 0, or -1 with e set (also when a file names the same path as one
+ * already in t: outfile_conflict(t) is then true). */
+int emit_stage(const char *format, const char *dir, const struct model *m,
+	       const struct cluster *c, const struct strategy *s, struct outfile_set *t,
+	       struct err *e);
 
 #endif

@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "emit.h"
 #include "model.h"
+#include "outfile.h"
 #include "plan.h"
 #include "report.h"
 #include "trainer.h"
@@ -393,25 +394,40 @@ static void print_summary(const struct plan *p, const struct model *m,
 	putchar('\n');
 }
 
-/* Writes the launch files, the CSV and the JSON that were asked for, in
- * that order; if one fails, removes those this run already wrote, so that
- * an error leaves no output behind. Returns an exit code, e set on error. */
+/* Writes the CSV, the JSON and the launch files that were asked for as one
+ * transaction (outfile.h): all are rendered, then written to temporaries
+ * (regular files) or in place (stdout, devices, FIFOs), and renamed only
+ * when every one succeeded, so an error changes none of the user's files.
+ * Returns an exit code, e set on error: EXIT_USAGE when two outputs name the
+ * same file (nothing is written then). */
 static int write_outputs(const struct cli *cl, const struct plan *p, const struct model *m,
 			 const struct cluster *c, struct err *e)
 {
-	if (cl->emit && emit_write(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, e))
-		return EXIT_INPUT;
-	if (cl->csv && report_csv(cl->csv, p, m, c, e))
-		return EXIT_INPUT;
-	if (cl->json && report_json(cl->json, p, m, c, e)) {
-		if (cl->csv && strcmp(cl->csv, "-"))
-			remove(cl->csv);
-		return EXIT_INPUT;
-	}
+	struct outfile_set *t = outfile_create();
+	int rc = EXIT_INPUT;
+
+	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, e))
+		goto done;
+	if (cl->json && report_json_stage(t, cl->json, p, m, c, e))
+		goto done;
+	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
+		goto done;
+	if (outfile_commit(t, e))
+		goto done;
+	rc = EXIT_OK;
 	if (cl->emit)
 		printf("\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
 		       cl->pick, cl->out);
-	return EXIT_OK;
+done:
+	if (rc && outfile_conflict(t)) {
+		/* run() prints "ampplan: error: MSG": add the usage hint */
+		size_t n = strlen(e->msg);
+
+		snprintf(e->msg + n, sizeof e->msg - n, "\n(try 'ampplan --help')");
+		rc = EXIT_USAGE;
+	}
+	outfile_free(t);
+	return rc;
 }
 
 static int run(struct cli *cl, struct model *m, const struct cluster *c)
@@ -474,6 +490,18 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	return rc;
 }
 
+/* Whether the model's measured points name a GPU type the cluster does not
+ * define (a typo would silently fall back to the analytic time); e then
+ * names the model file. */
+static bool measured_gpus_unknown(const struct cli *cl, const struct model *m,
+				  const struct cluster *c, struct err *e)
+{
+	if (!model_check_gpus(m, c, e))
+		return false;
+	err_prefix(e, "%s", cl->model);
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cl = { 0 };
@@ -485,7 +513,8 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
-	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e))) {
+	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e)) ||
+	    (!cl.profile && measured_gpus_unknown(&cl, m, c, &e))) {
 		fflush(stdout);
 		fprintf(stderr, "ampplan: error: %s\n", e.msg);
 		rc = EXIT_INPUT;

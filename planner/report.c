@@ -14,6 +14,7 @@
 
 #include "cluster.h"
 #include "model.h"
+#include "outfile.h"
 #include "plan.h"
 #include "util.h"
 
@@ -272,6 +273,24 @@ static void csv_field(FILE *f, const char *s)
 		fputs(s, f);
 }
 
+/* Writes a text column's field so that a spreadsheet shows it as text: a
+ * cell starting with '=', '+', '-' or '@' (or a tab or CR) would be read as
+ * a formula (CSV injection through a name from an input file), so it gets a
+ * leading apostrophe, which Excel, LibreOffice and Google Sheets take as
+ * "text follows" and do not display (OWASP's advice). Numeric and 0/1
+ * columns are never changed. */
+static void csv_text_field(FILE *f, const char *s)
+{
+	char buf[FIELD_MAX + 1];
+
+	if (s[0] && strchr("=+-@\t\r", s[0])) {
+		snprintf(buf, sizeof buf, "'%s", s);
+		csv_field(f, buf);
+	} else {
+		csv_field(f, s);
+	}
+}
+
 static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 		      const struct cluster *c)
 {
@@ -286,7 +305,10 @@ static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
 		for (size_t i = 0; i < N_COLUMNS; i++) {
 			fputs(i ? "," : "", f);
-			csv_field(f, fields[i]);
+			if (columns[i].kind == COL_STR)
+				csv_text_field(f, fields[i]);
+			else
+				csv_field(f, fields[i]);
 		}
 		fputc('\n', f);
 	}
@@ -346,43 +368,38 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 	return text;
 }
 
-/* Writes text to path through a temporary file and a rename, or to stdout
- * for "-". */
+/* Renders body into memory and adds it to t as path ("-" for stdout). */
+static int stage_whole(struct outfile_set *t, const char *path,
+		       void (*body)(FILE *, const void *), const void *arg, struct err *e)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	if (!f)
+		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
+	body(f, arg);
+	if (fclose(f) != 0) {
+		free(text);
+		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
+	}
+	rc = outfile_add(t, path, text, len, 0666, e);
+	free(text);
+	return rc;
+}
+
+/* A transaction of one file. */
 static int write_whole(const char *path, void (*body)(FILE *, const void *),
 		       const void *arg, struct err *e)
 {
-	char tmp[4096];
-	FILE *f;
-	int fd;
-	mode_t mask;
+	struct outfile_set *t = outfile_create();
+	int rc = stage_whole(t, path, body, arg, e);
 
-	if (strcmp(path, "-") == 0) {
-		body(stdout, arg);
-		return fflush(stdout) ? err_set(e, "cannot write to stdout: %s", strerror(errno)) : 0;
-	}
-	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
-		return err_set(e, "path '%s' is too long", path);
-	fd = mkstemp(tmp);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		int en = errno;
-
-		if (fd >= 0) {
-			close(fd);
-			remove(tmp);
-		}
-		return err_set(e, "cannot create '%s': %s", path, strerror(en));
-	}
-	mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
-	body(f, arg);
-	if (ferror(f) | fclose(f) || rename(tmp, path)) {
-		int en = errno;
-
-		remove(tmp);
-		return err_set(e, "cannot write '%s': %s", path, strerror(en));
-	}
-	return 0;
+	if (rc == 0)
+		rc = outfile_commit(t, e);
+	outfile_free(t);
+	return rc;
 }
 
 struct output {
@@ -422,4 +439,20 @@ int report_json(const char *path, const struct plan *p, const struct model *m,
 	struct output o = { p, m, c };
 
 	return write_whole(path, json_body, &o, e);
+}
+
+int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		     const struct model *m, const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return stage_whole(t, path, csv_body, &o, e);
+}
+
+int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		      const struct model *m, const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return stage_whole(t, path, json_body, &o, e);
 }

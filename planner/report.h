@@ -10,6 +10,7 @@ struct plan_row;
 struct model;
 struct cluster;
 struct err;
+struct outfile_set;
 
 /* Prints the top rows (at most top) of p as an aligned table. */
 void report_table(FILE *out, const struct plan *p, const struct model *m,
@@ -25,9 +26,11 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 /* Writes every row of p (feasible first) as CSV with libcsv to path, or to
  * stdout for "-": a header of column names (units in the names), then one
  * line per row. Columns are only added, after the last existing one; flags
- * (fp8, the overlaps) are 0 or 1. The file is written to a temporary name
- * and renamed, so a failure leaves nothing half-written. Returns 0, or -1
- * with e set. */
+ * (fp8, the overlaps) are 0 or 1. A text cell starting with = + - @ gets a
+ * leading apostrophe (no spreadsheet formula). Written through outfile.h: a
+ * regular file by a temporary and a rename, so a failure leaves nothing
+ * half-written; a device, FIFO or pipe in place. Returns 0, or -1 with e
+ * set. */
 int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e);
 
@@ -37,6 +40,15 @@ int report_csv(const char *path, const struct plan *p, const struct model *m,
  * stdout for "-"; atomically like report_csv. Returns 0, or -1 with e set. */
 int report_json(const char *path, const struct plan *p, const struct model *m,
 		const struct cluster *c, struct err *e);
+
+/* Like report_csv and report_json, but add the file to the transaction t
+ * (outfile.h) instead of writing it: nothing is written until
+ * outfile_commit(t). Returns 0, or -1 with e set (outfile_conflict(t) is
+ * true when path names a file already in t). */
+int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		     const struct model *m, const struct cluster *c, struct err *e);
+int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		      const struct model *m, const struct cluster *c, struct err *e);
 
 /* Layers per stage as in Megatron's layout string, e.g. "E+19|20|20|21+L",
  * and node group names per pipeline rank, e.g. "h100*2,a100*2". Write at most
