@@ -12,7 +12,26 @@
 #include "strategy.h"
 #include "util.h"
 
-/* Ranges that reject absurd inputs (typos, wrong units). */
+/* Ranges that reject absurd inputs (typos, wrong units, 1e-300 figures that
+ * would print 300-digit times). A field outside its range fails with
+ * "field 'PATH' must be a number in [MIN, MAX]":
+ *   peak_bf16_tflops, peak_fp8_tflops   [0.1, 1e5] TFLOP/s
+ *   memory_GiB                          [0.125, 1e5] GiB
+ *   hbm_GBps                            [1, 1e6] GB/s
+ *   intra_node_GBps                     [0.1, 1e6] GB/s
+ *   inter_node_Gbps, inter_fabric_Gbps  [0.1, 1e7] Gb/s
+ *   efficiency_max, fp8_efficiency_max, flash_efficiency,
+ *   intra_node_efficiency, inter_node_efficiency   [0.01, 1]
+ *   efficiency_half_gflop               [0, 1e9] GFLOP
+ *   latencies (us)                      [0, 1e6]
+ *   nodes [1, 1e6], gpus_per_node [1, 1024], at most 1e7 GPUs and
+ *   MAX_GROUPS (16) groups in all. */
+#define MIN_TFLOPS 0.1
+#define MIN_GIB 0.125
+#define MIN_HBM_GBPS 1.0
+#define MIN_GBPS 0.1
+#define MIN_NET_GBPS 0.1
+#define MIN_EFF 0.01
 #define MAX_TFLOPS 1e5
 #define MAX_GIB 1e5
 #define MAX_GBPS 1e6		/* GB/s, HBM and intra-node links */
@@ -40,20 +59,18 @@ static const char *const group_fields[] = {
 	"intra_node_efficiency", "inter_node_efficiency", "fabric", "source",
 	"note", NULL};
 
-/* Reads a number in (0, max] (scaled by unit into *out); when optional and
- * missing, *out keeps its value. */
+/* Reads a number in [min, max], min > 0 (scaled by unit into *out); when
+ * optional and missing, *out keeps its value. */
 static int pos_num(const cJSON *obj, const char *where, const char *key,
-		   bool required, double max, double unit, double *out,
-		   struct err *e)
+		   bool required, double min, double max, double unit,
+		   double *out, struct err *e)
 {
 	double v = 0;
 
-	if (!cJSON_GetObjectItemCaseSensitive(obj, key))
-		return json_num(obj, where, key, required, 0, max, &v, e);
-	if (json_num(obj, where, key, true, 0, max, &v, e) || v <= 0)
-		return err_set(e, "field '%s%s%s' must be a number in (0, %g]",
-			       where, *where ? "." : "", key, max);
-	*out = v * unit;
+	if (json_num(obj, where, key, required, min, max, &v, e))
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(obj, key))
+		*out = v * unit;
 	return 0;
 }
 
@@ -87,18 +104,21 @@ static int read_gpu(struct gpu_type *g, const cJSON *o, struct err *e)
 	g->fp8_eff_max = 0;
 	g->flash_eff = 0;
 	if (json_keys(o, where, gpu_fields, e) ||
-	    pos_num(o, where, "peak_bf16_tflops", true, MAX_TFLOPS, 1e12,
-		    &g->peak_flops, e) ||
-	    pos_num(o, where, "memory_GiB", true, MAX_GIB, 1073741824.0,
+	    pos_num(o, where, "peak_bf16_tflops", true, MIN_TFLOPS, MAX_TFLOPS,
+		    1e12, &g->peak_flops, e) ||
+	    pos_num(o, where, "memory_GiB", true, MIN_GIB, MAX_GIB, 1073741824.0,
 		    &g->mem_bytes, e) ||
-	    pos_num(o, where, "hbm_GBps", true, MAX_GBPS, 1e9, &g->hbm_bw, e) ||
-	    pos_num(o, where, "efficiency_max", true, 1, 1, &g->eff_max, e) ||
+	    pos_num(o, where, "hbm_GBps", true, MIN_HBM_GBPS, MAX_GBPS, 1e9,
+		    &g->hbm_bw, e) ||
+	    pos_num(o, where, "efficiency_max", true, MIN_EFF, 1, 1, &g->eff_max, e) ||
 	    json_num(o, where, "efficiency_half_gflop", false, 0, MAX_HALF_GFLOP,
 		     &g->eff_half_flop, e) ||
-	    pos_num(o, where, "peak_fp8_tflops", false, MAX_TFLOPS, 1e12,
-		    &g->peak_fp8_flops, e) ||
-	    pos_num(o, where, "fp8_efficiency_max", false, 1, 1, &g->fp8_eff_max, e) ||
-	    pos_num(o, where, "flash_efficiency", false, 1, 1, &g->flash_eff, e))
+	    pos_num(o, where, "peak_fp8_tflops", false, MIN_TFLOPS, MAX_TFLOPS,
+		    1e12, &g->peak_fp8_flops, e) ||
+	    pos_num(o, where, "fp8_efficiency_max", false, MIN_EFF, 1, 1,
+		    &g->fp8_eff_max, e) ||
+	    pos_num(o, where, "flash_efficiency", false, MIN_EFF, 1, 1,
+		    &g->flash_eff, e))
 		return -1;
 	g->eff_half_flop *= 1e9;
 	if (g->fp8_eff_max <= 0)
@@ -141,15 +161,15 @@ static int read_group_links(struct node_group *g, const cJSON *o,
 	return json_int(o, where, "nodes", true, 1, MAX_NODES, &g->nodes, e) ||
 	       json_int(o, where, "gpus_per_node", true, 1, MAX_GPUS_PER_NODE,
 			&g->gpus_per_node, e) ||
-	       pos_num(o, where, "intra_node_GBps", true, MAX_GBPS, 1e9,
+	       pos_num(o, where, "intra_node_GBps", true, MIN_GBPS, MAX_GBPS, 1e9,
 		       &g->intra_bw, e) ||
 	       latency(o, where, "intra_node_latency_us", &g->intra_lat, e) ||
-	       pos_num(o, where, "inter_node_Gbps", true, MAX_NET_GBPS, 1e9 / 8,
-		       &g->inter_bw, e) ||
+	       pos_num(o, where, "inter_node_Gbps", true, MIN_NET_GBPS,
+		       MAX_NET_GBPS, 1e9 / 8, &g->inter_bw, e) ||
 	       latency(o, where, "inter_node_latency_us", &g->inter_lat, e) ||
-	       pos_num(o, where, "intra_node_efficiency", false, 1, 1,
+	       pos_num(o, where, "intra_node_efficiency", false, MIN_EFF, 1, 1,
 		       &g->intra_eff, e) ||
-	       pos_num(o, where, "inter_node_efficiency", false, 1, 1,
+	       pos_num(o, where, "inter_node_efficiency", false, MIN_EFF, 1, 1,
 		       &g->inter_eff, e) ? -1 : 0;
 }
 
@@ -214,8 +234,8 @@ static int read_fabric(struct cluster *c, const cJSON *doc, const char **fabric,
 		return err_set(e, "missing field 'inter_fabric_Gbps': groups[0] "
 			       "and groups[%d] sit on different fabrics ('%s', '%s')",
 			       other, fabric[0], fabric[other]);
-	if (pos_num(doc, "", "inter_fabric_Gbps", false, MAX_NET_GBPS, 1e9 / 8,
-		    &c->fabric_bw, e))
+	if (pos_num(doc, "", "inter_fabric_Gbps", false, MIN_NET_GBPS,
+		    MAX_NET_GBPS, 1e9 / 8, &c->fabric_bw, e))
 		return -1;
 	if (n > 1 || cJSON_GetObjectItemCaseSensitive(doc, "inter_fabric_latency_us"))
 		return latency(doc, "", "inter_fabric_latency_us", &c->fabric_lat, e);

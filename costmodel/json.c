@@ -4,43 +4,97 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
+/* Opens path without blocking (a FIFO with no writer would block open),
+ * then waits at most JSON_FIFO_WAIT_S for the first byte of a named FIFO
+ * (path itself a FIFO, not a link such as /dev/fd/63 or /dev/stdin to a
+ * pipe, which has its writer already and may be slow). Returns the
+ * descriptor, or -1 with e set. */
+static int open_input(const char *path, struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st, lst;
+
+	if (fd < 0) {
+		err_set(e, "cannot open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > JSON_MAX_BYTES) {
+		close(fd);
+		return err_set(e, "%s: larger than %ld MiB", path,
+			       JSON_MAX_BYTES >> 20);
+	}
+	if (lstat(path, &lst) == 0 && S_ISFIFO(lst.st_mode)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int rc;
+
+		do
+			rc = poll(&p, 1, JSON_FIFO_WAIT_S * 1000);
+		while (rc < 0 && errno == EINTR);
+		if (rc == 0) {
+			close(fd);
+			return err_set(e, "%s: no data after %d s (a FIFO with "
+				       "no writer?)", path, JSON_FIFO_WAIT_S);
+		}
+	}
+	/* Blocking reads from here on: a pipe's writer may be slow. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+/* Reads the whole file, at most JSON_MAX_BYTES, NUL-terminated. */
 static char *slurp(const char *path, size_t *len, struct err *e)
 {
-	FILE *f = fopen(path, "rb");
+	int fd = open_input(path, e);
 	char *buf = NULL;
 	size_t cap = 0, n = 0;
 
-	if (!f) {
-		err_set(e, "cannot open '%s': %s", path, strerror(errno));
+	if (fd < 0)
 		return NULL;
-	}
 	for (;;) {
+		ssize_t got;
+
 		if (n + 4096 + 1 > cap) {
 			cap = (cap ? 2 * cap : 65536);
+			if (cap > (size_t)JSON_MAX_BYTES + 2)
+				cap = (size_t)JSON_MAX_BYTES + 2;
 			buf = xreallocarray(buf, cap, 1);
 		}
-		size_t got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			err_set(e, "cannot read '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		n += (size_t)got;
+		if (n > (size_t)JSON_MAX_BYTES) {
+			err_set(e, "%s: larger than %ld MiB", path,
+				JSON_MAX_BYTES >> 20);
+			goto fail;
+		}
 		if (got == 0)
 			break;
 	}
-	if (ferror(f)) {
-		err_set(e, "cannot read '%s': %s", path, strerror(errno));
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
+	close(fd);
 	buf[n] = '\0';
 	*len = n;
 	return buf;
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
 }
 
 static void position(const char *buf, const char *at, int *line, int *col)
@@ -57,26 +111,158 @@ static void position(const char *buf, const char *at, int *line, int *col)
 	}
 }
 
-/* Rejects objects that repeat a key, anywhere in the document. */
-static int check_duplicates(const cJSON *node, struct err *e)
+/* Scans the text for the first '[' or '{' nested deeper than
+ * JSON_MAX_DEPTH outside strings (*nul false), or a \u0000 escape inside a
+ * string (*nul true; cJSON would cut the string there). Returns it, or
+ * NULL. Linear time. */
+static const char *too_deep(const char *buf, size_t len, bool *nul)
 {
-	for (const cJSON *a = node ? node->child : NULL; a; a = a->next) {
-		if (cJSON_IsObject(node))
-			for (const cJSON *b = a->next; b; b = b->next)
-				if (strcmp(a->string, b->string) == 0)
-					return err_set(e, "duplicate key '%s'", a->string);
-		if (check_duplicates(a, e))
-			return -1;
+	int depth = 0;
+	bool in_str = false;
+
+	*nul = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_str) {
+			if (c == '\\' && strncmp(buf + i + 1, "u0000", 5) == 0) {
+				*nul = true;
+				return buf + i;
+			}
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > JSON_MAX_DEPTH)
+				return buf + i;
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return NULL;
+}
+
+long json_utf8_check(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i];
+		unsigned long cp;
+		int more;
+
+		if (c < 0x80) {
+			cp = c;
+			more = 0;
+		} else if (c >= 0xc2 && c <= 0xdf) {
+			cp = c & 0x1f;
+			more = 1;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			cp = c & 0x0f;
+			more = 2;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			cp = c & 0x07;
+			more = 3;
+		} else {
+			return 1;
+		}
+		if (n - i - 1 < (size_t)more)
+			return 1;
+		for (int k = 1; k <= more; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 1;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return 1;
+		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+			return 2 + (long)cp;
+		i += (size_t)more + 1;
 	}
 	return 0;
 }
 
+/* Fails naming what (e.g. "field 'a.b'") if s is not clean UTF-8. */
+static int check_text(const char *s, const char *what, struct err *e)
+{
+	long bad = json_utf8_check(s, strlen(s));
+
+	if (bad == 1)
+		return err_set(e, "%s is not valid UTF-8", what);
+	if (bad > 1)
+		return err_set(e, "%s contains control character U+%04lX", what,
+			       (unsigned long)(bad - 2));
+	return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp((*(const cJSON *const *)a)->string,
+		      (*(const cJSON *const *)b)->string);
+}
+
+/* Checks node and everything below it (path: node's dotted path, "" for the
+ * root): keys and strings clean UTF-8, at most JSON_MAX_KEYS keys per
+ * object, none twice (sorted, so n log n). */
+static int check_tree(const cJSON *node, const char *path, struct err *e)
+{
+	const cJSON **keys = NULL;
+	const char *shown = *path ? path : "(root)";
+	char what[600], sub[512];
+	int n = 0, i = 0, rc = -1;
+
+	if (cJSON_IsString(node)) {
+		snprintf(what, sizeof what, "field '%s'", shown);
+		return check_text(node->valuestring, what, e);
+	}
+	if (cJSON_IsObject(node)) {
+		for (const cJSON *a = node->child; a; a = a->next)
+			if (++n > JSON_MAX_KEYS)
+				return err_set(e, "object '%s' has more than %d keys",
+					       shown, JSON_MAX_KEYS);
+		keys = xcalloc((size_t)n, sizeof *keys);
+	}
+	for (const cJSON *a = node->child; a; a = a->next, i++) {
+		if (keys) {
+			snprintf(what, sizeof what, "key %d of '%s'", i + 1, shown);
+			if (check_text(a->string, what, e))
+				goto fail;
+			keys[i] = a;
+			snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "",
+				 a->string);
+		} else {
+			snprintf(sub, sizeof sub, "%s[%d]", path, i);
+		}
+		if (check_tree(a, sub, e))
+			goto fail;
+	}
+	if (keys && n > 1) {
+		qsort(keys, (size_t)n, sizeof *keys, by_key);
+		for (i = 1; i < n; i++)
+			if (strcmp(keys[i - 1]->string, keys[i]->string) == 0) {
+				err_set(e, "duplicate key '%s' in '%s'",
+					keys[i]->string, shown);
+				goto fail;
+			}
+	}
+	rc = 0;
+fail:
+	free(keys);
+	return rc;
+}
+
 cJSON *json_load(const char *path, struct err *e)
 {
-	const char *end = NULL;
+	const char *end = NULL, *deep;
 	size_t len = 0;
 	char *buf = slurp(path, &len, e);
 	cJSON *doc;
+	int line, col;
+	bool nul;
 
 	if (!buf)
 		return NULL;
@@ -85,17 +271,26 @@ cJSON *json_load(const char *path, struct err *e)
 		free(buf);
 		return NULL;
 	}
+	deep = too_deep(buf, len, &nul);
+	if (deep) {
+		position(buf, deep, &line, &col);
+		if (nul)
+			err_set(e, "%s:%d:%d: a string holds \\u0000", path, line, col);
+		else
+			err_set(e, "%s: nesting deeper than %d at %d:%d", path,
+				JSON_MAX_DEPTH, line, col);
+		free(buf);
+		return NULL;
+	}
 	doc = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
 	if (!doc) {
-		int line, col;
-
 		position(buf, end ? end : buf + len, &line, &col);
 		err_set(e, "%s:%d:%d: malformed JSON", path, line, col);
 		free(buf);
 		return NULL;
 	}
 	free(buf);
-	if (check_duplicates(doc, e)) {
+	if (check_tree(doc, "", e)) {
 		err_prefix(e, "%s", path);
 		cJSON_Delete(doc);
 		return NULL;

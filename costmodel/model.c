@@ -8,11 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "json.h"
 #include "util.h"
 
 /* Ranges of the input fields: wide enough for any real model, narrow enough
- * to reject absurd values (hidden_size 1e12) and int overflow downstream. */
+ * to reject absurd values (hidden_size 1e12, forward_s 1e-300) and int
+ * overflow downstream. Integers (all must be whole numbers): hidden_size
+ * [1, 1e6], num_layers and repeat [1, 10000], heads and KV heads [1, 1e5],
+ * head_dim [1, 1e5], heads * head_dim at most 1e7, ffn sizes [1, 1e7],
+ * vocab_size [1, 1e7], max_position_embeddings [1, 1e8], seq_length
+ * [1, 1e7], global_batch_size [1, 1e8], num_experts [0, 1e5] (HF [1, 1e5]),
+ * moe_top_k [1, num_experts], measured tp [1, 1e5] and micro_batch_size
+ * [1, 1e6]. Numbers: a layer's params, flops_per_token and bytes per token
+ * [0, 1e20] (expert_params [0, params]); measured forward_s and
+ * backward_s [1e-9, 1e6] seconds. */
 #define MAX_HIDDEN 1000000
 #define MAX_LAYERS 10000
 #define MAX_HEADS 100000
@@ -28,6 +38,7 @@
 #define MAX_MBS 1000000
 #define MAX_AMOUNT 1e20		/* params, FLOPs or bytes of one layer */
 #define MAX_SECONDS 1e6
+#define MIN_SECONDS 1e-9	/* a measured time below 1 ns is a typo */
 
 /* Defaults of an imported Hugging Face config (the file has no training
  * setup): seq_length = min(max_position_embeddings, HF_SEQ), gbs HF_GBS. */
@@ -110,16 +121,11 @@ static int opt_int(const cJSON *obj, const char *where, const char *key,
 	return json_int(obj, where, key, required, min, max, out, e);
 }
 
-/* Reads a number in (0, max]. */
-static int pos_num(const cJSON *obj, const char *where, const char *key,
-		   double max, double *out, struct err *e)
+/* Reads a measured time in seconds, [MIN_SECONDS, MAX_SECONDS]. */
+static int seconds(const cJSON *obj, const char *where, const char *key,
+		   double *out, struct err *e)
 {
-	if (json_num(obj, where, key, true, 0, max, out, e) == 0 && *out > 0)
-		return 0;
-	if (!cJSON_GetObjectItemCaseSensitive(obj, key))
-		return -1;
-	return err_set(e, "field '%s%s%s' must be a number in (0, %g]", where,
-		       *where ? "." : "", key, max);
+	return json_num(obj, where, key, true, MIN_SECONDS, MAX_SECONDS, out, e);
 }
 
 /* Reads the architecture integers named by k into m. kv_heads defaults to
@@ -265,10 +271,10 @@ static int read_measure(struct layer_measure *mm, const cJSON *o,
 	    json_int(o, where, "tp", true, 1, MAX_TP, &mm->tp, e) ||
 	    json_int(o, where, "micro_batch_size", true, 1, MAX_MBS, &mm->mbs, e) ||
 	    json_int(o, where, "seq_length", true, 1, MAX_SEQ, &mm->seq, e) ||
-	    pos_num(o, where, "forward_s", MAX_SECONDS, &mm->fwd_s, e) ||
+	    seconds(o, where, "forward_s", &mm->fwd_s, e) ||
 	    /* optional: without it backward is 2 x forward (AMP) */
 	    (cJSON_GetObjectItemCaseSensitive(o, "backward_s") &&
-	     pos_num(o, where, "backward_s", MAX_SECONDS, &mm->bwd_s, e)))
+	     seconds(o, where, "backward_s", &mm->bwd_s, e)))
 		return -1;
 	mm->gpu = xstrdup(gpu);
 	return 0;
@@ -505,6 +511,9 @@ static int load_hf(struct model *m, const cJSON *doc, const char *path,
 	if (rc || read_hf_dtype(m, doc, e))
 		return -1;
 	m->name = hf_name(doc, path);
+	if (json_utf8_check(m->name, strlen(m->name)))
+		return err_set(e, "the file name is not valid UTF-8 or holds a "
+			       "control character: set '_name_or_path'");
 	m->seq = m->max_pos < HF_SEQ ? m->max_pos : HF_SEQ;
 	m->gbs = HF_GBS;
 	model_derive_layers(m);
@@ -535,6 +544,31 @@ fail:
 	cJSON_Delete(doc);
 	model_free(m);
 	return -1;
+}
+
+int model_check_gpus(const struct model *m, const struct cluster *c,
+		     struct err *e)
+{
+	for (int i = 0; i < m->n_layer; i++)
+		for (int j = 0; j < m->layer[i].n_measure; j++) {
+			const char *gpu = m->layer[i].measure[j].gpu;
+			char types[256] = "";
+			size_t len = 0;
+			int k = 0;
+
+			while (k < c->n_gpu && strcmp(c->gpu[k].name, gpu) != 0)
+				k++;
+			if (k < c->n_gpu)
+				continue;
+			for (k = 0; k < c->n_gpu && len < sizeof types; k++)
+				len += (size_t)snprintf(types + len, sizeof types - len,
+							"%s%s", k ? ", " : "",
+							c->gpu[k].name);
+			return err_set(e, "layer %d: measured point for GPU type "
+				       "'%s', which cluster '%s' does not define "
+				       "(its types: %s)", i, gpu, c->name, types);
+		}
+	return 0;
 }
 
 /* One transformer block (COSTMODEL.md, "Parameters" and "FLOPs"; Llama

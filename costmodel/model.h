@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 struct err;
+struct cluster;
 
 enum layer_kind { LAYER_EMBEDDING, LAYER_BLOCK, LAYER_HEAD };
 /* GeLU and squared ReLU (Nemotron-4) MLPs have two matrices, SwiGLU three. */
@@ -64,6 +65,14 @@ struct model {
  * with model_free), or -1 with e naming the file and the field or the
  * line:column. */
 int model_load(struct model **out, const char *path, struct err *e);
+
+/* Checks that every measured point of m is for a GPU type that cluster c
+ * defines (a point for another type would be silently ignored: a typo).
+ * Returns 0, or -1 with e set to "layer L: measured point for GPU type 'X',
+ * which cluster 'NAME' does not define (its types: A, B)", L the index in
+ * m->layer (0 the embedding), the first such point in layer order. */
+int model_check_gpus(const struct model *m, const struct cluster *c,
+		     struct err *e);
 
 /* Builds the layer list from the dimensions (parameters, FLOPs and
  * activations per COSTMODEL.md), replacing any present. */

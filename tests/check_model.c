@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "model.h"
 #include "testutil.h"
 #include "util.h"
@@ -519,6 +520,31 @@ START_TEST(test_megatron_table1)
 }
 END_TEST
 
+/* Measured points must name GPU types of the cluster: a typo would make the
+ * cost model silently use its analytic time (issue 13, item 7). */
+START_TEST(test_check_gpus)
+{
+	char *path = write_temp(measured_profile);
+	struct model *m = load_ok(path), *plain = load_ok("tests/data/tiny-2-layers.json");
+	struct gpu_type both[] = {{.name = "H100-SXM5-80GB"}, {.name = "A100-SXM4-80GB"}};
+	struct gpu_type one[] = {{.name = "H100-SXM5-80GB"}, {.name = "A100-SXM4-40GB"}};
+	struct cluster ok = {.name = "both", .gpu = both, .n_gpu = 2};
+	struct cluster typo = {.name = "mixed", .gpu = one, .n_gpu = 2};
+	struct err e = {""};
+
+	ck_assert_int_eq(model_check_gpus(m, &ok, &e), 0);
+	ck_assert_int_eq(model_check_gpus(plain, &typo, &e), 0);
+	ck_assert_int_eq(model_check_gpus(m, &typo, &e), -1);
+	ck_assert_str_eq(e.msg, "layer 1: measured point for GPU type 'A100-SXM4-80GB', "
+			 "which cluster 'mixed' does not define (its types: "
+			 "H100-SXM5-80GB, A100-SXM4-40GB)");
+	model_free(m);
+	model_free(plain);
+	remove(path);
+	free(path);
+}
+END_TEST
+
 /* One defect per file; the message names the file and the field. */
 static const struct {
 	const char *file, *want;
@@ -535,7 +561,7 @@ static const struct {
 	{"model-layer-kind.json", "field 'layers[1].kind' must be 'embedding', 'block' or 'head', not 'mlp'"},
 	{"model-layer-params.json", "field 'layers[1].params' must be a number"},
 	{"model-measured-tp.json", "field 'layers[1].measured[0].tp' must be an integer"},
-	{"model-measured-time.json", "field 'layers[1].measured[0].forward_s' must be a number in (0, "},
+	{"model-measured-time.json", "field 'layers[1].measured[0].forward_s' must be a number in [1e-09, "},
 	{"model-expert-params.json", "field 'layers[1].expert_params' must be a number"},
 	{"model-layers-type.json", "field 'layers' must be an array"},
 	{"model-hf-type.json", "field 'model_type' must be 'llama', 'mistral', 'qwen2', 'mixtral' or 'gpt2', not 'bert'"},
@@ -608,6 +634,7 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(tc, test_profile_matches_derived, 0, n_profiles);
 	tcase_add_loop_test(tc, test_hf_round_trip, 0, n_hf);
 	tcase_add_test(tc, test_profile_measured);
+	tcase_add_test(tc, test_check_gpus);
 	tcase_add_test(tc, test_profile_relu2);
 	tcase_add_test(tc, test_set_seq);
 	tcase_add_loop_test(tc, test_megatron_table1, 0, n_table1);
