@@ -163,6 +163,23 @@ START_TEST(cluster_no_strategy_can_use)
 }
 END_TEST
 
+/* A measured point for a GPU type the cluster does not define (a typo:
+ * A100-SXM4-80G) used to fall back to the analytic time silently, exit 0;
+ * now it is bad input naming the model file, the layer and the types. */
+START_TEST(measured_unknown_gpu_is_an_error)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan("--model tests/data/measured-unknown-gpu.json --cluster clusters/dgx-a100.json",
+				     &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "tests/data/measured-unknown-gpu.json: layer 1: measured point for GPU type "
+				     "'A100-SXM4-80G', which cluster '16x DGX A100 80GB' does not define"));
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(demo_ranks_strategies)
 {
 	char *out, *err;
@@ -540,6 +557,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
+	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, demo_ranks_strategies);
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);
