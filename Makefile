@@ -56,6 +56,7 @@ check: test-deps
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 test: $(BUILD)/ampplan $(TESTS)
 	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
@@ -74,6 +75,57 @@ bench: deps
 $(BUILD)/bench: $(BUILD)/tests/bench.o $(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# libFuzzer targets (tests/fuzz): the library built again with clang's
+# fuzzer, ASan and UBSan into build/fuzz. `make fuzz` runs each target for
+# FUZZ_SECONDS on its seeds (tests/fuzz/corpus/T; new inputs go to
+# build/fuzz/corpus/T, crashes to build/fuzz/crashes/); `make fuzz-smoke`
+# (part of check) runs each over its seeds and FUZZ_SMOKE_RUNS mutations
+# from a fixed seed, deterministic.
+FUZZ_CC ?= clang-14
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_RUNS ?= 300
+FUZZ_DIR = build/fuzz
+FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
+	-pthread -Icostmodel -Iplanner -Itests/fuzz $(FUZZ_SAN)
+FUZZ_TARGETS := model hf cluster report search
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_RUN = -timeout=30 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=0
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_DIR)/libampplan.a: $(FUZZ_LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/libampplan.a
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: test-deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@mkdir -p $(FUZZ_DIR)/crashes; fail=0; for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+		$(FUZZ_DIR)/fuzz_$$t $(FUZZ_RUN) -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(FUZZ_DIR)/crashes/$$t- \
+			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t || fail=1; \
+	done; exit $$fail
+
+fuzz-smoke: test-deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@mkdir -p $(FUZZ_DIR)/crashes; fail=0; for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz_$$t: seeds + $(FUZZ_SMOKE_RUNS) runs"; \
+		rm -rf $(FUZZ_DIR)/smoke/$$t; mkdir -p $(FUZZ_DIR)/smoke/$$t; \
+		$(FUZZ_DIR)/fuzz_$$t $(FUZZ_RUN) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) \
+			-artifact_prefix=$(FUZZ_DIR)/crashes/$$t- \
+			$(FUZZ_DIR)/smoke/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_DIR)/smoke/$$t.log \
+			|| { cat $(FUZZ_DIR)/smoke/$$t.log; fail=1; }; \
+		tail -n 1 $(FUZZ_DIR)/smoke/$$t.log; \
+	done; exit $$fail
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 ampplan $(DESTDIR)$(PREFIX)/bin/ampplan
@@ -84,6 +136,7 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps test-deps demo check test validate bench install format clean
+.PHONY: all deps test-deps demo check test validate bench install format clean \
+	fuzz fuzz-build fuzz-smoke
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -146,6 +146,27 @@ static double snap(double v)
 	return fabs(v) < 1e-9 ? 0 : v;
 }
 
+/* Branch and bound's node limit for one solve (solve_once), and the nodes
+ * it used (GLPK's total count: deterministic). */
+struct nodes {
+	long limit;	/* 0: none */
+	long used;
+};
+
+/* GLPK's branch-and-bound callback: stops the search once it has created
+ * more than the limit's nodes (glp_intopt then returns its incumbent). */
+static void ilp_node_cb(glp_tree *T, void *info)
+{
+	struct nodes *nd = info;
+	int a_cnt, n_cnt, t_cnt;
+
+	glp_ios_tree_size(T, &a_cnt, &n_cnt, &t_cnt);
+	if (t_cnt > nd->used)
+		nd->used = t_cnt;
+	if (nd->limit && t_cnt > nd->limit)
+		glp_ios_terminate(T);
+}
+
 /* Builds and solves the ILP of ilp_place with the estimates e:
  *   min  a*U + b * sum_{r,g} (tz[r][g] z[r][g] + tx[r][g] x[r][g])
  *   s.t. sum_g x[r][g] = 1                   each rank on one group
@@ -163,7 +184,7 @@ static double snap(double v)
  * free: layer counts in rank order define the split. Writes group[] unless
  * ILP_NONE. Size: 2 pp G + 1 columns, about (4 G + 3) pp rows. */
 static enum ilp_status solve_once(const struct placement_problem *p,
-				  const struct est *e, int tm_lim, int *group)
+				  const struct est *e, int tm_lim, struct nodes *nd, int *group)
 {
 	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, r, g, row, nz = 0;
 	int ncol = 2 * pp * G + 1, *ia, *ja;
@@ -292,6 +313,9 @@ static enum ilp_status solve_once(const struct placement_problem *p,
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = GLP_ON;
 	parm.tm_lim = tm_lim;
+	parm.cb_func = ilp_node_cb;
+	parm.cb_info = nd;
+	nd->used = 0;
 	/* pseudocost branching and best-projection backtracking: 2-4x fewer
 	 * nodes than the defaults at pp = 8; cuts made it slower */
 	parm.br_tech = GLP_BR_PCH;
@@ -363,12 +387,25 @@ static double now_s(void)
  * layers when layers are alike, and aware that the first ranks hold the
  * embedding and the last the head. Later rounds re-price over the layer
  * ranges that partition_solve gives the last placement, until the placement
- * repeats or the time is up, and keep the placement whose refined pipeline
+ * repeats or the time or the nodes are spent, and keep the placement whose refined pipeline
  * time (no p2p, no tail) is least. The status is that of the ILP solve that
  * gave it: OPTIMAL is proven for the model, not for the refined time. */
 enum ilp_status ilp_place(const struct placement_problem *p, int *group,
 			  double time_limit_s)
 {
+	return ilp_place_limits(p, group, time_limit_s, 0);
+}
+
+void ilp_free_env(void)
+{
+	glp_free_env();
+}
+
+enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
+				 double time_limit_s, long node_limit)
+{
+	long nodes_left = node_limit > 0 ? node_limit : 0;
+	struct nodes nd;
 	int pp, G, n, r, g, only = -1, round, *cur, *last;
 	double *buf, *lo, *hi, best_t = INFINITY, deadline;
 	unsigned short first[MAX_STAGES + 1];
@@ -415,8 +452,12 @@ enum ilp_status ilp_place(const struct placement_problem *p, int *group,
 				break;
 			tm_lim = left > 0.001 ? (int)ceil(left * 1000) : 1;
 		}
+		if (node_limit > 0 && nodes_left <= 0 && round > 0)
+			break;
+		nd.limit = node_limit > 0 ? (nodes_left > 0 ? nodes_left : 1) : 0;
 		estimate(p, lo, hi, &e);
-		st = solve_once(p, &e, tm_lim, cur);
+		st = solve_once(p, &e, tm_lim, &nd, cur);
+		nodes_left -= nd.used;
 		if (st == ILP_NONE)
 			break;
 		if (round > 0 && !memcmp(cur, last, (size_t)pp * sizeof *cur))

@@ -24,7 +24,7 @@ struct placement_problem {
 
 enum ilp_status {
 	ILP_OPTIMAL,	/* proven optimal placement */
-	ILP_FEASIBLE,	/* time limit hit; incumbent placement usable */
+	ILP_FEASIBLE,	/* time or node limit hit; incumbent usable */
 	ILP_NONE,	/* infeasible, or GLPK failed: caller falls back */
 };
 
@@ -38,5 +38,23 @@ enum ilp_status {
  * layer counts afterwards with the exact per-layer costs. */
 enum ilp_status ilp_place(const struct placement_problem *p, int *group,
 			  double time_limit_s);
+
+/* Branch-and-bound nodes per ilp_place_limits call by default (plan_opts):
+ * a deterministic limit, unlike the time limit. */
+#define ILP_NODE_LIMIT 500
+
+/* ilp_place with a time limit (0: none; makes the result depend on the
+ * machine) and a node limit (0: none): at most node_limit branch-and-bound
+ * nodes over all rounds (GLPK's node count, deterministic); ILP_FEASIBLE
+ * when either limit stopped a solve with an incumbent. */
+enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
+				 double time_limit_s, long node_limit);
+
+/* Frees the calling thread's GLPK environment (GLPK 5 keeps one per thread
+ * in thread-local storage, as Debian 12's libglpk40 is built: it is not
+ * freed when the thread ends). A later ilp_place makes a new one. Call it
+ * under the same lock as ilp_place where GLPK has one environment for the
+ * process. */
+void ilp_free_env(void);
 
 #endif

@@ -58,6 +58,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(OUT, "out", 1, "DIR", "directory for --emit (default: launch)")                \
 	X(PICK, "pick", 1, "N", "emit the N-th strategy of the ranking (default 1)")        \
 	X(EXHAUSTIVE, "exhaustive", 0, "", "reference search over every placement and partition (small cases)") \
+	X(WORK_BUDGET, "work-budget", 1, "N", "cost at most N strategies, then rank what was found (deterministic; default: no limit)") \
 	X(HELP, "help", 0, "", "print this help and exit")
 
 enum option_id {
@@ -232,6 +233,17 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 			return bad_value(name, "a positive number of GiB", arg);
 		cl->mem_allowance *= 1024.0 * 1024.0 * 1024.0;
 		break;
+	case OPT_WORK_BUDGET: {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || v < 1 || v > 1000000000L)
+			return bad_value(name, "a positive number of strategies", arg);
+		o->work_budget = v;
+		break;
+	}
 	case OPT_LAYOUT:
 		if (!*arg)
 			return bad_value(name, "a layout such as 'E+2|3|3|4+L'", arg);
@@ -255,6 +267,26 @@ static int layout_vp(const struct plan_opts *o)
 	for (const char *p = o->layout; *p; p++)
 		stages += *p == '|';
 	return stages % o->pp == 0 && stages / o->pp > 1 ? stages / o->pp : 0;
+}
+
+/* A line on stderr every 5 s of a long search when stderr is not a
+ * terminal (a log, a CI job). The clock decides only when to print, never
+ * a result; the search calls this from its threads one at a time. */
+static void progress_lines(double done, void *arg)
+{
+	static double start = -1, last;
+	struct timespec ts;
+	double now;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+	if (start < 0)
+		start = last = now;
+	if (done < 1.0 && now - last >= 5) {
+		fprintf(stderr, "ampplan: searching: %.0f%% after %.0f s\n", 100.0 * done, now - start);
+		last = now;
+	}
 }
 
 /* Draws the search's progress on stderr when it is a terminal and the
@@ -331,6 +363,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--cluster is required");
 	if (isatty(STDERR_FILENO))
 		cl->opts.progress = progress_bar;
+	else
+		cl->opts.progress = progress_lines;
 	if (cl->pick != 1 && !cl->emit)
 		return usage("%s", "--pick goes with --emit");
 	if (cl->emit && cl->opts.trainer < 0)
@@ -389,8 +423,11 @@ static void print_summary(const struct plan *p, const struct model *m,
 	printf("%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
 	       p->n_feasible, p->search_s);
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
-		printf("ILP placements: %ld optimal, %ld stopped at the time limit (best found used), %ld failed (block placements used)\n",
+		printf("ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 		       p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
+	if (p->truncated)
+		printf("search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
+		       p->evaluated, p->degrees_searched, p->degrees);
 	putchar('\n');
 }
 

@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->attn = ATTN_FLASH;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->grad_acc_fusion = -1;
-	o->ilp_time_limit_s = 0.25;
+	o->ilp_node_limit = ILP_NODE_LIMIT;
 	o->place_dp_max = 20000;
 }
 
@@ -132,6 +133,8 @@ int plan_layout_parse(const char *layout, const struct model *m, int n_stages,
 	return 0;
 }
 
+struct pool;
+
 /* The search state shared by the enumeration loops. */
 struct search {
 	struct model *m;
@@ -151,7 +154,117 @@ struct search {
 	bool fp8_ok;			/* the search may try FP8 */
 	bool fixed;			/* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
+	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP): */
+	struct pool *pool;
+	int tuple;			/* index of the tuple being searched */
+	long count;			/* strategies it has costed */
+	long cap;			/* it stops at count >= cap */
+	long reported;			/* count already in pool->evals */
+	bool stop;			/* count reached cap */
+	long ilp_at;			/* count when its ILP ran, or -1 */
+	long err_at;			/* count when it failed */
+	int ilp_kind;			/* 0 optimal, 1 stopped, 2 failed */
+	struct row_tag *tag;		/* [cap_rows]: tuple and count of each
+					   row */
 };
+
+/* Where a row came from: its tuple and the strategies that tuple had
+ * costed before it (kept if below the tuple's share of the budget). */
+struct row_tag {
+	int tuple;
+	long at;
+};
+
+/* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
+struct degree {
+	int tp, cp, pp, dp;
+};
+
+/* What the search of one tuple did: strategies costed (count), whether it
+ * ran to its end (complete) or stopped at its cap, its ILP and its error,
+ * each at the count when it happened. */
+struct tuple_rec {
+	long count, ilp_at, err_at;
+	int ilp_kind;
+	bool done, complete, failed;
+};
+
+/* The work shared by the search threads. The tuples are handed out in
+ * order. With a work budget B, tuple i takes B - P(i) strategies, P(i) the
+ * strategies the tuples before it take (each the lesser of what it costs
+ * and what is left): the search of tuple i with any cap >= B - P(i) costs
+ * the same strategies in the same order up to that share, so a thread
+ * searches a tuple with a cap from the prefix known so far (frontier: the
+ * tuples [0, frontier) are done and take frontier_p) and the merge keeps
+ * what falls within the exact share. The result does not depend on the
+ * threads. */
+struct pool {
+	const struct degree *deg;
+	struct tuple_rec *rec;	/* [n] */
+	int n, next, done;
+	int frontier;
+	long frontier_p;
+	long budget;		/* 0: none */
+	long evals;		/* strategies costed, for the progress */
+	double shown;		/* the last fraction reported */
+	pthread_mutex_t lock;
+};
+
+/* With pool->lock held: moves the frontier over the tuples done. */
+static void advance_frontier(struct pool *pool)
+{
+	while (pool->frontier < pool->n && pool->rec[pool->frontier].done) {
+		long left = pool->budget ? pool->budget - pool->frontier_p : LONG_MAX;
+		long c = pool->rec[pool->frontier].count;
+
+		pool->frontier_p += c < left ? c : left;
+		pool->frontier++;
+	}
+}
+
+/* With pool->lock held: reports progress, never less than before. */
+static void report_progress(struct search *S)
+{
+	struct pool *pool = S->pool;
+	double f = (double)pool->done / pool->n;
+
+	if (pool->budget && (double)pool->evals / (double)pool->budget > f)
+		f = (double)pool->evals / (double)pool->budget;
+	if (f > 0.999)
+		f = 0.999;
+	if (f < pool->shown)
+		f = pool->shown;
+	pool->shown = f;
+	S->o->progress(f, S->o->progress_arg);
+}
+
+/* Every 16 strategies: lowers this tuple's cap to what the prefix known now
+ * leaves it, and reports progress. */
+static void budget_refresh(struct search *S)
+{
+	struct pool *pool = S->pool;
+
+	if (!pool || (!pool->budget && !S->o->progress))
+		return;
+	pthread_mutex_lock(&pool->lock);
+	pool->evals += S->count - S->reported;
+	S->reported = S->count;
+	if (pool->budget)
+		S->cap = pool->budget - pool->frontier_p;
+	if (S->o->progress)
+		report_progress(S);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+/* Whether this tuple has spent its share of the work budget: called just
+ * before each strategy is costed (so that a tuple stops only where it had
+ * more to cost), it stops the search of the tuple. */
+static bool spent(struct search *S)
+{
+	if (S->count >= S->cap)
+		S->stop = true;
+	return S->stop;
+}
 
 static double now(void)
 {
@@ -168,8 +281,10 @@ static struct plan_row *push_row(struct search *S)
 	if (p->n_row == S->cap_rows) {
 		S->cap_rows = S->cap_rows ? 2 * S->cap_rows : 256;
 		p->row = xreallocarray(p->row, (size_t)S->cap_rows, sizeof *p->row);
+		S->tag = xreallocarray(S->tag, (size_t)S->cap_rows, sizeof *S->tag);
 	}
 	memset(&p->row[p->n_row], 0, sizeof p->row[0]);
+	S->tag[p->n_row] = (struct row_tag){ S->tuple, S->count - 1 };
 	return &p->row[p->n_row++];
 }
 
@@ -304,16 +419,12 @@ static bool ilp_placement(struct search *S, struct strategy *s)
 		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = f.inflight, .cap = cap,
 	};
 	pthread_mutex_lock(&glpk_lock);	/* GLPK is not thread safe */
-	st = ilp_place(&pb, group, S->o->ilp_time_limit_s);
+	st = ilp_place_limits(&pb, group, S->o->ilp_time_limit_s, S->o->ilp_node_limit);
 	pthread_mutex_unlock(&glpk_lock);
-	if (st == ILP_NONE) {
-		S->p->ilp_failed++;
+	S->ilp_at = S->count - 1;
+	S->ilp_kind = st == ILP_NONE ? 2 : st == ILP_FEASIBLE ? 1 : 0;
+	if (st == ILP_NONE)
 		return false;
-	}
-	if (st == ILP_FEASIBLE)
-		S->p->ilp_stopped++;
-	else
-		S->p->ilp_optimal++;
 	for (int r = 0; r < s->pp; r++)
 		s->group[r] = (unsigned char)group[r];
 	return true;
@@ -405,7 +516,9 @@ static bool evaluate(struct search *S, struct strategy *s)
 	bool small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <=
 		     S->o->place_dp_max;
 
-	S->p->evaluated++;
+	S->count++;
+	if (S->count % 16 == 0)
+		budget_refresh(S);
 	for (int g = 0; g < S->c->n_group; g++)
 		if (S->ranks[g])
 			order[n++] = g;
@@ -509,6 +622,8 @@ static bool each_schedule(struct search *S, struct strategy *s)
 				continue;
 			if (s->pp * vp > S->m->n_layer || s->pp * vp > MAX_STAGES)
 				continue;
+			if (spent(S))
+				return fits;
 			s->schedule = (enum schedule)sc;
 			s->vp = vp;
 			s->n_stages = s->pp * vp;
@@ -525,12 +640,13 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 {
 	int per_replica = s->gbs / s->dp;
 
-	for (int mbs = 1; mbs <= per_replica && !*rc; mbs++) {
+	for (int mbs = 1; mbs <= per_replica && !*rc && !S->stop; mbs++) {
 		if (per_replica % mbs || (S->o->mbs && mbs != S->o->mbs))
 			continue;
 		s->mbs = mbs;
 		s->micro_batches = per_replica / mbs;
 		if (cost_layers(&S->lc, S->m, S->c, s, e)) {
+			S->err_at = S->count;
 			*rc = -1;
 			return;
 		}
@@ -572,14 +688,14 @@ static void each_memory_option(struct search *S, struct strategy *s, struct err 
 	int fp8_lo = S->o->fp8 >= 0 ? S->o->fp8 : 0;
 	int fp8_hi = S->o->fp8 >= 0 ? S->o->fp8 : S->fp8_ok;
 
-	for (int z = 0; z <= 3 && !*rc; z++) {
+	for (int z = 0; z <= 3 && !*rc && !S->stop; z++) {
 		if (S->o->zero >= 0 ? z != S->o->zero : s->pp > 1 && z > 1)
 			continue;
 		s->zero = z;
 		set_overlaps(S, s);
-		for (int f8 = fp8_lo; f8 <= fp8_hi && !*rc; f8++) {
+		for (int f8 = fp8_lo; f8 <= fp8_hi && !*rc && !S->stop; f8++) {
 			s->fp8 = f8;
-			for (int rcm = 0; rcm < RECOMPUTE_COUNT && !*rc; rcm++) {
+			for (int rcm = 0; rcm < RECOMPUTE_COUNT && !*rc && !S->stop; rcm++) {
 				if (S->o->recompute >= 0 && rcm != S->o->recompute)
 					continue;
 				s->recompute = (enum recompute)rcm;
@@ -594,18 +710,13 @@ static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc
 {
 	int span = s->dp * s->cp;
 
-	for (int ep = 1; ep <= span && !*rc; ep++) {
+	for (int ep = 1; ep <= span && !*rc && !S->stop; ep++) {
 		if (span % ep || (S->m->experts ? S->m->experts % ep : ep > 1))
 			continue;
 		s->ep = ep;
 		each_memory_option(S, s, e, rc);
 	}
 }
-
-/* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
-struct degree {
-	int tp, cp, pp, dp;
-};
 
 /* Every (TP, CP, PP, DP) the cluster and options allow, into a malloc'd
  * array (caller frees) of *n. */
@@ -640,24 +751,21 @@ static struct degree *each_degree(struct search *S, const struct strategy *s, in
 	return d;
 }
 
-/* The work shared by the search threads. */
-struct pool {
-	const struct degree *deg;
-	int n, next, done;
-	pthread_mutex_t lock;
-};
-
-/* One search thread: its own state, rows and error. */
+/* One search thread: its own state, rows and error (that of tuple
+ * err_tuple, or -1). */
 struct worker {
 	struct search S;
 	struct strategy s;
 	struct pool *pool;
 	struct err e;
-	int rc;
+	int rc, err_tuple;
+	bool used_glpk;
 	pthread_t thread;
 };
 
-/* Takes degrees from the pool until none is left or one fails. */
+/* Takes tuples from the pool, in order, until none is left, the budget is
+ * spent by the tuples before the next one, or one fails. Frees the
+ * thread's GLPK environment at the end. */
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -668,7 +776,12 @@ static void *work(void *arg)
 		int i;
 
 		pthread_mutex_lock(&pool->lock);
-		i = w->rc ? pool->n : pool->next++;
+		advance_frontier(pool);
+		if (w->rc || (pool->budget && pool->frontier_p >= pool->budget))
+			i = pool->n;
+		else
+			i = pool->next++;
+		S->cap = pool->budget ? pool->budget - pool->frontier_p : LONG_MAX;
 		pthread_mutex_unlock(&pool->lock);
 		if (i >= pool->n)
 			break;
@@ -678,13 +791,34 @@ static void *work(void *arg)
 		w->s.dp = pool->deg[i].dp;
 		w->s.sp = w->s.tp > 1 && S->o->sp != 0;
 		S->ilp_state = 0;
+		S->tuple = i;
+		S->count = S->reported = 0;
+		S->stop = false;
+		S->ilp_at = -1;
 		split_groups(S, S->c->total_gpus / w->s.pp);
 		each_ep(S, &w->s, &w->e, &w->rc);
-		if (S->o->progress) {
-			pthread_mutex_lock(&pool->lock);
-			S->o->progress((double)++pool->done / pool->n, S->o->progress_arg);
-			pthread_mutex_unlock(&pool->lock);
-		}
+		if (S->ilp_at >= 0)
+			w->used_glpk = true;
+		pthread_mutex_lock(&pool->lock);
+		pool->rec[i] = (struct tuple_rec){
+			.count = S->count, .ilp_at = S->ilp_at, .ilp_kind = S->ilp_kind,
+			.err_at = S->err_at, .failed = w->rc != 0,
+			.complete = !S->stop && !w->rc, .done = true,
+		};
+		if (w->rc)
+			w->err_tuple = i;
+		pool->done++;
+		pool->evals += S->count - S->reported;
+		S->reported = S->count;
+		advance_frontier(pool);
+		if (S->o->progress)
+			report_progress(S);
+		pthread_mutex_unlock(&pool->lock);
+	}
+	if (w->used_glpk) {
+		pthread_mutex_lock(&glpk_lock);
+		ilp_free_env();
+		pthread_mutex_unlock(&glpk_lock);
 	}
 	return NULL;
 }
@@ -697,23 +831,87 @@ static int n_threads(const struct plan_opts *o)
 	return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
+/* Merges the threads' rows into S->p, the tuples in order, each within its
+ * share of the budget (struct pool), and counts the strategies, ILPs and
+ * tuples searched. Returns 0, or -1 with e set to the error of the first
+ * tuple that failed within its share. */
+static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
+		 struct err *e)
+{
+	struct plan *P = S->p;
+	long prefix = 0, *share = xcalloc((size_t)pool->n + 1, sizeof *share);
+	int rc = 0;
+
+	P->degrees = pool->n;
+	for (int i = 0; i < pool->n; i++) {
+		const struct tuple_rec *r = &pool->rec[i];
+		long left = pool->budget ? pool->budget - prefix : LONG_MAX;
+
+		share[i] = left;
+		if (left <= 0 || !r->done) {	/* not reached */
+			P->truncated = true;
+			share[i] = 0;
+			continue;
+		}
+		if (r->failed && r->err_at < left) {
+			for (int t = 0; t < nt; t++)
+				if (w[t].rc && w[t].err_tuple == i)
+					*e = w[t].e;
+			rc = -1;
+			break;
+		}
+		if (r->complete && r->count <= left)
+			P->degrees_searched++;
+		else	/* stopped within its share */
+			P->truncated = true;
+		P->evaluated += r->count < left ? r->count : left;
+		prefix += r->count < left ? r->count : left;
+		if (r->ilp_at >= 0 && r->ilp_at < left) {
+			if (r->ilp_kind == 2)
+				P->ilp_failed++;
+			else if (r->ilp_kind == 1)
+				P->ilp_stopped++;
+			else
+				P->ilp_optimal++;
+		}
+	}
+	for (int t = 0; t < nt && !rc; t++) {
+		struct plan *p = w[t].S.p;
+		int kept = 0;
+
+		S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row) + 1,
+					  sizeof *S->p->row);
+		for (int k = 0; k < p->n_row; k++)
+			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple])
+				S->p->row[S->p->n_row + kept++] = p->row[k];
+		S->p->n_row += kept;
+	}
+	free(share);
+	return rc;
+}
+
 /* Runs the search on the threads and merges their rows into S->p. Returns
- * 0, or -1 with e set by the first thread that failed. */
+ * 0, or -1 with e set by the first tuple that failed. */
 static int run_workers(struct search *S, const struct strategy *s, struct err *e)
 {
-	struct pool pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct pool pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .budget = S->o->work_budget };
 	int nt = n_threads(S->o), rc = 0;
 	struct degree *deg = each_degree(S, s, &pool.n);
 	struct worker *w = xcalloc((size_t)nt, sizeof *w);
 
+	if (pool.budget < 0)
+		pool.budget = 0;
 	pool.deg = deg;
+	pool.rec = xcalloc((size_t)pool.n + 1, sizeof *pool.rec);
 	if (nt > pool.n)
 		nt = pool.n > 0 ? pool.n : 1;
 	for (int t = 0; t < nt; t++) {
 		w[t].S = *S;
 		w[t].S.p = xcalloc(1, sizeof *w[t].S.p);
+		w[t].S.pool = &pool;
 		w[t].s = *s;
 		w[t].pool = &pool;
+		w[t].err_tuple = -1;
 		if (t && pthread_create(&w[t].thread, NULL, work, &w[t])) {
 			plan_free(w[t].S.p);
 			nt = t;	/* fewer threads: the others do the work */
@@ -723,25 +921,12 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
 	work(&w[0]);
 	for (int t = 1; t < nt; t++)
 		pthread_join(w[t].thread, NULL);
+	rc = merge(S, &pool, w, nt, e);
 	for (int t = 0; t < nt; t++) {
-		struct plan *p = w[t].S.p;
-
-		if (w[t].rc && !rc) {
-			rc = -1;
-			*e = w[t].e;
-		}
-		if (p->n_row) {
-			S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row),
-						  sizeof *S->p->row);
-			memcpy(S->p->row + S->p->n_row, p->row, (size_t)p->n_row * sizeof *p->row);
-			S->p->n_row += p->n_row;
-		}
-		S->p->evaluated += p->evaluated;
-		S->p->ilp_optimal += p->ilp_optimal;
-		S->p->ilp_stopped += p->ilp_stopped;
-		S->p->ilp_failed += p->ilp_failed;
-		plan_free(p);
+		plan_free(w[t].S.p);
+		free(w[t].S.tag);
 	}
+	free(pool.rec);
 	free(w);
 	free(deg);
 	return rc;

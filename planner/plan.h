@@ -42,7 +42,19 @@ struct plan_opts {
 	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
 	 * NULL: the search partitions. Not owned. */
 	const char *layout;
-	double ilp_time_limit_s;	/* per ILP solve */
+	double ilp_time_limit_s;	/* per ILP placement, wall-clock; 0
+				   (default): none. A time limit makes the
+				   result depend on the machine and its load */
+	long ilp_node_limit;	/* branch-and-bound nodes per ILP placement
+				   (GLPK's count: deterministic); default
+				   ILP_NODE_LIMIT (ilp.h); 0: no limit */
+	long work_budget;	/* most strategies costed by the search; 0:
+				   no limit. Deterministic: the
+				   (TP, CP, PP, DP) tuples in the search's
+				   fixed order take their strategies from it
+				   until it is spent (the last one in part),
+				   whatever the threads; plan.truncated then
+				   says so */
 	double place_dp_max;	/* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
 				   candidate placements of plan.c evaluate() */
@@ -51,8 +63,11 @@ struct plan_opts {
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
 	/* Called with the fraction of the search done, from 0 to 1 (1 once
-	 * more at the end), from the search threads one at a time; may be
-	 * NULL. */
+	 * more at the end), from the search threads one at a time: after
+	 * each (TP, CP, PP, DP) and every 16 strategies costed, so that a
+	 * caller can show a line every few seconds even while one tuple runs
+	 * long. The fraction is the larger of the tuples done and (with a
+	 * work budget) the budget spent; it never decreases. May be NULL. */
 	void (*progress)(double done, void *arg);
 	void *progress_arg;
 };
@@ -95,6 +110,11 @@ struct plan {
 					   incumbent at the time limit */
 	long ilp_failed;		/* ILP found none: block placements only */
 	double search_s;	/* wall seconds of the search */
+	bool truncated;		/* the work budget ended the search: the
+				   ranking holds what was found until then */
+	int degrees;		/* (TP, CP, PP, DP) tuples to search */
+	int degrees_searched;	/* of them searched in full, in the search's
+				   order (degrees unless truncated) */
 };
 
 /* Runs the search. m's sequence length is set to o->seq first when given.

@@ -346,6 +346,9 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 	cJSON_AddStringToObject(doc, "cluster", c->name);
 	cJSON_AddNumberToObject(doc, "gpus", c->total_gpus);
 	cJSON_AddNumberToObject(doc, "strategies_costed", (double)p->evaluated);
+	cJSON_AddBoolToObject(doc, "truncated", p->truncated);
+	cJSON_AddNumberToObject(doc, "degrees", p->degrees);
+	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
 	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
 	for (int r = 0; r < p->n_row; r++) {
 		cJSON *o = cJSON_CreateObject();

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Installs the Debian 12 packages ampplan needs to build and run, if any is
 # missing; with --test also those only the tests need (Check and pkg-config
-# to link it, PyTorch for the profiling script's test). A no-op when all are present; exits 1 with a
+# to link it, PyTorch for the profiling script's test, clang-14 and its
+# runtime libclang-rt-14-dev, which holds libFuzzer and the ASan/UBSan
+# runtimes, for the fuzz targets of tests/fuzz). A no-op when all are present; exits 1 with a
 # clear message when it cannot.
 set -eu
 pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev"
 if [ "${1-}" = --test ]; then
-	pkgs="$pkgs check pkg-config python3-torch"
+	pkgs="$pkgs check pkg-config python3-torch clang-14 libclang-rt-14-dev"
 fi
 missing=
 for p in $pkgs; do

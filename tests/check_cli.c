@@ -180,6 +180,20 @@ START_TEST(measured_unknown_gpu_is_an_error)
 }
 END_TEST
 
+/* --work-budget 300 on the demo (2569 strategies in full) stops at exactly
+ * 300 strategies costed and says that the ranking is partial. */
+START_TEST(work_budget_ends_the_search)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --work-budget 300", &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n300 strategies costed, "));
+	ck_assert_ptr_nonnull(strstr(out, "\nsearch ended by --work-budget after 300 strategies: "));
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(demo_ranks_strategies)
 {
 	char *out, *err;
@@ -287,6 +301,7 @@ static const struct {
 	{ DEMO " --overlap-param-gather ON", "--overlap-param-gather needs on or off, not 'ON'" },
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
 	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
+	{ DEMO " --work-budget 0", "--work-budget needs a positive number of strategies, not '0'" },
 	{ DEMO " --mem-allowance 0", "--mem-allowance needs a positive number of GiB, not '0'" },
 	{ DEMO " --mem-allowance 2GiB", "--mem-allowance needs a positive number of GiB, not '2GiB'" },
 	{ DEMO " --mem-allowance nan", "--mem-allowance needs a positive number of GiB, not 'nan'" },
@@ -558,6 +573,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
+	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, demo_ranks_strategies);
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);

@@ -468,6 +468,53 @@ START_TEST(test_time_limit)
 }
 END_TEST
 
+/* The same placement under a node limit in place of the time limit
+ * (plan_opts.ilp_node_limit): stopped with a usable placement, and the same
+ * one every time (GLPK's node count does not depend on the machine's speed
+ * or load). */
+START_TEST(test_node_limit)
+{
+	enum { N = 130, PP = 16, G = 3 };
+	static double time[G * N], st[N], ac[N], ex[N];
+	static const double speed[G] = {1, 2.2, 3.1};
+	int ranks[G] = {6, 5, 5}, group[PP], again[PP], cnt[G] = {0};
+	double inflight[PP], cap[G];
+	struct layer_costs lc = { .n_layer = N, .n_group = G, .time = time, .fwd = time,
+				  .state_bytes = st, .act_bytes = ac, .extra_bytes = ex };
+	struct placement_problem p = { .pp = PP, .n_group = G, .ranks = ranks, .lc = &lc,
+				       .a = 15, .b = 1, .inflight = inflight, .cap = cap };
+	enum ilp_status s;
+
+	for (int l = 0; l < N; l++) {
+		st[l] = l == 0 || l == N - 1 ? 3 : 1;
+		ac[l] = 0.2;
+		ex[l] = l == N - 1 ? 4 : 0;
+		for (int g = 0; g < G; g++)
+			time[g * N + l] = speed[g] * (l == 0 ? 0.2 : l == N - 1 ? 2 : 1);
+	}
+	for (int r = 0; r < PP; r++)
+		inflight[r] = PP - r;
+	for (int g = 0; g < G; g++)
+		cap[g] = 2.0 * N / PP * 4.2 * (g + 1) / G + 10;
+	s = ilp_place_limits(&p, group, 0, 200);
+	ck_assert(s == ILP_FEASIBLE);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(ilp_place_limits(&p, again, 0, 200), s);
+		ck_assert(!memcmp(again, group, sizeof group));
+	}
+	for (int r = 0; r < PP; r++) {
+		ck_assert(group[r] >= 0 && group[r] < G);
+		cnt[group[r]]++;
+	}
+	for (int g = 0; g < G; g++)
+		ck_assert_int_eq(cnt[g], ranks[g]);
+	ilp_free_env();	/* GLPK makes a new environment when next used */
+	ck_assert_int_eq(ilp_place_limits(&p, again, 0, 200), s);
+	ck_assert(!memcmp(again, group, sizeof group));
+	ilp_free_env();
+}
+END_TEST
+
 /* GLPK prints nothing on stdout, on a feasible and an infeasible model. */
 START_TEST(test_silent)
 {
@@ -513,6 +560,7 @@ static Suite *ilp_suite(void)
 	tcase_add_test(tc, test_ends_exact);
 	tcase_add_test(tc, test_noisy_factor);
 	tcase_add_test(tc, test_time_limit);
+	tcase_add_test(tc, test_node_limit);
 	tcase_add_test(tc, test_silent);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,318 @@
+/* check_budget.c: the search's deterministic bounds (plan_opts.work_budget,
+ * the ILP's node limit), its progress calls and GLPK's per-thread
+ * environment: a budget gives the same ranking for any thread count, keeps
+ * a subset of the full ranking, says when it ended the search, and ends a
+ * search that is otherwise long; the search threads free what GLPK keeps
+ * per thread (LeakSanitizer in the sanitizer build reports it otherwise). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "cost.h"
+#include "model.h"
+#include "plan.h"
+#include "testutil.h"
+#include "util.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+/* A small Llama-style model of blocks transformer blocks. */
+static struct model *small_model(int blocks, int gbs)
+{
+	struct model *m = xcalloc(1, sizeof *m);
+
+	m->name = xstrdup("small");
+	m->hidden = 1024;
+	m->layers = blocks;
+	m->heads = m->kv_heads = 8;
+	m->head_dim = 128;
+	m->ffn = 4096;
+	m->ffn_kind = FFN_SWIGLU;
+	m->vocab = 32000;
+	m->seq = 2048;
+	m->max_pos = 2048;
+	m->gbs = gbs;
+	m->dtype_bytes = 2;
+	model_derive_layers(m);
+	return m;
+}
+
+/* n_group node groups of nodes[g] nodes of gpn GPUs, each group its own GPU
+ * type (peak and memory differ), on two fabrics. */
+static struct cluster *mixed_cluster(int n_group, const int *nodes, int gpn)
+{
+	struct cluster *c = xcalloc(1, sizeof *c);
+
+	c->name = xstrdup("mixed");
+	c->n_gpu = c->n_group = n_group;
+	c->gpu = xcalloc((size_t)n_group, sizeof *c->gpu);
+	c->group = xcalloc((size_t)n_group, sizeof *c->group);
+	c->fabric_bw = 12.5e9;
+	c->fabric_lat = 10e-6;
+	for (int g = 0; g < n_group; g++) {
+		struct gpu_type *t = &c->gpu[g];
+		struct node_group *G = &c->group[g];
+		char name[16];
+
+		snprintf(name, sizeof name, "gpu%d", g);
+		t->name = xstrdup(name);
+		t->peak_flops = (300 + 150 * g) * 1e12;
+		t->hbm_bw = 2e12;
+		t->eff_max = 0.5;
+		t->mem_bytes = (24 + 8 * (g % 3)) * GiB;
+		snprintf(name, sizeof name, "g%d", g);
+		G->name = xstrdup(name);
+		G->gpus_per_node = gpn;
+		G->nodes = nodes[g];
+		G->gpu = g;
+		G->intra_bw = 300e9 + 20e9 * g;
+		G->intra_lat = 2e-6;
+		G->inter_bw = 50e9 + 10e9 * g;
+		G->inter_lat = 5e-6;
+		G->intra_eff = 0.75;
+		G->inter_eff = 0.9;
+		G->fabric = g % 2;
+		c->total_gpus += G->nodes * G->gpus_per_node;
+	}
+	return c;
+}
+
+/* The ranking as text: every choice, the partition, the placement and the
+ * times in hexadecimal floating point (exact). Malloc'd; caller frees. */
+static char *ranking_text(const struct plan *p)
+{
+	size_t cap = 256 + (size_t)p->n_row * 512, n = 0;
+	char *buf = xcalloc(cap, 1);
+
+	n += (size_t)snprintf(buf + n, cap - n, "%ld %d %d %d %d %d %ld %ld %ld\n", p->evaluated,
+			      p->n_row, p->n_feasible, p->truncated, p->degrees,
+			      p->degrees_searched, p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
+	for (int i = 0; i < p->n_row; i++) {
+		const struct plan_row *r = &p->row[i];
+		const struct strategy *s = &r->s;
+
+		n += (size_t)snprintf(buf + n, cap - n, "%d %d %d %d %d %d %d %d %d %d %d %a %a %s |",
+				      s->tp, s->cp, s->pp, s->dp, s->ep, s->mbs, s->schedule, s->vp,
+				      s->recompute, s->zero, s->fp8, r->r.iter_s, r->r.peak_bytes,
+				      r->why);
+		for (int k = 0; k <= s->n_stages; k++)
+			n += (size_t)snprintf(buf + n, cap - n, " %d", s->first[k]);
+		n += (size_t)snprintf(buf + n, cap - n, " @");
+		for (int k = 0; k < s->pp; k++)
+			n += (size_t)snprintf(buf + n, cap - n, " %d", s->group[k]);
+		n += (size_t)snprintf(buf + n, cap - n, "\n");
+		ck_assert_uint_lt(n, cap);
+	}
+	return buf;
+}
+
+static struct plan *search(struct model *m, const struct cluster *c, long budget, int threads,
+			   bool infeasible)
+{
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+
+	plan_opts_init(&o);
+	o.work_budget = budget;
+	o.threads = threads;
+	o.keep_infeasible = infeasible;
+	ck_assert_msg(plan_search(&p, m, c, &o, &e) == 0, "%s", e.msg);
+	return p;
+}
+
+/* Every budget, up to and past the whole search, gives one ranking for 1, 2,
+ * 3 and 4 threads, byte for byte (rows, counts, truncated). */
+START_TEST(budget_same_for_any_threads)
+{
+	static const int nodes[] = { 4, 2 };
+	struct model *m = small_model(12, 64);
+	struct cluster *c = mixed_cluster(2, nodes, 4);
+	struct plan *full = search(m, c, 0, 1, false);
+	static const long budgets[] = { 1, 17, 100, 333, 1000, 0 };
+
+	ck_assert_int_gt(full->evaluated, 1000);
+	ck_assert(!full->truncated);
+	ck_assert_int_eq(full->degrees_searched, full->degrees);
+	for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++)
+		for (int inf = 0; inf <= 1; inf++) {
+			struct plan *one = search(m, c, budgets[b], 1, inf);
+			char *want = ranking_text(one);
+
+			if (budgets[b]) {
+				ck_assert(one->truncated);
+				ck_assert_int_eq(one->evaluated, budgets[b]);
+				ck_assert_int_lt(one->degrees_searched, one->degrees);
+			}
+			for (int t = 2; t <= 4; t++) {
+				struct plan *p = search(m, c, budgets[b], t, inf);
+				char *got = ranking_text(p);
+
+				ck_assert_msg(!strcmp(got, want), "budget %ld, %d threads: the ranking differs",
+					      budgets[b], t);
+				free(got);
+				plan_free(p);
+			}
+			free(want);
+			plan_free(one);
+		}
+	plan_free(full);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* A budget's ranking holds strategies of the full search, with their times;
+ * a budget of the whole search or more changes nothing. */
+START_TEST(budget_keeps_what_was_found)
+{
+	static const int nodes[] = { 4, 2 };
+	struct model *m = small_model(12, 64);
+	struct cluster *c = mixed_cluster(2, nodes, 4);
+	struct plan *full = search(m, c, 0, 3, false);
+	struct plan *cut = search(m, c, full->evaluated / 3, 3, false);
+	struct plan *all = search(m, c, full->evaluated, 3, false);
+	struct plan *more = search(m, c, full->evaluated + 1000, 3, false);
+	char *a = ranking_text(full), *b = ranking_text(all), *d = ranking_text(more);
+
+	ck_assert(cut->truncated);
+	ck_assert_int_gt(cut->n_feasible, 0);
+	ck_assert_int_lt(cut->n_feasible, full->n_feasible);
+	for (int i = 0; i < cut->n_feasible; i++) {
+		const struct strategy *s = &cut->row[i].s;
+		bool found = false;
+
+		for (int j = 0; j < full->n_feasible && !found; j++) {
+			const struct strategy *f = &full->row[j].s;
+
+			found = f->tp == s->tp && f->cp == s->cp && f->pp == s->pp && f->dp == s->dp &&
+				f->ep == s->ep && f->mbs == s->mbs && f->schedule == s->schedule &&
+				f->vp == s->vp && f->recompute == s->recompute && f->zero == s->zero &&
+				f->fp8 == s->fp8 && full->row[j].r.iter_s == cut->row[i].r.iter_s;
+		}
+		ck_assert_msg(found, "row %d of the cut search is not in the full one", i);
+	}
+	ck_assert(!all->truncated);
+	ck_assert(!more->truncated);
+	ck_assert_str_eq(b, a);
+	ck_assert_str_eq(d, a);
+	free(a);
+	free(b);
+	free(d);
+	plan_free(full);
+	plan_free(cut);
+	plan_free(all);
+	plan_free(more);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Issue 13 item 6 made small: many layers on many GPUs with a large batch
+ * takes seconds without a budget; a budget of 300 strategies ends it in
+ * well under a second (here: it stops at 300, with few tuples searched). */
+START_TEST(budget_ends_a_long_search)
+{
+	static const int nodes[] = { 4096, 4096 };
+	struct model *m = small_model(2000, 1 << 20);
+	struct cluster *c = mixed_cluster(2, nodes, 8);
+	struct plan *p = search(m, c, 300, 0, false);
+
+	ck_assert(p->truncated);
+	ck_assert_int_eq(p->evaluated, 300);
+	ck_assert_int_lt(p->degrees_searched, p->degrees);
+	ck_assert_int_gt(p->n_feasible, 0);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+struct calls {
+	int n;
+	double last;
+	bool backwards;
+};
+
+static void on_progress(double done, void *arg)
+{
+	struct calls *k = arg;
+
+	if (done < k->last || done < 0 || done > 1)
+		k->backwards = true;
+	k->last = done;
+	k->n++;
+}
+
+/* Progress: once per tuple and every 16 strategies of a tuple, never going
+ * back, ending at 1. */
+START_TEST(progress_called_through_the_search)
+{
+	static const int nodes[] = { 4, 2 };
+	struct model *m = small_model(12, 64);
+	struct cluster *c = mixed_cluster(2, nodes, 4);
+	struct calls k = { 0, 0, false };
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+
+	plan_opts_init(&o);
+	o.threads = 2;
+	o.progress = on_progress;
+	o.progress_arg = &k;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	ck_assert(!k.backwards);
+	ck_assert(k.last == 1.0);
+	/* one per tuple, one per 16 strategies of a tuple, one at the end */
+	ck_assert_int_ge(k.n, 1 + p->evaluated / 16);
+	ck_assert_int_gt(k.n, p->degrees + 1);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Five groups of different GPU types: the ILP places the ranks on 4
+ * threads. Deterministic (node limit, no time limit): the same ranking on 1
+ * and 4 threads; in the sanitizer build LeakSanitizer reports the GLPK
+ * environment of each search thread unless the threads free it. */
+START_TEST(ilp_search_deterministic_and_freed)
+{
+	static const int nodes[] = { 1, 2, 1, 2, 2 };
+	struct model *m = small_model(10, 32);
+	struct cluster *c = mixed_cluster(5, nodes, 2);
+	struct plan *one = search(m, c, 0, 1, false);
+	struct plan *four = search(m, c, 0, 4, false);
+	char *a = ranking_text(one), *b = ranking_text(four);
+
+	ck_assert_int_gt(one->ilp_optimal + one->ilp_stopped + one->ilp_failed, 0);
+	ck_assert_str_eq(b, a);
+	free(a);
+	free(b);
+	plan_free(one);
+	plan_free(four);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+static Suite *budget_suite(void)
+{
+	Suite *s = suite_create("budget");
+	TCase *tc = tcase_create("budget");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, budget_same_for_any_threads);
+	tcase_add_test(tc, budget_keeps_what_was_found);
+	tcase_add_test(tc, budget_ends_a_long_search);
+	tcase_add_test(tc, progress_called_through_the_search);
+	tcase_add_test(tc, ilp_search_deterministic_and_freed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(budget_suite());
+}
