@@ -207,7 +207,8 @@ static int by_key(const void *a, const void *b)
 
 /* Checks node and everything below it (path: node's dotted path, "" for the
  * root): keys and strings clean UTF-8, at most JSON_MAX_KEYS keys per
- * object, none twice (sorted, so n log n). */
+ * object, none twice (sorted: n log n for n keys, and n <= JSON_MAX_KEYS,
+ * so at most log2(10000) < 14 comparisons per key: linear in the file). */
 static int check_tree(const cJSON *node, const char *path, struct err *e)
 {
 	const cJSON **keys = NULL;
