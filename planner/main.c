@@ -412,23 +412,23 @@ static int print_profile(const struct model *m)
 	return EXIT_OK;
 }
 
-static void print_summary(const struct plan *p, const struct model *m,
+static void print_summary(FILE *out, const struct plan *p, const struct model *m,
 			  const struct cluster *c, int gbs)
 {
-	printf("%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
+	fprintf(out, "%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
 	for (int g = 0; g < c->n_group; g++)
-		printf("%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
+		fprintf(out, "%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
 		       c->gpu[c->group[g].gpu].name);
-	printf("), global batch %d x %d tokens\n", gbs, m->seq);
-	printf("%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
+	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
+	fprintf(out, "%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
 	       p->n_feasible, p->search_s);
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
-		printf("ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
+		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 		       p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
 	if (p->truncated)
-		printf("search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
+		fprintf(out, "search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
 		       p->evaluated, p->degrees_searched, p->degrees);
-	putchar('\n');
+	fputc('\n', out);
 }
 
 /* Writes the CSV, the JSON and the launch files that were asked for as one
@@ -437,8 +437,8 @@ static void print_summary(const struct plan *p, const struct model *m,
  * when every one succeeded, so an error changes none of the user's files.
  * Returns an exit code, e set on error: EXIT_USAGE when two outputs name the
  * same file (nothing is written then). */
-static int write_outputs(const struct cli *cl, const struct plan *p, const struct model *m,
-			 const struct cluster *c, struct err *e)
+static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
+			 const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
 	int rc = EXIT_INPUT;
@@ -453,8 +453,8 @@ static int write_outputs(const struct cli *cl, const struct plan *p, const struc
 		goto done;
 	rc = EXIT_OK;
 	if (cl->emit)
-		printf("\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
-		       cl->pick, cl->out);
+		fprintf(out, "\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
+			cl->pick, cl->out);
 done:
 	if (rc && outfile_conflict(t)) {
 		/* run() prints "ampplan: error: MSG": add the usage hint */
@@ -473,6 +473,11 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
 	bool what_if = plan_opts_what_if(&cl->opts);
+	/* with the CSV or the JSON on stdout, the table goes to stderr, so
+	 * that a pipe gets only the data */
+	FILE *out = (cl->csv && outfile_is_stdout(cl->csv)) || (cl->json && outfile_is_stdout(cl->json))
+			    ? stderr
+			    : stdout;
 
 	if (plan_search(&p, m, c, &cl->opts, &e))
 		return usage("%s", e.msg);
@@ -482,28 +487,28 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		plan_free(p);
 		return usage("%s", e.msg);
 	}
-	print_summary(p, m, c, gbs);
+	print_summary(out, p, m, c, gbs);
 	if (what_if && p->n_row) {
 		/* report_table prints the rows that fit: hand it the one row
 		 * as if it did */
 		struct plan one = *p;
 
 		one.n_row = one.n_feasible = 1;
-		report_table(stdout, &one, m, c, 1);
-		report_explain(stdout, &p->row[0], m, c);
+		report_table(out, &one, m, c, 1);
+		report_explain(out, &p->row[0], m, c);
 		if (p->row[0].why[0])
-			printf("does not fit: %s\n", p->row[0].why);
+			fprintf(out, "does not fit: %s\n", p->row[0].why);
 	} else {
-		report_table(stdout, p, m, c, cl->top);
+		report_table(out, p, m, c, cl->top);
 		for (int i = 0; cl->explain && i < p->n_feasible && i < 3; i++) {
-			printf("\n#%d\n", i + 1);
-			report_explain(stdout, &p->row[i], m, c);
+			fprintf(out, "\n#%d\n", i + 1);
+			report_explain(out, &p->row[i], m, c);
 		}
 	}
 	for (int i = p->n_feasible; i < p->n_row && !what_if; i++) {
 		if (i == p->n_feasible)
-			printf("\nstrategies that do not fit:\n");
-		printf("  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
+			fprintf(out, "\nstrategies that do not fit:\n");
+		fprintf(out, "  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
 		       p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.ep, p->row[i].s.mbs,
 		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
 		       p->row[i].s.zero, p->row[i].why);
@@ -517,10 +522,10 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 			what_if ? "" : " (try --show-infeasible)");
 		rc = EXIT_INPUT;
 	} else {
-		rc = write_outputs(cl, p, m, c, &e);
+		rc = write_outputs(out, cl, p, m, c, &e);
 	}
 	if (rc) {
-		fflush(stdout);
+		fflush(out);
 		fprintf(stderr, "ampplan: error: %s\n", e.msg);
 	}
 	plan_free(p);

@@ -199,6 +199,17 @@ static void entry_free(struct entry *f)
 	free(f->key);
 }
 
+bool outfile_is_stdout(const char *path)
+{
+	struct entry x = { .path = xstrdup(path) };
+	bool r;
+
+	classify(&x, path);
+	r = x.kind == K_STDOUT;
+	entry_free(&x);
+	return r;
+}
+
 bool outfile_same(const char *a, const char *b)
 {
 	struct entry x = { .path = xstrdup(a) }, y = { .path = xstrdup(b) };

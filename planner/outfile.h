@@ -29,6 +29,10 @@ int outfile_add(struct outfile_set *t, const char *path, const char *text, size_
 /* True after outfile_add refused a path named twice (a usage error). */
 bool outfile_conflict(const struct outfile_set *t);
 
+/* True if path is written to stdout: "-", or the file stdout is open on
+ * (/dev/stdout, /proc/self/fd/1, the file stdout is redirected to). */
+bool outfile_is_stdout(const char *path);
+
 /* True if a and b name the same file (see outfile_add); "-" is stdout. */
 bool outfile_same(const char *a, const char *b);
 

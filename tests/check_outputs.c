@@ -187,17 +187,18 @@ START_TEST(json_dev_full_fails)
 END_TEST
 
 /* Item 1 (issue item 1): --csv /dev/stdout writes the CSV to stdout (here a
- * regular file the harness redirected stdout to: it must not be replaced)
- * after the table. Before: the path was replaced (or could not be created). */
+ * regular file the harness redirected stdout to: it must not be replaced),
+ * and the table goes to stderr, so that stdout holds only the CSV (issue 12:
+ * piping --csv - into a spreadsheet tool failed on the table). Before: the
+ * path was replaced (or could not be created). */
 START_TEST(csv_dev_stdout)
 {
 	char *out, *err;
 	struct stat st;
 
 	ck_assert_int_eq(run_fmt(&out, &err, "--csv /dev/stdout"), 0);
-	ck_assert_str_eq(err, "");
-	ck_assert_msg(strstr(out, "layers/stage"), "no table: %s", out);
-	ck_assert_msg(strstr(out, "\nrank,fits,tp,pp,dp,"), "no CSV: %s", out);
+	ck_assert_msg(strstr(err, "layers/stage"), "no table on stderr: %s", err);
+	ck_assert_msg(strncmp(out, "rank,fits,tp,pp,dp,", 19) == 0, "stdout is not only the CSV: %s", out);
 	ck_assert_int_eq(lstat("/dev/stdout", &st), 0);
 	ck_assert(!S_ISREG(st.st_mode));
 	free(out);
@@ -207,6 +208,22 @@ END_TEST
 
 /* Item 1 (issue item 1): --csv to a FIFO with a reader writes into it; the
  * FIFO stays a FIFO. Before: the FIFO was replaced by a regular file. */
+/* --json - gives stdout the JSON alone (it starts with '{' and ends with
+ * '}'), the table on stderr. */
+START_TEST(json_dash_is_only_json)
+{
+	char *out, *err;
+	size_t n;
+
+	ck_assert_int_eq(run_fmt(&out, &err, "--json -"), 0);
+	n = strlen(out);
+	ck_assert_msg(n > 2 && out[0] == '{' && out[n - 2] == '}' && out[n - 1] == '\n', "%s", out);
+	ck_assert_ptr_nonnull(strstr(err, "layers/stage"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(csv_fifo_with_reader)
 {
 	char *dir = tmpdir(), *fifo = path2(dir, "p"), *got = path2(dir, "got"), *err;
@@ -446,6 +463,7 @@ static Suite *outputs_suite(void)
 	tcase_add_test(tc, failing_csv_keeps_launch);
 	tcase_add_test(tc, json_dev_full_fails);
 	tcase_add_test(tc, csv_dev_stdout);
+	tcase_add_test(tc, json_dash_is_only_json);
 	tcase_add_test(tc, csv_fifo_with_reader);
 	tcase_add_test(tc, same_file_twice_is_usage);
 	tcase_add_test(tc, nodes_txt_round_trips_spaces);
