@@ -59,6 +59,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(PICK, "pick", 1, "N", "emit the N-th strategy of the ranking (default 1)")        \
 	X(EXHAUSTIVE, "exhaustive", 0, "", "reference search over every placement and partition (small cases)") \
 	X(WORK_BUDGET, "work-budget", 1, "N", "cost at most N strategies, then rank what was found (deterministic; default: no limit)") \
+	X(THREADS, "threads", 1, "N", "search threads (default: one per core, at most 16); the result is the same for any N") \
 	X(HELP, "help", 0, "", "print this help and exit")
 
 enum option_id {
@@ -156,7 +157,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
 		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
 		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_TOP] = &cl->top,
-		[OPT_PICK] = &cl->pick,
+		[OPT_PICK] = &cl->pick, [OPT_THREADS] = &o->threads,
 	};
 	const char *name = long_options[id].name;
 

@@ -194,6 +194,24 @@ START_TEST(work_budget_ends_the_search)
 }
 END_TEST
 
+/* The same search on 1 and on 3 threads writes byte-identical CSVs (the
+ * CSV alone is on stdout with --csv -): the tuples are shared out to the
+ * threads, and the ranking is sorted with a total order. */
+START_TEST(threads_give_the_same_ranking)
+{
+	char *one, *three, *err1, *err3;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --threads 1 --csv - --show-infeasible", &one, &err1), 0);
+	ck_assert_int_eq(run_ampplan(DEMO " --threads 3 --csv - --show-infeasible", &three, &err3), 0);
+	ck_assert_ptr_nonnull(strstr(one, "\n1,yes,"));
+	ck_assert_str_eq(one, three);
+	free(one);
+	free(three);
+	free(err1);
+	free(err3);
+}
+END_TEST
+
 START_TEST(demo_ranks_strategies)
 {
 	char *out, *err;
@@ -302,6 +320,7 @@ static const struct {
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
 	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
 	{ DEMO " --work-budget 0", "--work-budget needs a positive number of strategies, not '0'" },
+	{ DEMO " --threads 0", "--threads needs a positive integer" },
 	{ DEMO " --mem-allowance 0", "--mem-allowance needs a positive number of GiB, not '0'" },
 	{ DEMO " --mem-allowance 2GiB", "--mem-allowance needs a positive number of GiB, not '2GiB'" },
 	{ DEMO " --mem-allowance nan", "--mem-allowance needs a positive number of GiB, not 'nan'" },
@@ -574,6 +593,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
+	tcase_add_test(tc, threads_give_the_same_ranking);
 	tcase_add_test(tc, demo_ranks_strategies);
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);
