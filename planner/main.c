@@ -374,33 +374,7 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--layout needs the what-if mode (all of --tp --pp --dp --cp --mbs)");
 	if (layout_vp(&cl->opts))
 		cl->opts.vp = layout_vp(&cl->opts);
-	if (cl->opts.vp > 1 && cl->opts.schedule < 0)
-		cl->opts.schedule = SCHED_INTERLEAVED;
-	if (plan_opts_what_if(&cl->opts)) {
-		/* The what-if mode evaluates one strategy: unset choices take
-		 * Megatron-LM's defaults (no FP8, no overlaps; sequence
-		 * parallelism as the search sets it, on where TP > 1). A
-		 * strategy that does not fit is kept, to print its numbers. */
-		struct plan_opts *o = &cl->opts;
-
-		if (o->schedule < 0)
-			o->schedule = SCHED_1F1B;
-		if (o->recompute < 0)
-			o->recompute = RECOMPUTE_NONE;
-		if (o->zero < 0)
-			o->zero = 0;
-		if (!o->vp)
-			o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
-		if (o->fp8 < 0)
-			o->fp8 = 0;
-		if (o->tp_overlap < 0)
-			o->tp_overlap = 0;
-		if (o->grad_overlap < 0)
-			o->grad_overlap = 0;
-		if (o->param_overlap < 0)
-			o->param_overlap = 0;
-		o->keep_infeasible = true;
-	}
+	plan_opts_complete(&cl->opts);
 	return -1;
 }
 

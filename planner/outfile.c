@@ -303,6 +303,20 @@ static int write_all(int fd, const char *s, size_t len)
 	return 0;
 }
 
+/* Writes f's text to fd, fsyncs it when sync (a temporary about to be
+ * renamed) and closes fd; 0, or -1 with e naming f's path. */
+static int write_close(int fd, const struct entry *f, bool sync, struct err *e)
+{
+	if (write_all(fd, f->text, f->len) || (sync && fsync(fd) != 0)) {
+		err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (close(fd) != 0)
+		return err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
+	return 0;
+}
+
 /* Writes f to a new temporary ".NAME.XXXXXX" beside its target. */
 static int write_temp(struct entry *f, mode_t um, struct err *e)
 {
@@ -321,15 +335,12 @@ static int write_temp(struct entry *f, mode_t um, struct err *e)
 		f->tmp = NULL;
 		return -1;
 	}
-	if (write_all(fd, f->text, f->len) || fchmod(fd, (mode_t)f->mode & ~um) != 0 ||
-	    fsync(fd) != 0) {
+	if (fchmod(fd, (mode_t)f->mode & ~um) != 0) {
 		err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	if (close(fd) != 0)
-		return err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
-	return 0;
+	return write_close(fd, f, true, e);
 }
 
 /* Writes f where it is: stdout, or the device, FIFO or pipe at its path
@@ -347,14 +358,7 @@ static int write_in_place(const struct entry *f, struct err *e)
 	fd = open(f->path, O_WRONLY | O_NOCTTY);
 	if (fd < 0)
 		return err_set(e, "cannot open '%s': %s", f->path, strerror(errno));
-	if (write_all(fd, f->text, f->len)) {
-		err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (close(fd) != 0)
-		return err_set(e, "cannot write '%s': %s", f->path, strerror(errno));
-	return 0;
+	return write_close(fd, f, false, e);
 }
 
 int outfile_commit(struct outfile_set *t, struct err *e)

@@ -35,6 +35,31 @@ void plan_opts_init(struct plan_opts *o)
 	o->place_dp_max = 20000;
 }
 
+void plan_opts_complete(struct plan_opts *o)
+{
+	if (o->vp > 1 && o->schedule < 0)
+		o->schedule = SCHED_INTERLEAVED;
+	if (!plan_opts_what_if(o))
+		return;
+	if (o->schedule < 0)
+		o->schedule = SCHED_1F1B;
+	if (o->recompute < 0)
+		o->recompute = RECOMPUTE_NONE;
+	if (o->zero < 0)
+		o->zero = 0;
+	if (!o->vp)
+		o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
+	if (o->fp8 < 0)
+		o->fp8 = 0;
+	if (o->tp_overlap < 0)
+		o->tp_overlap = 0;
+	if (o->grad_overlap < 0)
+		o->grad_overlap = 0;
+	if (o->param_overlap < 0)
+		o->param_overlap = 0;
+	o->keep_infeasible = true;
+}
+
 bool plan_opts_what_if(const struct plan_opts *o)
 {
 	return o->tp && o->pp && o->dp && o->cp && o->mbs;

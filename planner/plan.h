@@ -74,6 +74,14 @@ struct plan_opts {
 
 void plan_opts_init(struct plan_opts *o);
 
+/* Completes o as the CLI does before a search: vp > 1 without a schedule
+ * is the interleaved schedule; in the what-if mode the unset choices take
+ * Megatron-LM's defaults (1F1B, vp 2 when interleaved, no recomputation,
+ * no distributed optimizer, no FP8, no overlaps; sequence parallelism and
+ * gradient accumulation fusion as the search sets them) and a strategy
+ * that does not fit is kept, so that its numbers can be printed. */
+void plan_opts_complete(struct plan_opts *o);
+
 /* True when tp, pp, dp, cp and mbs are all fixed (the what-if mode). */
 bool plan_opts_what_if(const struct plan_opts *o);
 

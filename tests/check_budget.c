@@ -17,27 +17,6 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
-/* A small Llama-style model of blocks transformer blocks. */
-static struct model *small_model(int blocks, int gbs)
-{
-	struct model *m = xcalloc(1, sizeof *m);
-
-	m->name = xstrdup("small");
-	m->hidden = 1024;
-	m->layers = blocks;
-	m->heads = m->kv_heads = 8;
-	m->head_dim = 128;
-	m->ffn = 4096;
-	m->ffn_kind = FFN_SWIGLU;
-	m->vocab = 32000;
-	m->seq = 2048;
-	m->max_pos = 2048;
-	m->gbs = gbs;
-	m->dtype_bytes = 2;
-	model_derive_layers(m);
-	return m;
-}
-
 /* n_group node groups of nodes[g] nodes of gpn GPUs, each group its own GPU
  * type (peak and memory differ), on two fabrics. */
 static struct cluster *mixed_cluster(int n_group, const int *nodes, int gpn)
@@ -127,7 +106,7 @@ static struct plan *search(struct model *m, const struct cluster *c, long budget
 START_TEST(budget_same_for_any_threads)
 {
 	static const int nodes[] = { 4, 2 };
-	struct model *m = small_model(12, 64);
+	struct model *m = test_small_model(12, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct plan *full = search(m, c, 0, 1, false);
 	static const long budgets[] = { 1, 17, 100, 333, 1000, 0 };
@@ -168,7 +147,7 @@ END_TEST
 START_TEST(budget_keeps_what_was_found)
 {
 	static const int nodes[] = { 4, 2 };
-	struct model *m = small_model(12, 64);
+	struct model *m = test_small_model(12, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct plan *full = search(m, c, 0, 3, false);
 	struct plan *cut = search(m, c, full->evaluated / 3, 3, false);
@@ -215,7 +194,7 @@ END_TEST
 START_TEST(budget_ends_a_long_search)
 {
 	static const int nodes[] = { 4096, 4096 };
-	struct model *m = small_model(2000, 1 << 20);
+	struct model *m = test_small_model(2000, 1 << 20);
 	struct cluster *c = mixed_cluster(2, nodes, 8);
 	struct plan *p = search(m, c, 300, 0, false);
 
@@ -250,7 +229,7 @@ static void on_progress(double done, void *arg)
 START_TEST(progress_called_through_the_search)
 {
 	static const int nodes[] = { 4, 2 };
-	struct model *m = small_model(12, 64);
+	struct model *m = test_small_model(12, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct calls k = { 0, 0, false };
 	struct plan *p = NULL;
@@ -280,7 +259,7 @@ END_TEST
 START_TEST(ilp_search_deterministic_and_freed)
 {
 	static const int nodes[] = { 1, 2, 1, 2, 2 };
-	struct model *m = small_model(10, 32);
+	struct model *m = test_small_model(10, 32);
 	struct cluster *c = mixed_cluster(5, nodes, 2);
 	struct plan *one = search(m, c, 0, 1, false);
 	struct plan *four = search(m, c, 0, 4, false);

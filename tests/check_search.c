@@ -268,22 +268,9 @@ END_TEST
 static void small_case(struct model **mp, struct cluster **cp, int blocks, int nodes,
 		       double mem_gib, bool fp8)
 {
-	struct model *m = xcalloc(1, sizeof *m);
+	struct model *m = test_small_model(blocks, 8);
 	struct cluster *c = xcalloc(1, sizeof *c);
 
-	m->name = xstrdup("small");
-	m->hidden = 1024;
-	m->layers = blocks;
-	m->heads = m->kv_heads = 8;
-	m->head_dim = 128;
-	m->ffn = 4096;
-	m->ffn_kind = FFN_SWIGLU;
-	m->vocab = 32000;
-	m->seq = 2048;
-	m->max_pos = 2048;
-	m->gbs = 8;
-	m->dtype_bytes = 2;
-	model_derive_layers(m);
 	c->name = xstrdup("small");
 	c->n_gpu = c->n_group = 1;
 	c->gpu = xcalloc(1, sizeof *c->gpu);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "model.h"
 #include "util.h"
 
 char *read_file(const char *path)
@@ -54,4 +55,24 @@ int run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+struct model *test_small_model(int blocks, int gbs)
+{
+	struct model *m = xcalloc(1, sizeof *m);
+
+	m->name = xstrdup("small");
+	m->hidden = 1024;
+	m->layers = blocks;
+	m->heads = m->kv_heads = 8;
+	m->head_dim = 128;
+	m->ffn = 4096;
+	m->ffn_kind = FFN_SWIGLU;
+	m->vocab = 32000;
+	m->seq = 2048;
+	m->max_pos = 2048;
+	m->gbs = gbs;
+	m->dtype_bytes = 2;
+	model_derive_layers(m);
+	return m;
 }

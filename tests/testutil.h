@@ -24,6 +24,14 @@ int run_ampplan(const char *args, char **out, char **err);
  * frees), or NULL if it cannot be opened. */
 char *read_file(const char *path);
 
+struct model;
+
+/* A small Llama-style model (hidden 1024, 8 heads of 128, SwiGLU FFN 4096,
+ * vocabulary 32000, sequence 2048, bf16) of blocks transformer blocks and a
+ * global batch of gbs sequences, its layers derived; caller frees with
+ * model_free. */
+struct model *test_small_model(int blocks, int gbs);
+
 /* Runs the suite in a runner and returns the process exit status. */
 int run_suite(Suite *s);
 

@@ -67,9 +67,6 @@ static inline void fuzz_opts(struct plan_opts *o, struct fuzz_in *in, char layou
 	o->keep_infeasible = fuzz_byte(in) & 1;
 	o->exhaustive = (fuzz_byte(in) & 15) == 15;
 
-	/* as main.c: a vp > 1 without a schedule means interleaved */
-	if (o->vp > 1 && o->schedule < 0)
-		o->schedule = SCHED_INTERLEAVED;
 	if (plan_opts_what_if(o)) {
 		size_t k = 0;
 
@@ -81,24 +78,8 @@ static inline void fuzz_opts(struct plan_opts *o, struct fuzz_in *in, char layou
 		layout[k] = '\0';
 		if (k && !o->exhaustive)
 			o->layout = layout;
-		if (o->schedule < 0)
-			o->schedule = SCHED_1F1B;
-		if (o->recompute < 0)
-			o->recompute = RECOMPUTE_NONE;
-		if (o->zero < 0)
-			o->zero = 0;
-		if (!o->vp)
-			o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
-		if (o->fp8 < 0)
-			o->fp8 = 0;
-		if (o->tp_overlap < 0)
-			o->tp_overlap = 0;
-		if (o->grad_overlap < 0)
-			o->grad_overlap = 0;
-		if (o->param_overlap < 0)
-			o->param_overlap = 0;
-		o->keep_infeasible = true;
 	}
+	plan_opts_complete(o);	/* as main.c */
 }
 
 #endif
