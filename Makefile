@@ -3,14 +3,14 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Iplanner $(EXTRA_CFLAGS) $(CFLAGS)
+	-pthread -Icostmodel -Isearch -Ioutput $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS += -lglpk -lcsv -lcjson -lm -pthread
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
 BUILD ?= build
 SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard costmodel/*.c) $(filter-out planner/main.c,$(wildcard planner/*.c))
+LIB_SRC := $(wildcard costmodel/*.c search/*.c output/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -87,7 +87,7 @@ FUZZ_SMOKE_RUNS ?= 300
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Iplanner -Itests/fuzz $(FUZZ_SAN)
+	-pthread -Icostmodel -Isearch -Ioutput -Itests/fuzz $(FUZZ_SAN)
 FUZZ_TARGETS := model hf cluster report search
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
@@ -131,7 +131,7 @@ install: all
 	install -m 755 ampplan $(DESTDIR)$(PREFIX)/bin/ampplan
 
 format:
-	clang-format -i costmodel/*.[ch] planner/*.[ch] tests/*.[ch]
+	clang-format -i costmodel/*.[ch] search/*.[ch] output/*.[ch] planner/*.[ch] tests/*.[ch]
 
 clean:
 	rm -rf build ampplan

@@ -258,7 +258,7 @@ int trainer_check(enum trainer t, const struct model *m, const struct cluster *c
 }
 
 /* Per trainer, what its launch files can set (TRAINERS.md, and what
- * planner/emit*.c write):
+ * output/emit*.c write):
  * - Megatron-LM (also with no trainer chosen): --fp8, --tp-comm-overlap
  *   (asserts sequence parallelism, so tp > 1), --overlap-grad-reduce,
  *   --overlap-param-gather (asserts the distributed optimizer and
