@@ -55,6 +55,30 @@ struct model {
 	int dtype_bytes;	/* 2 for bf16/fp16 */
 	bool fp16;		/* the training dtype is fp16 (not bf16) */
 	int experts, top_k, moe_ffn; /* 0 for dense models */
+	/* What a trainer must be told to train this very model (0 / false /
+	   "" when the config does not say; the launch files then keep the
+	   trainer's default and say so). */
+	char model_type[32];	/* HF model_type ("llama", ...); "" for a
+				   profile */
+	enum norm_kind { NORM_RMS, NORM_LAYER } norm;
+	double norm_eps;	/* rms_norm_eps / layer_norm_eps */
+	double rope_theta;	/* rotary base; 0 with learned positions */
+	struct rope_scaling {	/* HF "rope_scaling"; type "" if none */
+		char type[16];	/* "llama3", "yarn", "linear", ... */
+		double factor, low_freq_factor, high_freq_factor;
+		int original_max_pos;
+	} rope_scaling;
+	bool qkv_bias;		/* biases on q, k, v only (Qwen2) */
+	bool qk_norm;		/* RMSNorm on q and k per head (Qwen3, OLMo 2) */
+	int sliding_window;	/* tokens; 0 = full attention everywhere */
+	int sliding_every;	/* 1: every layer windowed; 2: every other
+				   layer (Gemma 2); 0 with no window */
+	/* MoE beyond top-k routed experts (DeepSeek-V3, Qwen-MoE, Llama 4) */
+	int shared_experts, shared_ffn; /* always-on experts, their FFN size */
+	int dense_layers;	/* first layers with a dense FFN of size ffn */
+	int moe_every;		/* MoE FFN on every k-th layer; 1 = all */
+	/* Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank 0 = none */
+	int q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim;
 	struct layer *layer;
 	int n_layer;
 };
