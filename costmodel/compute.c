@@ -15,20 +15,13 @@
 
 /* Attention core FLOPs per token at sequence length seq: QK^T and AV, each
  * 2*s*d per head, 4*s*a*d in all (COSTMODEL.md "FLOPs"; Narayanan et al.
- * 2021 Sec. 5.1 / Appendix: the 4*s*h term per layer with a*d = h). Counted
- * whole, as the model-FLOPs convention does; compute_layer charges a causal
- * flash kernel CAUSAL_SHARE of it. */
-static double attn_per_token(const struct model *m, int seq)
-{
-	int a = m->heads > 0 ? m->heads : 1;
-	double d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / a;
-
-	return 4.0 * seq * a * d;
-}
-
+ * 2021 Sec. 5.1 / Appendix: the 4*s*h term per layer with a*d = h), fewer
+ * keys under a sliding window and MLA's head dims (model_attn_flops).
+ * Counted whole, as the model-FLOPs convention does; compute_layer charges a
+ * causal flash kernel CAUSAL_SHARE of it. */
 double compute_attn_flops_per_token(const struct model *m, int l, int seq)
 {
-	return m->layer[l].kind == LAYER_BLOCK ? attn_per_token(m, seq) : 0;
+	return model_attn_flops(m, l, seq);
 }
 
 double compute_flops_per_token(const struct model *m, int l, int seq)
@@ -37,7 +30,17 @@ double compute_flops_per_token(const struct model *m, int l, int seq)
 
 	if (ly->kind != LAYER_BLOCK || m->seq <= 0 || seq == m->seq)
 		return ly->flops_per_token;
-	return ly->flops_per_token + attn_per_token(m, seq) - attn_per_token(m, m->seq);
+	return ly->flops_per_token + model_attn_flops(m, l, seq) -
+	       model_attn_flops(m, l, m->seq);
+}
+
+/* The FFN width one token runs through in block layer l: top_k routed
+ * experts plus the shared ones in an MoE block, f in a dense one. */
+static double ffn_per_token(const struct model *m, int l)
+{
+	if (!model_block_moe(m, l - 1))
+		return m->ffn;
+	return (double)m->moe_ffn * m->top_k + (double)m->shared_ffn * m->shared_experts;
 }
 
 /* Korthikanti et al. 2022 Sec. 5: full recomputation reruns the forward
@@ -136,7 +139,9 @@ static int measured(const struct layer *ly, int l, const char *gpu,
 }
 
 /* Memory-bound bytes per token of layer l on one GPU under s, forward,
- * the attention core's softmax excepted (score_bytes_per_token). */
+ * the attention core's softmax excepted (score_bytes_per_token); the MLP's
+ * activation over the FFN width a token runs through (ffn_per_token), RoPE
+ * over the rotated dims of q and k (rotary_dim; MLA's qk_rope_dim). */
 static double mem_bytes_per_token(const struct model *m, int l,
 				  const struct strategy *s)
 {
@@ -144,8 +149,9 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	double t = s->tp, a = m->heads, g = m->kv_heads, d = m->head_dim;
 	double rows = (s->sp || s->tp <= 1) ? 1.0 / t : 1.0; /* per token row */
 	double norm = s->unfused_norm ? NORM_UNFUSED : NORM_FUSED;
-	double f = m->experts > 0 ? (double)m->moe_ffn * m->top_k : m->ffn;
-	double bytes;
+	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim :
+		     m->rotary_dim > 0 ? m->rotary_dim : d;
+	double bytes, f;
 
 	switch (m->layer[l].kind) {
 	case LAYER_EMBEDDING:
@@ -155,10 +161,11 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	case LAYER_BLOCK:
 		break;
 	}
+	f = ffn_per_token(m, l);
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
 	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
 	if (!m->learned_pos)
-		bytes += 2 * (a + g) * d * dt / t;
+		bytes += 2 * (a + g) * rot * dt / t;
 	return bytes;
 }
 
@@ -197,35 +204,52 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
  * in all (the layer's F - A per token times b*s/(t*c)), shared among its
  * linear layers in proportion to their FLOPs, each at the efficiency of its
  * own size on the GPU: tok = b*s/c tokens through Megatron's shards, QKV
- * h x (a+2g)d/t, output (a d/t) x h, MLP h x f/t (x2 gated) and (f/t) x h;
- * MoE experts see tok * top_k * ep / E tokens each; the head is one h x V/t
- * GEMM. Small GEMMs (high TP, short micro-batches) run less efficiently
- * (compute_eff). */
+ * h x (a+2g)d/t (MLA: its down- and up-projections as one GEMM of their
+ * FLOPs), output (a d/t) x h (MLA: a d_v/t), MLP h x f/t (x2 gated) and
+ * (f/t) x h; in an MoE block (model_block_moe) the routed experts, of f_e,
+ * see tok * top_k * ep / E tokens each and the shared experts every token;
+ * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
+ * run less efficiently (compute_eff). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
 		    const struct strategy *s, double w, double tok)
 {
+	bool is_moe = m->layer[l].kind == LAYER_BLOCK && model_block_moe(m, l - 1);
 	double h = m->hidden, t = s->tp, ad = (double)m->heads * m->head_dim;
 	double gd = (double)m->kv_heads * m->head_dim;
-	double f = m->experts > 0 ? m->moe_ffn : m->ffn;
+	double f = is_moe ? m->moe_ffn : m->ffn, fs = m->shared_ffn;
 	double up = m->ffn_kind == FFN_SWIGLU ? 2 : 1;
-	double moe = m->experts > 0 ? (double)m->top_k * s->ep / m->experts : 1;
-	/* FLOPs per token of one GEMM on one GPU, and its tokens */
-	double per_tok[4] = { 2 * h * (ad + 2 * gd) / t, 2 * ad * h / t,
-			      2 * h * f * up / t, 2 * f * h / t };
-	double gemm_tok[4] = { tok, tok, tok * moe, tok * moe };
+	double moe = is_moe ? (double)m->top_k * s->ep / m->experts : 1;
+	/* FLOPs per token of one GEMM on one GPU, and its tokens; MLA's
+	 * projections as one QKV GEMM of their FLOPs, its output a*d_v x h;
+	 * shared experts see every token */
+	double per_tok[6] = { 2 * h * (ad + 2 * gd) / t, 2 * ad * h / t,
+			      2 * h * f * up / t, 2 * f * h / t,
+			      2 * h * fs * up / t, 2 * fs * h / t };
+	double gemm_tok[6] = { tok, tok, tok * moe, tok * moe, tok, tok };
 	/* each token runs top_k experts: their share of the layer's FLOPs */
-	double k = m->experts > 0 ? m->top_k : 1;
-	double share[4] = { per_tok[0], per_tok[1], k * per_tok[2], k * per_tok[3] };
+	double k = is_moe ? m->top_k : 1, ks = is_moe ? m->shared_experts : 0;
+	double share[6] = { per_tok[0], per_tok[1], k * per_tok[2], k * per_tok[3],
+			    ks * per_tok[4], ks * per_tok[5] };
 	double sum = 0, time = 0;
 
 	if (w <= 0)
 		return 0;
 	if (m->layer[l].kind != LAYER_BLOCK)
 		return gemm_time(g, false, w, w);
-	for (int i = 0; i < 4; i++)
+	if (m->kv_lora_rank > 0) {
+		double norms, dv = (double)m->heads * m->v_head_dim;
+
+		per_tok[1] = 2 * dv * h / t;
+		per_tok[0] = 2 * (model_mla_weights(m, &norms) - dv * h) / t;
+		share[0] = per_tok[0];
+		share[1] = per_tok[1];
+	}
+	for (int i = 0; i < 6; i++)
 		sum += share[i];
-	for (int i = 0; i < 4; i++)
-		time += gemm_time(g, s->fp8, w * share[i] / sum, per_tok[i] * gemm_tok[i]);
+	for (int i = 0; i < 6; i++)
+		if (share[i] > 0)
+			time += gemm_time(g, s->fp8, w * share[i] / sum,
+					  per_tok[i] * gemm_tok[i]);
 	return time;
 }
 

@@ -96,9 +96,10 @@ struct layer_time {
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's
- * flops_per_token with a block's 4*s*a*d attention term rescaled from m->seq
- * to seq; m->seq <= 0 means no rescaling), and of it the attention core
- * 4*seq*a*d (0 for the embedding and the head). */
+ * flops_per_token with a block's attention term, model_attn_flops, rescaled
+ * from m->seq to seq; m->seq <= 0 means no rescaling), and of it the
+ * attention core, 4*seq*a*d for full attention (0 for the embedding and the
+ * head). */
 double compute_flops_per_token(const struct model *m, int l, int seq);
 double compute_attn_flops_per_token(const struct model *m, int l, int seq);
 

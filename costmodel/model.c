@@ -9,48 +9,15 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "hf.h"
 #include "json.h"
 #include "util.h"
-
-/* Ranges of the input fields: wide enough for any real model, narrow enough
- * to reject absurd values (hidden_size 1e12, forward_s 1e-300) and int
- * overflow downstream. Integers (all must be whole numbers): hidden_size
- * [1, 1e6], num_layers and repeat [1, 10000], heads and KV heads [1, 1e5],
- * head_dim [1, 1e5], heads * head_dim at most 1e7, ffn sizes [1, 1e7],
- * vocab_size [1, 1e7], max_position_embeddings [1, 1e8], seq_length
- * [1, 1e7], global_batch_size [1, 1e8], num_experts [0, 1e5] (HF [1, 1e5]),
- * moe_top_k [1, num_experts], measured tp [1, 1e5] and micro_batch_size
- * [1, 1e6]. Numbers: a layer's params, flops_per_token and bytes per token
- * [0, 1e20] (expert_params [0, params]); measured forward_s and
- * backward_s [1e-9, 1e6] seconds. */
-#define MAX_HIDDEN 1000000
-#define MAX_LAYERS 10000
-#define MAX_HEADS 100000
-#define MAX_HEAD_DIM 100000
-#define MAX_QDIM 10000000	/* heads * head_dim */
-#define MAX_FFN 10000000
-#define MAX_VOCAB 10000000
-#define MAX_POS 100000000
-#define MAX_SEQ 10000000
-#define MAX_GBS 100000000
-#define MAX_EXPERTS 100000
-#define MAX_TP 100000
-#define MAX_MBS 1000000
-#define MAX_AMOUNT 1e20		/* params, FLOPs or bytes of one layer */
-#define MAX_SECONDS 1e6
-#define MIN_SECONDS 1e-9	/* a measured time below 1 ns is a typo */
-
-/* Defaults of an imported Hugging Face config (the file has no training
- * setup): seq_length = min(max_position_embeddings, HF_SEQ), gbs HF_GBS. */
-#define HF_SEQ 8192
-#define HF_GBS 512
 
 /* Indexed by enum layer_kind and enum ffn_kind. */
 static const char *const kind_names[] = {"embedding", "block", "head"};
 static const char *const ffn_names[] = {"gelu", "swiglu", "relu2"};
 static const char *const pos_names[] = {"rope", "learned"};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
-static const char *const hf_dtype_names[] = {"bfloat16", "float16", "float32"};
 static const int dtype_bytes[] = {2, 2, 4};
 
 static const char *const profile_fields[] = {
@@ -59,7 +26,17 @@ static const char *const profile_fields[] = {
 	"ffn_kind", "vocab_size", "seq_length", "global_batch_size",
 	"max_position_embeddings", "tie_word_embeddings", "bias",
 	"position_embedding", "dtype", "num_experts", "moe_top_k",
-	"moe_ffn_hidden_size", "layers", NULL};
+	"moe_ffn_hidden_size", "hf_model_type", "normalization", "norm_eps",
+	"rope_theta", "rope_scaling", "rotary_dim", "qkv_bias", "qk_norm",
+	"sliding_window", "sliding_window_every", "num_shared_experts",
+	"shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
+	"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+	"v_head_dim", "norms_per_block", "parallel_block", "mlp_bias",
+	"lm_head_bias", "layers", NULL};
+static const char *const scaling_fields[] = {
+	"type", "factor", "low_freq_factor", "high_freq_factor",
+	"original_max_position_embeddings", NULL};
+static const char *const norm_names[] = {"rmsnorm", "layernorm"};
 static const char *const layer_fields[] = {
 	"kind", "repeat", "params", "expert_params", "flops_per_token",
 	"activation_bytes_per_token", "output_bytes_per_token", "measured",
@@ -68,29 +45,14 @@ static const char *const measure_fields[] = {
 	"gpu", "tp", "micro_batch_size", "seq_length", "forward_s",
 	"backward_s", "note", NULL};
 
-/* The key names of the architecture fields in one input format; NULL where
- * the format has no such field. */
-struct keys {
-	const char *hidden, *layers, *heads, *kv_heads, *head_dim, *ffn, *vocab,
-		*max_pos;
-	bool ffn_required, max_pos_required;
-};
-
 static const struct keys profile_keys = {
 	"hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
 	"head_dim", "ffn_hidden_size", "vocab_size", "max_position_embeddings",
 	true, false};
-static const struct keys hf_keys = {
-	"hidden_size", "num_hidden_layers", "num_attention_heads",
-	"num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
-	"max_position_embeddings", true, true};
-static const struct keys gpt2_keys = {
-	"n_embd", "n_layer", "n_head", NULL, NULL, "n_inner", "vocab_size",
-	"n_positions", false, true};
 
 /* Sets *out to the index of val in names[0..n-1], or fails naming them. */
-static int pick(const char *key, const char *val, const char *const names[],
-		int n, int *out, struct err *e)
+int model_pick(const char *key, const char *val, const char *const names[],
+	       int n, int *out, struct err *e)
 {
 	char list[128] = "";
 	size_t len = 0;
@@ -111,8 +73,8 @@ static int pick(const char *key, const char *val, const char *const names[],
 
 /* json_int where a JSON null counts as missing (HF writes "head_dim": null),
  * and key NULL means the format has no such field. */
-static int opt_int(const cJSON *obj, const char *where, const char *key,
-		   bool required, long min, long max, int *out, struct err *e)
+int model_opt_int(const cJSON *obj, const char *where, const char *key,
+		  bool required, long min, long max, int *out, struct err *e)
 {
 	if (!key)
 		return 0;
@@ -131,18 +93,18 @@ static int seconds(const cJSON *obj, const char *where, const char *key,
 /* Reads the architecture integers named by k into m. kv_heads defaults to
  * heads, head_dim to hidden / heads (which heads must then divide), ffn to
  * 4 * hidden; max_pos stays 0 when absent. */
-static int read_dims(struct model *m, const cJSON *doc, const struct keys *k,
-		     struct err *e)
+int model_read_dims(struct model *m, const cJSON *doc, const struct keys *k,
+		    struct err *e)
 {
 	m->kv_heads = m->head_dim = m->ffn = m->max_pos = 0;
 	if (json_int(doc, "", k->hidden, true, 1, MAX_HIDDEN, &m->hidden, e) ||
 	    json_int(doc, "", k->layers, true, 1, MAX_LAYERS, &m->layers, e) ||
 	    json_int(doc, "", k->heads, true, 1, MAX_HEADS, &m->heads, e) ||
-	    opt_int(doc, "", k->kv_heads, false, 1, MAX_HEADS, &m->kv_heads, e) ||
-	    opt_int(doc, "", k->head_dim, false, 1, MAX_HEAD_DIM, &m->head_dim, e) ||
-	    opt_int(doc, "", k->ffn, k->ffn_required, 1, MAX_FFN, &m->ffn, e) ||
+	    model_opt_int(doc, "", k->kv_heads, false, 1, MAX_HEADS, &m->kv_heads, e) ||
+	    model_opt_int(doc, "", k->head_dim, false, 1, MAX_HEAD_DIM, &m->head_dim, e) ||
+	    model_opt_int(doc, "", k->ffn, k->ffn_required, 1, MAX_FFN, &m->ffn, e) ||
 	    json_int(doc, "", k->vocab, true, 1, MAX_VOCAB, &m->vocab, e) ||
-	    opt_int(doc, "", k->max_pos, k->max_pos_required, 1, MAX_POS,
+	    model_opt_int(doc, "", k->max_pos, k->max_pos_required, 1, MAX_POS,
 		    &m->max_pos, e))
 		return -1;
 	if (!m->kv_heads)
@@ -199,6 +161,98 @@ static int read_profile_moe(struct model *m, const cJSON *doc, struct err *e)
 			&m->moe_ffn, e) ? -1 : 0;
 }
 
+/* Reads a profile's "rope_scaling" object, if any, into m. */
+static int read_profile_scaling(struct model *m, const cJSON *doc,
+				struct err *e)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, "rope_scaling");
+	struct rope_scaling *r = &m->rope_scaling;
+	const char *type;
+
+	if (!o)
+		return 0;
+	if (!cJSON_IsObject(o))
+		return err_set(e, "field 'rope_scaling' must be an object");
+	if (json_keys(o, "rope_scaling", scaling_fields, e) ||
+	    json_str(o, "rope_scaling", "type", true, &type, e))
+		return -1;
+	if (strlen(type) >= sizeof r->type)
+		return err_set(e, "field 'rope_scaling.type' must be at most %zu "
+			       "bytes", sizeof r->type - 1);
+	strcpy(r->type, type);
+	return json_num(o, "rope_scaling", "factor", false, 0, 1e6, &r->factor, e) ||
+	       json_num(o, "rope_scaling", "low_freq_factor", false, 0, 1e6,
+			&r->low_freq_factor, e) ||
+	       json_num(o, "rope_scaling", "high_freq_factor", false, 0, 1e6,
+			&r->high_freq_factor, e) ||
+	       json_int(o, "rope_scaling", "original_max_position_embeddings",
+			false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
+}
+
+/* Reads the fields of a profile that carry over from a Hugging Face config
+ * (each optional, 0 / false when absent): what a launch file needs to train
+ * the same model, and the shapes the compute model reads beside "layers"
+ * (sliding windows, dense and MoE blocks, shared experts, MLA, rotary
+ * dimensions) and the trainer rules (norms per block, parallel blocks).
+ * The ranges are those of the HF reader (hf.c). */
+static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
+{
+	const char *type = "", *norm = NULL;
+	int norm_i = 0;
+
+	if (json_str(doc, "", "hf_model_type", false, &type, e))
+		return -1;
+	if (strlen(type) >= sizeof m->model_type)
+		return err_set(e, "field 'hf_model_type' must be at most %zu bytes",
+			       sizeof m->model_type - 1);
+	strcpy(m->model_type, type);
+	if (json_str(doc, "", "normalization", false, &norm, e) ||
+	    (norm && model_pick("normalization", norm, norm_names, 2, &norm_i, e)) ||
+	    json_num(doc, "", "norm_eps", false, 0, 1, &m->norm_eps, e) ||
+	    json_num(doc, "", "rope_theta", false, 0, 1e12, &m->rope_theta, e) ||
+	    read_profile_scaling(m, doc, e) ||
+	    json_int(doc, "", "rotary_dim", false, 1, m->head_dim, &m->rotary_dim, e) ||
+	    json_bool(doc, "", "qkv_bias", false, &m->qkv_bias, e) ||
+	    json_bool(doc, "", "qk_norm", false, &m->qk_norm, e) ||
+	    json_int(doc, "", "sliding_window", false, 1, MAX_SEQ,
+		     &m->sliding_window, e) ||
+	    json_int(doc, "", "sliding_window_every", false, 1, MAX_LAYERS,
+		     &m->sliding_every, e) ||
+	    json_int(doc, "", "num_shared_experts", false, 1, MAX_EXPERTS,
+		     &m->shared_experts, e) ||
+	    json_int(doc, "", "shared_expert_ffn_hidden_size", false, 1, MAX_FFN,
+		     &m->shared_ffn, e) ||
+	    json_int(doc, "", "first_dense_layers", false, 1, m->layers,
+		     &m->dense_layers, e) ||
+	    json_int(doc, "", "moe_layer_freq", false, 1, MAX_LAYERS,
+		     &m->moe_every, e) ||
+	    json_int(doc, "", "q_lora_rank", false, 1, MAX_FFN, &m->q_lora_rank, e) ||
+	    json_int(doc, "", "kv_lora_rank", false, 1, MAX_FFN, &m->kv_lora_rank, e) ||
+	    json_int(doc, "", "qk_rope_head_dim", false, 1, MAX_HEAD_DIM,
+		     &m->qk_rope_dim, e) ||
+	    json_int(doc, "", "qk_nope_head_dim", false, 1, MAX_HEAD_DIM,
+		     &m->qk_nope_dim, e) ||
+	    json_int(doc, "", "v_head_dim", false, 1, MAX_HEAD_DIM, &m->v_head_dim, e) ||
+	    json_int(doc, "", "norms_per_block", false, 1, 4, &m->block_norms, e) ||
+	    json_bool(doc, "", "parallel_block", false, &m->parallel_block, e) ||
+	    json_bool(doc, "", "mlp_bias", false, &m->mlp_bias, e) ||
+	    json_bool(doc, "", "lm_head_bias", false, &m->head_bias, e))
+		return -1;
+	m->norm = (enum norm_kind)norm_i;
+	if (m->sliding_window && !m->sliding_every)
+		m->sliding_every = 1;
+	if (m->kv_lora_rank && (!m->qk_rope_dim || !m->qk_nope_dim || !m->v_head_dim))
+		return err_set(e, "field 'kv_lora_rank' needs 'qk_rope_head_dim', "
+			       "'qk_nope_head_dim' and 'v_head_dim'");
+	if (m->kv_lora_rank && m->head_dim != m->qk_rope_dim + m->qk_nope_dim)
+		return err_set(e, "field 'head_dim' must be 'qk_rope_head_dim' + "
+			       "'qk_nope_head_dim' with 'kv_lora_rank'");
+	if (!m->shared_experts != !m->shared_ffn)
+		return err_set(e, "fields 'num_shared_experts' and "
+			       "'shared_expert_ffn_hidden_size' go together");
+	return 0;
+}
+
 /* Reads the non-architecture root fields of a profile. */
 static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 {
@@ -207,16 +261,17 @@ static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 
 	m->tied = m->bias = false;
 	if (json_str(doc, "", "ffn_kind", true, &ffn, e) ||
-	    pick("ffn_kind", ffn, ffn_names, 3, &ffn_i, e) ||
+	    model_pick("ffn_kind", ffn, ffn_names, 3, &ffn_i, e) ||
 	    json_int(doc, "", "seq_length", true, 1, MAX_SEQ, &m->seq, e) ||
 	    json_int(doc, "", "global_batch_size", true, 1, MAX_GBS, &m->gbs, e) ||
 	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	    json_bool(doc, "", "bias", false, &m->bias, e) ||
 	    json_str(doc, "", "position_embedding", false, &pos, e) ||
-	    pick("position_embedding", pos, pos_names, 2, &pos_i, e) ||
+	    model_pick("position_embedding", pos, pos_names, 2, &pos_i, e) ||
 	    json_str(doc, "", "dtype", false, &dtype, e) ||
-	    pick("dtype", dtype, dtype_names, 3, &dtype_i, e) ||
-	    read_profile_moe(m, doc, e))
+	    model_pick("dtype", dtype, dtype_names, 3, &dtype_i, e) ||
+	    read_profile_moe(m, doc, e) ||
+	    read_profile_arch(m, doc, e))
 		return -1;
 	m->ffn_kind = (enum ffn_kind)ffn_i;
 	m->learned_pos = pos_i == 1;
@@ -314,7 +369,7 @@ static int read_layer(struct layer *l, const cJSON *o, const char *where,
 	snprintf(key, sizeof key, "%s.kind", where);
 	l->expert_params = 0;
 	if (json_str(o, where, "kind", true, &kind, e) ||
-	    pick(key, kind, kind_names, 3, &k, e) ||
+	    model_pick(key, kind, kind_names, 3, &k, e) ||
 	    json_num(o, where, "params", true, 0, MAX_AMOUNT, &l->params, e) ||
 	    json_num(o, where, "expert_params", false, 0, l->params,
 		     &l->expert_params, e) ||
@@ -406,7 +461,7 @@ static int load_profile(struct model *m, const cJSON *doc, struct err *e)
 	    json_str(doc, "", "source", false, &source, e))
 		return -1;
 	m->name = xstrdup(name);
-	if (read_dims(m, doc, &profile_keys, e) ||
+	if (model_read_dims(m, doc, &profile_keys, e) ||
 	    read_profile_opts(m, doc, e))
 		return -1;
 	if (!layers) {
@@ -414,110 +469,6 @@ static int load_profile(struct model *m, const cJSON *doc, struct err *e)
 		return 0;
 	}
 	return read_layers(m, layers, e);
-}
-
-/* The training dtype of an HF config: "dtype" (newer transformers) or else
- * "torch_dtype"; bf16 when neither is set. */
-static int read_hf_dtype(struct model *m, const cJSON *doc, struct err *e)
-{
-	static const char *const keys[] = {"dtype", "torch_dtype"};
-
-	m->dtype_bytes = 2;
-	for (int k = 0; k < 2; k++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, keys[k]);
-		const char *val;
-		int i;
-
-		if (!v || cJSON_IsNull(v))
-			continue;
-		if (json_str(doc, "", keys[k], true, &val, e) ||
-		    pick(keys[k], val, hf_dtype_names, 3, &i, e))
-			return -1;
-		m->dtype_bytes = dtype_bytes[i];
-		m->fp16 = i == 1;
-		return 0;
-	}
-	return 0;
-}
-
-/* GPT-2 (n_embd, n_layer, n_head, n_positions, n_inner null = 4 * n_embd):
- * GeLU MLP, biases, LayerNorm, learned positions, tied embeddings unless
- * tie_word_embeddings says otherwise. */
-static int read_hf_gpt2(struct model *m, const cJSON *doc, struct err *e)
-{
-	m->tied = m->bias = m->learned_pos = true;
-	m->ffn_kind = FFN_GELU;
-	return read_dims(m, doc, &gpt2_keys, e) ||
-	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ? -1 : 0;
-}
-
-/* Llama, Mistral, Qwen2 and Mixtral: SwiGLU MLP, RMSNorm, RoPE, no biases,
- * untied unless tie_word_embeddings. Mixtral's experts each have an FFN of
- * intermediate_size. Qwen2's QKV biases ((a + 2g) * d per layer, 0.002% of
- * Qwen2-7B) are not counted. */
-static int read_hf_llama(struct model *m, const cJSON *doc, bool moe,
-			 struct err *e)
-{
-	m->ffn_kind = FFN_SWIGLU;
-	m->tied = m->bias = m->learned_pos = false;
-	if (read_dims(m, doc, &hf_keys, e) ||
-	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e))
-		return -1;
-	if (!moe)
-		return 0;
-	m->moe_ffn = m->ffn;
-	return json_int(doc, "", "num_local_experts", true, 1, MAX_EXPERTS,
-			&m->experts, e) ||
-	       json_int(doc, "", "num_experts_per_tok", true, 1, m->experts,
-			&m->top_k, e) ? -1 : 0;
-}
-
-/* The model's name: "_name_or_path" if set, else the file's base name
- * without ".json". Returns a malloc'd string. */
-static char *hf_name(const cJSON *doc, const char *path)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "_name_or_path");
-	const char *base = strrchr(path, '/');
-	char *name;
-	size_t n;
-
-	if (cJSON_IsString(v) && v->valuestring[0])
-		return xstrdup(v->valuestring);
-	name = xstrdup(base ? base + 1 : path);
-	n = strlen(name);
-	if (n > 5 && strcmp(name + n - 5, ".json") == 0)
-		name[n - 5] = '\0';
-	return name;
-}
-
-/* Loads a Hugging Face config.json from doc into m (TRAINERS.md, "Hugging
- * Face config.json"). */
-static int load_hf(struct model *m, const cJSON *doc, const char *path,
-		   struct err *e)
-{
-	const char *type;
-	int rc;
-
-	if (json_str(doc, "", "model_type", true, &type, e))
-		return -1;
-	if (strcmp(type, "gpt2") == 0)
-		rc = read_hf_gpt2(m, doc, e);
-	else if (!strcmp(type, "llama") || !strcmp(type, "mistral") ||
-		 !strcmp(type, "qwen2") || !strcmp(type, "mixtral"))
-		rc = read_hf_llama(m, doc, strcmp(type, "mixtral") == 0, e);
-	else
-		return err_set(e, "field 'model_type' must be 'llama', 'mistral', "
-			       "'qwen2', 'mixtral' or 'gpt2', not '%s'", type);
-	if (rc || read_hf_dtype(m, doc, e))
-		return -1;
-	m->name = hf_name(doc, path);
-	if (json_utf8_check(m->name, strlen(m->name)))
-		return err_set(e, "the file name is not valid UTF-8 or holds a "
-			       "control character: set '_name_or_path'");
-	m->seq = m->max_pos < HF_SEQ ? m->max_pos : HF_SEQ;
-	m->gbs = HF_GBS;
-	model_derive_layers(m);
-	return 0;
 }
 
 int model_load(struct model **out, const char *path, struct err *e)
@@ -534,7 +485,7 @@ int model_load(struct model **out, const char *path, struct err *e)
 		goto fail;
 	}
 	if (cJSON_GetObjectItemCaseSensitive(doc, "model_type") ?
-	    load_hf(m, doc, path, e) : load_profile(m, doc, e))
+	    hf_load(m, doc, path, e) : load_profile(m, doc, e))
 		goto fail;
 	cJSON_Delete(doc);
 	*out = m;
@@ -571,45 +522,111 @@ int model_check_gpus(const struct model *m, const struct cluster *c,
 	return 0;
 }
 
-/* One transformer block (COSTMODEL.md, "Parameters" and "FLOPs"; Llama
- * style, with GPT-2's biases when m->bias). With h hidden, a heads, g KV
- * heads, d head_dim, f ffn:
- *   attention 2*h*a*d + 2*h*g*d; MLP 3*h*f (SwiGLU) or 2*h*f (GeLU, squared
- *   ReLU); norms 2h;
- *   biases (a + 2g)*d QKV + h out + f + h MLP + 2h LayerNorm, so a GPT block
- *   (f = 4h, g = a) has 12h^2 + 13h (Megatron-LM 2021 Eq. 2);
- *   MoE: E experts of the MLP shape with f_e, counted in expert_params, plus
- *   a router h*E; per token only top_k experts run.
- * Forward FLOPs per token: 2 * (matmul parameters one token runs through)
- * + 4*s*a*d (attention scores and values, counted whole).
+bool model_block_windowed(const struct model *m, int i)
+{
+	return m->sliding_window > 0 &&
+	       (m->sliding_every <= 1 || (i + 1) % m->sliding_every != 0);
+}
+
+bool model_block_moe(const struct model *m, int i)
+{
+	return m->experts > 0 && i >= m->dense_layers &&
+	       (i + 1) % (m->moe_every > 0 ? m->moe_every : 1) == 0;
+}
+
+double model_attn_flops(const struct model *m, int l, int seq)
+{
+	int a = m->heads > 0 ? m->heads : 1;
+	double d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / a;
+	double dv = m->kv_lora_rank > 0 ? m->v_head_dim : d;
+	double keys = seq, w = m->sliding_window;
+
+	if (m->layer[l].kind != LAYER_BLOCK)
+		return 0;
+	if (model_block_windowed(m, l - 1) && w < seq)
+		keys = w * (2.0 * seq - w + 1) / (seq + 1.0);
+	if (dv == d)
+		return 4.0 * keys * a * d;
+	return 2.0 * keys * a * (d + dv);
+}
+
+double model_mla_weights(const struct model *m, double *norms)
+{
+	double h = m->hidden, a = m->heads, rq = m->q_lora_rank;
+	double rkv = m->kv_lora_rank, dr = m->qk_rope_dim;
+	double dq = m->qk_nope_dim + dr, dv = m->v_head_dim;
+	double q = rq > 0 ? h * rq + rq * a * dq : h * a * dq;
+
+	*norms = rq + rkv;
+	return q + h * (rkv + dr) + rkv * a * (m->qk_nope_dim + dv) + a * dv * h;
+}
+
+/* One transformer block, block i (0-based), (COSTMODEL.md, "Parameters" and
+ * "FLOPs"; Llama style, with GPT-2's biases when m->bias). With h hidden,
+ * a heads, g KV heads, d head_dim, f ffn:
+ *   attention 2*h*a*d + 2*h*g*d (MLA: mla_weights); MLP 3*h*f (gated:
+ *   SwiGLU, GeGLU) or 2*h*f (GeLU, squared ReLU); block_norms norms (2 by
+ *   default) of h weights, 2h for LayerNorm or with biases;
+ *   biases (a + 2g)*d QKV + h out with bias, (a + 2g)*d with qkv_bias only;
+ *   f + h MLP with bias or mlp_bias; so a GPT block (f = 4h, g = a) has
+ *   12h^2 + 13h (Megatron-LM 2021 Eq. 2); plus qk_norm_params;
+ *   MoE block (model_block_moe): E experts of the MLP shape with f_e,
+ *   counted in expert_params, plus a router h*E, shared_experts always-on
+ *   experts of shared_ffn and moe_extra_params; per token top_k routed
+ *   experts and the shared ones run. A dense block of an MoE model has the
+ *   dense MLP of f.
+ * Forward FLOPs per token: 2 * (matmul weights one token runs through) +
+ * model_attn_flops.
  * Activations per token (Megatron theoretical_memory_usage.py, sequence
  * parallel and selective recomputation): 18h + 4f bytes, 34h for f = 4h
- * (Korthikanti et al. 2022); MoE 18h + 4*f_e*top_k. */
-static void derive_block(const struct model *m, struct layer *l)
+ * (Korthikanti et al. 2022 Sec. 4.1: attention 11h, MLP 3h + 4f, the two
+ * norms' inputs 4h); MoE 4*(f_e*top_k + shared_ffn*shared_experts) for 4f.
+ * In that style: each norm beyond two stores its input, + 2h each (one
+ * fewer: - 2h); a parallel block's MLP reads the attention's input, - 2h;
+ * q/k norms store q and k, + 2*(a + g)*d; MLA stores Q, K (a*d_q each), V
+ * and the context (a*d_v each) instead of 4 of h, + 4*a*(d_q + d_v) - 8h,
+ * and its latents before and after their norms, 4*r_q + 4*r_kv + 2*d_r. */
+static void derive_block(const struct model *m, int i, struct layer *l)
 {
 	double h = m->hidden, a = m->heads, g = m->kv_heads, d = m->head_dim;
-	double mats = m->ffn_kind == FFN_SWIGLU ? 3 : 2;
+	double mats = m->ffn_kind == FFN_SWIGLU ? 3 : 2, norm_w = 0;
 	double attn = 2 * h * a * d + 2 * h * g * d;
-	double attn_bias = m->bias ? (a + 2 * g) * d + h + 2 * h : 0;
-	double mlp = mats * h * m->ffn, mlp_bias = m->bias ? m->ffn + h : 0;
-	double active = attn + mlp;
+	double attn_bias = m->bias ? (a + 2 * g) * d + h :
+			   m->qkv_bias ? (a + 2 * g) * d : 0;
+	bool fbias = m->bias || m->mlp_bias;
+	double f = m->ffn, mlp = mats * h * f, mlp_bias = fbias ? f + h : 0;
+	double norms = m->block_norms > 0 ? m->block_norms : 2;
+	double act = 18 * h + 4 * f + 2 * h * (norms - 2), active;
 
+	if (m->kv_lora_rank > 0) {
+		attn = model_mla_weights(m, &norm_w);
+		act += 4 * a * (d + m->v_head_dim) - 8 * h +
+		       4.0 * m->q_lora_rank + 4.0 * m->kv_lora_rank +
+		       2.0 * m->qk_rope_dim;
+	}
+	active = attn + mlp;
 	l->kind = LAYER_BLOCK;
 	l->expert_params = 0;
-	l->act_bytes_per_token = 18 * h + 4.0 * m->ffn;
-	if (m->experts > 0) {
+	if (model_block_moe(m, i)) {
 		double fe = m->moe_ffn, E = m->experts, k = m->top_k;
+		double fs = m->shared_ffn, ns = m->shared_experts;
+		double shared = ns * (mats * h * fs + (fbias ? fs + h : 0));
 
 		mlp = mats * h * fe;
-		mlp_bias = m->bias ? fe + h : 0;
-		l->expert_params = E * (mlp + mlp_bias);
-		active = attn + k * mlp + h * E;
-		mlp = l->expert_params + h * E;
+		l->expert_params = E * (mlp + (fbias ? fe + h : 0));
+		active = attn + k * mlp + h * E + ns * mats * h * fs;
+		mlp = l->expert_params + h * E + shared + m->moe_extra_params;
 		mlp_bias = 0;
-		l->act_bytes_per_token = 18 * h + 4 * fe * k;
+		act += 4 * (fe * k + fs * ns) - 4 * f;
 	}
-	l->params = attn + attn_bias + mlp + mlp_bias + 2 * h;
-	l->flops_per_token = 2 * active + 4.0 * m->seq * a * d;
+	if (m->parallel_block)
+		act -= 2 * h;
+	if (m->qk_norm)
+		act += 2 * (a + g) * d;
+	l->act_bytes_per_token = act;
+	l->params = attn + norm_w + attn_bias + m->qk_norm_params + mlp +
+		    mlp_bias + norms * h * (m->bias || m->norm == NORM_LAYER ? 2 : 1);
+	l->flops_per_token = 2 * active;
 	l->out_bytes_per_token = (double)m->dtype_bytes * h;
 }
 
@@ -623,7 +640,8 @@ static void derive_embedding(const struct model *m, struct layer *l)
 	l->out_bytes_per_token = m->dtype_bytes * h;
 }
 
-/* Head: final norm h (+ h bias) and the LM head V*h, present on the last
+/* Head: final norm h (+ h bias with biases or LayerNorm) and the LM head
+ * V*h (+ V with head_bias), present on the last
  * stage even when tied (Megatron keeps a copy there; model_params counts it
  * once); forward 2*h*V FLOPs per token (COSTMODEL.md "LM head"); 4h bytes
  * of activations per token. */
@@ -632,7 +650,8 @@ static void derive_head(const struct model *m, struct layer *l)
 	double h = m->hidden;
 
 	l->kind = LAYER_HEAD;
-	l->params = h + (m->bias ? h : 0) + (double)m->vocab * h;
+	l->params = h + (m->bias || m->norm == NORM_LAYER ? h : 0) +
+		    (double)m->vocab * h + (m->head_bias ? m->vocab : 0);
 	l->flops_per_token = 2 * h * m->vocab;
 	l->act_bytes_per_token = 4 * h;
 }
@@ -643,20 +662,22 @@ void model_derive_layers(struct model *m)
 	m->n_layer = m->layers + 2;
 	m->layer = xcalloc((size_t)m->n_layer, sizeof *m->layer);
 	derive_embedding(m, &m->layer[0]);
-	for (int i = 1; i <= m->layers; i++)
-		derive_block(m, &m->layer[i]);
 	derive_head(m, &m->layer[m->n_layer - 1]);
+	for (int i = 1; i <= m->layers; i++) {
+		m->layer[i].kind = LAYER_BLOCK;
+		derive_block(m, i - 1, &m->layer[i]);
+		m->layer[i].flops_per_token += model_attn_flops(m, i, m->seq);
+	}
 }
 
 int model_set_seq(struct model *m, int seq, struct err *e)
 {
-	double delta = 4.0 * m->heads * m->head_dim * ((double)seq - m->seq);
-
 	if (check_seq(m, seq, "the sequence length", e))
 		return -1;
 	for (int i = 0; i < m->n_layer; i++)
 		if (m->layer[i].kind == LAYER_BLOCK)
-			m->layer[i].flops_per_token += delta;
+			m->layer[i].flops_per_token += model_attn_flops(m, i, seq) -
+						       model_attn_flops(m, i, m->seq);
 	m->seq = seq;
 	return 0;
 }
@@ -690,9 +711,17 @@ static cJSON *must(cJSON *x)
 	return x;
 }
 
+/* Puts v with the fewest of 15 or 17 significant digits that read back as
+ * v exactly (cJSON's own printer stops at 15 when they come within an
+ * epsilon, which would change a windowed block's FLOPs on a round trip). */
 static void put_num(cJSON *o, const char *key, double v)
 {
-	must(cJSON_AddNumberToObject(o, key, v));
+	char buf[32];
+
+	snprintf(buf, sizeof buf, "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof buf, "%.17g", v);
+	must(cJSON_AddRawToObject(o, key, buf));
 }
 
 static void put_str(cJSON *o, const char *key, const char *v)
@@ -764,6 +793,60 @@ static void put_layer(cJSON *arr, const struct layer *l, int repeat)
 	put_measures(o, l);
 }
 
+/* Puts v under key when it is not 0 (the fields read_profile_arch reads). */
+static void put_nonzero(cJSON *o, const char *key, double v)
+{
+	if (v != 0)
+		put_num(o, key, v);
+}
+
+/* The fields of read_profile_arch that differ from their defaults. */
+static void put_arch(cJSON *o, const struct model *m)
+{
+	const struct rope_scaling *r = &m->rope_scaling;
+
+	if (m->model_type[0])
+		put_str(o, "hf_model_type", m->model_type);
+	if (m->model_type[0] || m->norm != NORM_RMS)
+		put_str(o, "normalization", norm_names[m->norm]);
+	put_nonzero(o, "norm_eps", m->norm_eps);
+	put_nonzero(o, "rope_theta", m->rope_theta);
+	if (r->type[0]) {
+		cJSON *s = must(cJSON_AddObjectToObject(o, "rope_scaling"));
+
+		put_str(s, "type", r->type);
+		put_nonzero(s, "factor", r->factor);
+		put_nonzero(s, "low_freq_factor", r->low_freq_factor);
+		put_nonzero(s, "high_freq_factor", r->high_freq_factor);
+		put_nonzero(s, "original_max_position_embeddings", r->original_max_pos);
+	}
+	put_nonzero(o, "rotary_dim", m->rotary_dim);
+	if (m->qkv_bias)
+		put_bool(o, "qkv_bias", true);
+	if (m->qk_norm)
+		put_bool(o, "qk_norm", true);
+	put_nonzero(o, "sliding_window", m->sliding_window);
+	if (m->sliding_window)
+		put_num(o, "sliding_window_every", m->sliding_every);
+	put_nonzero(o, "num_shared_experts", m->shared_experts);
+	put_nonzero(o, "shared_expert_ffn_hidden_size", m->shared_ffn);
+	put_nonzero(o, "first_dense_layers", m->dense_layers);
+	if (m->moe_every > 1)
+		put_num(o, "moe_layer_freq", m->moe_every);
+	put_nonzero(o, "q_lora_rank", m->q_lora_rank);
+	put_nonzero(o, "kv_lora_rank", m->kv_lora_rank);
+	put_nonzero(o, "qk_rope_head_dim", m->qk_rope_dim);
+	put_nonzero(o, "qk_nope_head_dim", m->qk_nope_dim);
+	put_nonzero(o, "v_head_dim", m->v_head_dim);
+	put_nonzero(o, "norms_per_block", m->block_norms);
+	if (m->parallel_block)
+		put_bool(o, "parallel_block", true);
+	if (m->mlp_bias)
+		put_bool(o, "mlp_bias", true);
+	if (m->head_bias)
+		put_bool(o, "lm_head_bias", true);
+}
+
 static void put_dims(cJSON *o, const struct model *m)
 {
 	put_str(o, "name", m->name);
@@ -787,6 +870,7 @@ static void put_dims(cJSON *o, const struct model *m)
 		put_num(o, "moe_top_k", m->top_k);
 		put_num(o, "moe_ffn_hidden_size", m->moe_ffn);
 	}
+	put_arch(o, m);
 }
 
 /* Writes "layers", runs of equal consecutive layers as one entry with

@@ -58,8 +58,8 @@ struct model {
 	/* What a trainer must be told to train this very model (0 / false /
 	   "" when the config does not say; the launch files then keep the
 	   trainer's default and say so). */
-	char model_type[32];	/* HF model_type ("llama", ...); "" for a
-				   profile */
+	char model_type[32];	/* HF model_type ("llama", ...); a profile's
+				   "hf_model_type", else "" */
 	enum norm_kind { NORM_RMS, NORM_LAYER } norm;
 	double norm_eps;	/* rms_norm_eps / layer_norm_eps */
 	double rope_theta;	/* rotary base; 0 with learned positions */
@@ -71,23 +71,53 @@ struct model {
 	bool qkv_bias;		/* biases on q, k, v only (Qwen2) */
 	bool qk_norm;		/* RMSNorm on q and k per head (Qwen3, OLMo 2) */
 	int sliding_window;	/* tokens; 0 = full attention everywhere */
-	int sliding_every;	/* 1: every layer windowed; 2: every other
-				   layer (Gemma 2); 0 with no window */
+	int sliding_every;	/* 1: every layer windowed; k > 1: every k-th
+				   layer has full attention, the others a
+				   window (Gemma 2: 2, every other layer;
+				   Gemma 3: 6, five of six); 0 with no window.
+				   Block i (0-based) is windowed unless k > 1
+				   and (i + 1) % k == 0 (model_block_windowed;
+				   Megatron's --window-attn-skip-freq) */
 	/* MoE beyond top-k routed experts (DeepSeek-V3, Qwen-MoE, Llama 4) */
 	int shared_experts, shared_ffn; /* always-on experts, their FFN size */
 	int dense_layers;	/* first layers with a dense FFN of size ffn */
-	int moe_every;		/* MoE FFN on every k-th layer; 1 = all */
+	int moe_every;		/* MoE FFN on every k-th layer; 1 = all:
+				   block i (0-based) is MoE when i >=
+				   dense_layers and (i + 1) % moe_every == 0
+				   (model_block_moe); 0 counts as 1 */
 	/* Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank 0 = none */
 	int q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim;
+	/* Shapes beyond the fields above, set by the Hugging Face reader; a
+	   profile carries all but qk_norm_params and moe_extra_params (its
+	   "layers" hold each layer's parameters): */
+	int block_norms;	/* norms per block; 0 = 2 (Gemma 2: 4; Falcon
+				   and GPT-J, one norm before the parallel
+				   attention and MLP: 1) */
+	bool parallel_block;	/* attention and MLP read the same normed
+				   input and their outputs are summed (GPT-J,
+				   Falcon): one stored input for both */
+	bool mlp_bias;		/* biases on the MLP's linear layers only
+				   (GPT-J); implied by bias */
+	bool head_bias;		/* the LM head has a bias of V (GPT-J) */
+	int rotary_dim;		/* dimensions of a head RoPE rotates; 0 = all
+				   of head_dim (GPT-J: 64 of 256) */
+	int qk_norm_params;	/* weights of a block's q and k norms: 2*d for
+				   per-head RMSNorms (Qwen3), (a + g)*d over
+				   all heads (OLMo 2), 0 for Llama 4's L2 norm */
+	int moe_extra_params;	/* weights of an MoE block beyond experts and
+				   router: Qwen2-MoE's shared-expert gate (h),
+				   DeepSeek-V3's router bias (E) */
 	struct layer *layer;
 	int n_layer;
 };
 
 /* Loads a model profile (profiles/ format) or a Hugging Face config.json
- * (recognised by its "model_type"; llama, mistral, qwen2, mixtral, gpt2),
- * deriving the layer list for the latter. Returns 0 and *out (caller frees
- * with model_free), or -1 with e naming the file and the field or the
- * line:column. */
+ * (recognised by its "model_type": llama, mistral, mixtral, qwen2,
+ * qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3,
+ * llama4_text, olmo2, falcon, gptj, gpt2; hf.c), deriving the layer list for the
+ * latter; another model_type is refused naming it and the supported ones.
+ * Returns 0 and *out (caller frees with model_free), or -1 with e naming the
+ * file and the field or the line:column. */
 int model_load(struct model **out, const char *path, struct err *e);
 
 /* Checks that every measured point of m is for a GPU type that cluster c
@@ -102,8 +132,32 @@ int model_check_gpus(const struct model *m, const struct cluster *c,
  * activations per COSTMODEL.md), replacing any present. */
 void model_derive_layers(struct model *m);
 
+/* Whether block i (0-based, layer[i + 1]) has a sliding-window attention,
+ * and whether it has an MoE FFN (else a dense FFN of size ffn). */
+bool model_block_windowed(const struct model *m, int i);
+bool model_block_moe(const struct model *m, int i);
+
+/* Forward FLOPs per token of the attention core (QK^T and AV) of layer l of
+ * m->layer at sequence length seq, 0 for the embedding and the head:
+ * 2*a*(d_qk + d_v) * keys, d_qk = head_dim, d_v = v_head_dim with MLA else
+ * head_dim, so 4*s*a*d for full attention (COSTMODEL.md "FLOPs", counted
+ * whole). A windowed block of window w < s counts
+ * keys = s * K(w)/K(s), K(w) = sum over positions p = 1..s of min(w, p)
+ * (the keys a causal kernel visits), i.e. w*(2s - w + 1)/(s + 1): the full
+ * count scaled by the share of the causal work a window leaves. */
+double model_attn_flops(const struct model *m, int l, int seq);
+
+/* Multi-head latent attention (DeepSeek-V2, Sec. 2.1; HF
+ * DeepseekV3Attention) with h hidden, a heads, r_q = q_lora_rank (0: a plain
+ * h x a*d_q query), r_kv = kv_lora_rank, d_q = qk_nope + qk_rope (head_dim),
+ * d_r = qk_rope, d_v = v_head_dim: returns the matmul weights of a block's
+ * attention, h*r_q + r_q*a*d_q (query), h*(r_kv + d_r) + r_kv*a*(d_q - d_r +
+ * d_v) (keys and values), a*d_v*h (output), and sets *norms to the r_q +
+ * r_kv weights of the latent RMSNorms. */
+double model_mla_weights(const struct model *m, double *norms);
+
 /* Sets the sequence length, rescaling the attention-score FLOPs of each block
- * (4*s*a*d per token is linear in s). Returns 0, or -1 with e set if seq is
+ * (model_attn_flops). Returns 0, or -1 with e set if seq is
  * outside [1, 10,000,000] or exceeds max_pos with learned positions. */
 int model_set_seq(struct model *m, int seq, struct err *e);
 
