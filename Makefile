@@ -3,10 +3,21 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Isearch -Ioutput $(EXTRA_CFLAGS) $(CFLAGS)
+	-pthread -Icostmodel -Isearch -Ioutput $(CONFIG_DEFS) $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS += -lglpk -lcsv -lcjson -lm -pthread
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/ampplan
+# What `ampplan --version` prints: bump it here, and only here.
+VERSION = 0.1.0
+# The data directories `make install` copies into DATADIR, where --model
+# NAME and --cluster NAME look after the current directory (datafile.h).
+DATA_DIRS = profiles clusters gpus
+# Compiled into main.o and datafile.o, which config.stamp rebuilds when
+# either changes (e.g. `make install` with another PREFIX).
+CONFIG_DEFS = -DAMPPLAN_VERSION='"$(VERSION)"' -DAMPPLAN_DATADIR='"$(DATADIR)"'
 BUILD ?= build
 SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
@@ -29,6 +40,16 @@ $(BUILD)/libampplan.a: $(LIB_OBJ)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/planner/main.o $(BUILD)/costmodel/datafile.o: $(BUILD)/config.stamp
+
+# Rewritten only when VERSION or DATADIR changed (git's GIT-CFLAGS).
+$(BUILD)/config.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION) $(DATADIR)' | cmp -s - $@ || echo '$(VERSION) $(DATADIR)' >$@
+
+# Phony, or .SECONDARY below would let a missing FORCE leave the stamp as is.
+.PHONY: FORCE
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/testutil.o $(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
@@ -54,12 +75,17 @@ demo: deps
 # worse than tests/data/validation/limits.txt).
 check: test-deps
 	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" test
+	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
 	@$(MAKE) --no-print-directory fuzz-smoke
 
+# Then tests/check_install.sh (`make install` into a temporary PREFIX);
+# INSTALL_CHECK=no skips it (`make check`'s sanitizer pass: it runs once).
+INSTALL_CHECK ?= yes
 test: $(BUILD)/ampplan $(TESTS)
-	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; exit $$fail
+	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; \
+	if [ "$(INSTALL_CHECK)" = yes ]; then echo "== tests/check_install.sh"; \
+		sh tests/check_install.sh $(BUILD) || fail=1; fi; exit $$fail
 
 # Predicted vs published iteration times against the targets of README
 # "Validation"; with VALIDATE_STRICT=0 it reports missed targets but exits 0.
@@ -87,7 +113,7 @@ FUZZ_SMOKE_RUNS ?= 300
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Isearch -Ioutput -Itests/fuzz $(FUZZ_SAN)
+	-pthread -Icostmodel -Isearch -Ioutput -Itests/fuzz $(CONFIG_DEFS) $(FUZZ_SAN)
 FUZZ_TARGETS := model hf cluster report search
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
@@ -126,9 +152,16 @@ fuzz-smoke: test-deps
 		tail -n 1 $(FUZZ_DIR)/smoke/$$t.log; \
 	done; exit $$fail
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 ampplan $(DESTDIR)$(PREFIX)/bin/ampplan
+# The binary, the man page and the data files (DATA_DIRS into DATADIR, which
+# the binary looks in); DESTDIR stages the tree for a package.
+install: $(BUILD)/ampplan
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1"
+	install -m 755 $(BUILD)/ampplan "$(DESTDIR)$(BINDIR)/ampplan"
+	install -m 644 ampplan.1 "$(DESTDIR)$(MANDIR)/man1/ampplan.1"
+	for d in $(DATA_DIRS); do \
+		install -d "$(DESTDIR)$(DATADIR)/$$d" && \
+		install -m 644 $$d/*.json "$(DESTDIR)$(DATADIR)/$$d/" || exit 1; \
+	done
 
 format:
 	clang-format -i costmodel/*.[ch] search/*.[ch] output/*.[ch] planner/*.[ch] tests/*.[ch]

@@ -4,6 +4,17 @@
 #define AMPPLAN_CLUSTER_H
 
 struct err;
+struct strategy;
+
+/* The GPU catalogue's file name under the data directory (gpus/ in the
+ * source tree, PREFIX/share/ampplan/gpus when installed): figures with a
+ * source each, which a cluster file's GPU type may take by name
+ * ("catalogue": NAME) and override field by field. */
+#define CLUSTER_CATALOGUE "gpus/catalogue.json"
+
+/* A GPU's maker, which fixes its collective library: NCCL for NVIDIA,
+ * RCCL for AMD. One training job runs one of them. */
+enum gpu_vendor { VENDOR_NVIDIA, VENDOR_AMD };
 
 /* A GPU type with its calibrated compute efficiency. The achieved fraction of
  * peak for a GEMM of w FLOPs on one GPU is eff_max * w / (w + eff_half_flop)
@@ -22,6 +33,11 @@ struct gpu_type {
 				   forward reaches (FlashAttention-3 / cuDNN on
 				   Hopper run faster than FA-2 on Ampere);
 				   0 = FLASH_RATE x eff_max (compute.h) */
+	enum gpu_vendor vendor;	/* "vendor"; default NVIDIA */
+	double link_bw;		/* bytes/s per GPU, one direction, of its
+				   peer link inside a node (NVLink, Infinity
+				   Fabric, or PCIe); the default of its
+				   groups' intra_bw; 0 = not given */
 };
 
 /* nodes identical nodes of gpus_per_node GPUs of type gpu. */
@@ -35,6 +51,8 @@ struct node_group {
 	double inter_lat;
 	double intra_eff, inter_eff; /* fraction of the link NCCL reaches */
 	int fabric;		/* groups with equal fabric share a network */
+	double price_gpu_hour;	/* USD per GPU-hour ("price_per_gpu_hour");
+				   0: not given */
 };
 
 /* A cluster. Owns all its memory. */
@@ -62,5 +80,16 @@ int cluster_load(struct cluster **out, const char *path, struct err *e);
 
 /* free(NULL)-safe. */
 void cluster_free(struct cluster *c);
+
+/* A copy of c with only the node groups whose bit is set in mask (bit g for
+ * c->group[g]; at least one set), in their order, every GPU type, the
+ * fabric numbers and the link between fabrics kept; total_gpus counts the
+ * groups kept. Caller frees with cluster_free. */
+struct cluster *cluster_subset(const struct cluster *c, unsigned mask);
+
+/* USD per hour of the GPUs strategy s uses: the sum over its pipeline
+ * ranks r of tp x cp x dp GPUs at the price of group s->group[r]. Returns
+ * 0 when a group it uses has no price. */
+double cluster_price_per_hour(const struct cluster *c, const struct strategy *s);
 
 #endif

@@ -3,12 +3,14 @@
 # missing; with --test also those only the tests need (Check and pkg-config
 # to link it, PyTorch for the profiling script's test, clang-14 and its
 # runtime libclang-rt-14-dev, which holds libFuzzer and the ASan/UBSan
-# runtimes, for the fuzz targets of tests/fuzz). A no-op when all are present; exits 1 with a
+# runtimes, for the fuzz targets of tests/fuzz; librsvg2-bin's rsvg-convert,
+# which renders the --timeline SVG for its test; groff-base and man-db, which
+# render the man page for tests/check_install.sh). A no-op when all are present; exits 1 with a
 # clear message when it cannot.
 set -eu
 pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev"
 if [ "${1-}" = --test ]; then
-	pkgs="$pkgs check pkg-config python3-torch clang-14 libclang-rt-14-dev"
+	pkgs="$pkgs check pkg-config python3-torch clang-14 libclang-rt-14-dev librsvg2-bin groff-base man-db"
 fi
 missing=
 for p in $pkgs; do
