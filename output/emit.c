@@ -83,6 +83,103 @@ struct emit_buf *emit_add(struct emit_ctx *x, const char *name, unsigned mode)
 
 /* ---- shared pieces ---- */
 
+bool emit_layernorm(const struct model *m)
+{
+	return m->norm == NORM_LAYER || (!m->model_type[0] && m->learned_pos);
+}
+
+int emit_vocab_divisor(const struct model *m, int tp)
+{
+	for (int d = 128; d > 1; d--)
+		if (m->vocab % (d * tp) == 0)
+			return d;
+	return 1;
+}
+
+const char *emit_balance(const struct model *m)
+{
+	return strcmp(m->model_type, "deepseek_v3") == 0 ? "seq_aux_loss" : "aux_loss";
+}
+
+/* Appends the model lines of the header: what the cost model counted of the
+ * architecture, which the launch files set where their trainer has a
+ * setting. */
+static void model_lines(struct emit_buf *b, const struct model *m)
+{
+	const struct rope_scaling *r = &m->rope_scaling;
+	int kv = m->kv_heads ? m->kv_heads : m->heads, moe = 0;
+
+	emit_printf(b, "# the model as costed (the trainer must build the same):\n"
+		    "#   norm %s, eps ", emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
+	if (m->norm_eps > 0)
+		emit_printf(b, "%g\n", m->norm_eps);
+	else
+		emit_printf(b, "not given (the trainer's default)\n");
+	if (m->learned_pos)
+		emit_printf(b, "#   positions learned, %d rows\n", m->max_pos);
+	else if (m->rope_theta > 0)
+		emit_printf(b, "#   positions rotary, base %.0f", m->rope_theta);
+	else
+		emit_printf(b, "#   positions rotary, base not given (the trainer's default)");
+	if (!m->learned_pos && r->type[0])
+		emit_printf(b, ", scaling %s x%g (low %g, high %g, original %d)\n", r->type,
+			    r->factor, r->low_freq_factor, r->high_freq_factor, r->original_max_pos);
+	else if (!m->learned_pos)
+		emit_printf(b, ", no scaling\n");
+	emit_printf(b, "#   dropout 0 (attention and hidden)\n"
+		    "#   biases %s, q/k norm %s\n",
+		    m->bias ? "on every linear layer" : m->qkv_bias ? "on q, k, v only" : "none",
+		    m->qk_norm ? "yes" : "no");
+	if (m->kv_lora_rank > 0)
+		emit_printf(b, "#   attention MLA (q rank %d, kv rank %d, qk dims %d + %d rope, v dim %d)",
+			    m->q_lora_rank, m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim,
+			    m->v_head_dim);
+	else
+		emit_printf(b, "#   attention %d heads, %d kv heads", m->heads, kv);
+	if (m->sliding_window > 0)
+		emit_printf(b, ", sliding window %d on every %s layer", m->sliding_window,
+			    m->sliding_every == 2 ? "2nd" : "");
+	emit_printf(b, "\n#   MLP %s, embeddings %s, vocabulary %d unpadded\n",
+		    m->ffn_kind == FFN_SWIGLU ? "SwiGLU" : m->ffn_kind == FFN_GELU ? "GeLU" : "squared ReLU",
+		    m->tied ? "tied" : "untied", m->vocab);
+	if (m->experts == 0)
+		return;
+	for (int i = 0; i < m->layers; i++)
+		moe += model_block_moe(m, i);
+	emit_printf(b, "#   MoE: %d experts, top %d, ffn %d, on %d of %d layers; dropless (every token\n"
+		    "#   reaches its top %d, no capacity factor), all-to-all token dispatch, %s balancing",
+		    m->experts, m->top_k, m->moe_ffn, moe, m->layers, m->top_k, emit_balance(m));
+	if (m->shared_experts > 0)
+		emit_printf(b, ",\n#   %d shared expert%s of ffn %d", m->shared_experts,
+			    m->shared_experts > 1 ? "s" : "", m->shared_ffn);
+	emit_printf(b, "\n");
+}
+
+void emit_stages(struct emit_buf *b, const struct emit_ctx *x)
+{
+	const struct strategy *s = x->s;
+	int head = x->m->layers + 1;
+
+	for (int k = 0; k < s->n_stages; k++) {
+		int lo = s->first[k], hi = s->first[k + 1];
+		int blocks = (hi < head ? hi : head) - (lo > 1 ? lo : 1);
+
+		const char *sep = "";
+
+		emit_printf(b, "%s", k ? "|" : "");
+		if (lo == 0) {
+			emit_printf(b, "E");
+			sep = "+";
+		}
+		if (blocks > 0) {
+			emit_printf(b, "%s%d", sep, blocks);
+			sep = "+";
+		}
+		if (hi > head)
+			emit_printf(b, "%sL", sep);
+	}
+}
+
 void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 {
 	const struct model *m = x->m;
@@ -110,6 +207,15 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		    s->tp, s->cp, s->pp, s->vp, s->dp, s->ep, s->mbs, s->gbs,
 		    s->micro_batches, s->seq, schedule_name(s->schedule),
 		    recompute_name(s->recompute), s->zero, s->sp ? "on" : "off");
+	emit_printf(b, "# layers/stage ");
+	emit_stages(b, x);
+	emit_printf(b, " on node groups");
+	for (int p = 0; p < s->pp; p++) {
+		emit_printf(b, "%s", p ? "," : " ");
+		emit_name(b, c->group[s->group[p]].name);
+	}
+	emit_printf(b, " (pipeline ranks 0 to %d)\n", s->pp - 1);
+	model_lines(b, m);
 	emit_printf(b, "# the plan costed: attention %s, norms %s, FP8 GEMMs %s,\n"
 		    "#   gradients %s accumulated %s,\n"
 		    "#   overlapped: TP comm %s, gradient reduction %s, parameter gather %s\n",

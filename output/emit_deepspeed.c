@@ -69,9 +69,6 @@ static void kernels(struct emit_buf *b, const struct strategy *s, const struct m
 {
 	emit_printf(b, "# - kernels: attention '%s' and %s norms are the model code's.\n",
 		    attention_name(s->attn), s->unfused_norm ? "unfused" : "fused");
-	if (s->fp8)
-		emit_printf(b, "# - FP8 GEMMs: the model code's (Transformer Engine's fp8_autocast, format\n"
-			    "#   hybrid); ds_config.json has no FP8 switch.\n");
 	if (s->tp_overlap && s->tp > 1)
 		emit_printf(b, "# - TP comm overlap (with the GEMMs): the model code's tensor parallelism.\n");
 	if (s->grad_overlap && s->zero == 0)
@@ -141,9 +138,15 @@ static void launch(struct emit_ctx *x)
 				      : "deepspeed.checkpointing.checkpoint");
 	else if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "# - recompute selective: recompute attention in the model code.\n");
+	emit_printf(b, "# - the model is the code's: build it as \"the model as costed\" above says\n"
+		    "#   (norm and epsilon, rotary base and scaling, dropout 0, biases, q/k norms,\n"
+		    "#   the vocabulary unpadded).\n");
 	if (m->experts > 0)
-		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d).\n",
-			    m->experts, s->ep, m->top_k);
+		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d,\n"
+			    "#   drop_tokens=False): dropless, as the plan costed (DeepSpeed drops tokens\n"
+			    "#   over capacity_factor by default); it dispatches with all-to-all.%s\n",
+			    m->experts, s->ep, m->top_k,
+			    m->shared_experts > 0 ? " The shared\n#   experts run beside it in the model code." : "");
 	kernels(b, s, x->m);
 	emit_printf(b, "set -euo pipefail\n\n"
 		    "HOSTS=${HOSTS:?set HOSTS to the %d host%s in node-rank order (nodes.txt)}\n"

@@ -58,6 +58,27 @@ void emit_name(struct emit_buf *b, const char *s);
  * the kernels, precision and overlaps the plan costed. */
 void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what);
 
+/* True if the model's norms are LayerNorm: m->norm says so, or a profile
+ * (model_type "") with learned positions (GPT-2 / GPT-3 style). */
+bool emit_layernorm(const struct model *m);
+
+/* Megatron's --make-vocab-size-divisible-by d that leaves the vocabulary
+ * unpadded, as the cost model counts it: Megatron pads V to
+ * ceil(V / (d * tp)) * d * tp (TRAINERS.md), so the largest d <= 128 with
+ * d * tp dividing V (wide GEMM tiles); 1 when tp does not divide V, the
+ * least padding (fewer than tp rows). */
+int emit_vocab_divisor(const struct model *m, int tp);
+
+/* Megatron's --moe-router-load-balancing-type of the model: "seq_aux_loss"
+ * for DeepSeek-V3 (its sequence-wise balance loss), else "aux_loss" (per
+ * micro-batch, Mixtral's and Qwen-MoE's). */
+const char *emit_balance(const struct model *m);
+
+/* Appends the layers of each stage as the table prints them
+ * (report_layers, which reads m->layer; this reads only the dimensions),
+ * e.g. "E+10|10|30|30+L" (E the embedding, L the head), "E|32|L". */
+void emit_stages(struct emit_buf *b, const struct emit_ctx *x);
+
 /* True if the partition is the one Megatron makes without layout flags:
  * layers / n_stages blocks per stage, the embedding on the first stage and
  * the head on the last. */

@@ -3,6 +3,7 @@
  * (TRAINERS.md, Megatron-LM and NeMo sections). */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "emit_int.h"
@@ -93,9 +94,112 @@ static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
 		emit_printf(&n, "# - parameter gather overlap: %s needs %s,\n"
 			    "#   which the plan does not overlap: not set, the gathers run exposed.\n",
 			    pgo, grd);
+	if (x->m->vocab % s->tp != 0)
+		emit_printf(&n, "# - vocabulary: tp %d does not divide it (%d), so Megatron pads it to %d\n"
+			    "#   rows, %d more than the plan costed.\n", s->tp, x->m->vocab,
+			    (x->m->vocab + s->tp - 1) / s->tp * s->tp,
+			    (x->m->vocab + s->tp - 1) / s->tp * s->tp - x->m->vocab);
+	if (x->m->experts > 0)
+		emit_printf(&n, "# - MoE: each expert's GEMMs are costed one by one; %s\n"
+			    "#   (grouped GEMM) runs them faster than the plan costed.\n",
+			    nemo ? "model.moe_grouped_gemm=true" : "--moe-grouped-gemm");
 	if (n.len)
 		emit_printf(b, "#\n# The plan's kernels, precision and overlaps, as set below:\n%s", n.s);
 	free(n.s);
+}
+
+/* Appends the MoE layer pattern as a Python list, one 0 (dense) or 1 (MoE)
+ * per block: Megatron's --moe-layer-freq and NeMo's moe_layer_freq. */
+static void moe_pattern(struct emit_buf *b, const struct model *m)
+{
+	for (int i = 0; i < m->layers; i++)
+		emit_printf(b, "%s%d", i ? "," : "[", model_block_moe(m, i));
+	emit_printf(b, "]");
+}
+
+/* True if every block has a MoE FFN (no --moe-layer-freq needed). */
+static bool all_moe(const struct model *m)
+{
+	for (int i = 0; i < m->layers; i++)
+		if (!model_block_moe(m, i))
+			return false;
+	return true;
+}
+
+/* The model's fields as Megatron-LM flags (TRAINERS.md "Fields the launch
+ * files must carry"), in ARGS. trainer_check has refused what has no flag
+ * (parallel blocks, alternating windows, rope scalings but Llama 3's). */
+static void model_flags(struct emit_buf *b, const struct model *m, const struct strategy *s)
+{
+	int kv = m->kv_heads ? m->kv_heads : m->heads;
+	const struct rope_scaling *r = &m->rope_scaling;
+
+	emit_printf(b, "\t--num-layers %d\n\t--hidden-size %d\n\t--ffn-hidden-size %d\n",
+		    m->layers, m->hidden, m->ffn);
+	if (m->experts > 0) {
+		emit_printf(b, "\t--num-experts %d\n\t--moe-router-topk %d\n"
+			    "\t--moe-ffn-hidden-size %d\n\t--expert-model-parallel-size %d\n"
+			    "\t--expert-tensor-parallel-size %d\n"
+			    "\t--moe-token-dispatcher-type alltoall\n"
+			    "\t--moe-router-load-balancing-type %s\n",
+			    m->experts, m->top_k, m->moe_ffn, s->ep, s->tp, emit_balance(m));
+		if (m->shared_experts > 0)
+			emit_printf(b, "\t--moe-shared-expert-intermediate-size %d\n",
+				    m->shared_experts * m->shared_ffn);
+		if (!all_moe(m)) {
+			emit_printf(b, "\t--moe-layer-freq '");
+			moe_pattern(b, m);
+			emit_printf(b, "'\n");
+		}
+	}
+	emit_printf(b, "\t--num-attention-heads %d\n", m->heads);
+	if (m->kv_lora_rank > 0) {
+		emit_printf(b, "\t--multi-latent-attention\n");
+		if (m->q_lora_rank > 0)
+			emit_printf(b, "\t--q-lora-rank %d\n", m->q_lora_rank);
+		emit_printf(b, "\t--kv-lora-rank %d\n\t--qk-head-dim %d\n"
+			    "\t--qk-pos-emb-head-dim %d\n\t--v-head-dim %d\n",
+			    m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim, m->v_head_dim);
+	} else {
+		if (kv < m->heads)
+			emit_printf(b, "\t--group-query-attention\n\t--num-query-groups %d\n", kv);
+		if (m->head_dim && m->head_dim * m->heads != m->hidden)
+			emit_printf(b, "\t--kv-channels %d\n", m->head_dim);
+	}
+	emit_printf(b, "\t--seq-length %d\n\t--max-position-embeddings %d\n",
+		    s->seq, m->max_pos >= s->seq ? m->max_pos : s->seq);
+	if (m->ffn_kind == FFN_SWIGLU)
+		emit_printf(b, "\t--swiglu\n");
+	else if (m->ffn_kind == FFN_RELU2)	/* Nemotron-4's; GeLU is the default */
+		emit_printf(b, "\t--squared-relu\n");
+	emit_printf(b, "\t--normalization %s\n", emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
+	if (m->norm_eps > 0)
+		emit_printf(b, "\t--norm-epsilon %g\n", m->norm_eps);
+	if (m->learned_pos) {
+		emit_printf(b, "\t--position-embedding-type learned_absolute\n");
+	} else {
+		emit_printf(b, "\t--position-embedding-type rope\n");
+		if (m->rope_theta > 0)
+			emit_printf(b, "\t--rotary-base %.0f\n", m->rope_theta);
+		if (strcmp(r->type, "llama3") == 0)
+			emit_printf(b, "\t--use-rope-scaling\n\t--rope-scaling-factor %g\n", r->factor);
+		else if (strcmp(r->type, "yarn") == 0)	/* MLA only (trainer_check) */
+			emit_printf(b, "\t--rotary-scaling-factor %g\n", r->factor);
+	}
+	emit_printf(b, "\t--attention-dropout 0\n\t--hidden-dropout 0\n");
+	if (!m->bias)
+		emit_printf(b, "\t--disable-bias-linear\n");
+	if (!m->bias && m->qkv_bias)
+		emit_printf(b, "\t--add-qkv-bias\n");
+	if (m->qk_norm)
+		emit_printf(b, "\t--qk-layernorm\n");
+	/* flash attention's (left, right) window: W - 1 earlier tokens and
+	   the token itself, nothing to the right (causal) */
+	if (m->sliding_window > 0)
+		emit_printf(b, "\t--window-size %d,0\n", m->sliding_window - 1);
+	emit_printf(b, "\t--make-vocab-size-divisible-by %d\n", emit_vocab_divisor(m, s->tp));
+	if (!m->tied)
+		emit_printf(b, "\t--untie-embeddings-and-output-weights\n");
 }
 
 void emit_megatron(struct emit_ctx *x)
@@ -103,7 +207,6 @@ void emit_megatron(struct emit_ctx *x)
 	struct emit_buf *b = emit_add(x, "launch.sh", 0755);
 	const struct model *m = x->m;
 	const struct strategy *s = x->s;
-	int kv = m->kv_heads ? m->kv_heads : m->heads;
 
 	emit_printf(b, "#!/usr/bin/env bash\n");
 	emit_header(b, x, "Megatron-LM launch (pretrain_gpt.py); run it once on every node");
@@ -112,8 +215,9 @@ void emit_megatron(struct emit_ctx *x)
 		    "#            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]\n"
 		    "# The flags below give the model's shape and the parallel plan. Data, tokenizer,\n"
 		    "# optimizer, learning rate, iterations and checkpoints are yours to add as\n"
-		    "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save, and\n"
-		    "# the model's --rotary-base or --norm-epsilon where they differ from the defaults).\n");
+		    "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save%s).\n",
+		    m->experts > 0 ? ",\n# and --moe-aux-loss-coeff: Megatron's default 0 turns the balancing loss off,\n"
+				     "# and the plan assumes balanced experts" : "");
 	placement_comment(b, x);
 	notes(b, x, false);
 	emit_node_env(b, x, "launch.sh");
@@ -123,33 +227,13 @@ void emit_megatron(struct emit_ctx *x)
 	if (s->attn == ATTN_UNFUSED)
 		emit_printf(b, "export NVTE_MASKED_SOFTMAX_FUSION=0\n");
 
-	emit_printf(b, "\nARGS=(\n"
-		    "\t--num-layers %d\n\t--hidden-size %d\n\t--ffn-hidden-size %d\n",
-		    m->layers, m->hidden, m->ffn);
-	if (m->experts > 0)
-		emit_printf(b, "\t--num-experts %d\n\t--moe-router-topk %d\n"
-			    "\t--moe-ffn-hidden-size %d\n\t--expert-model-parallel-size %d\n",
-			    m->experts, m->top_k, m->moe_ffn, s->ep);
-	emit_printf(b, "\t--num-attention-heads %d\n", m->heads);
-	if (kv < m->heads)
-		emit_printf(b, "\t--group-query-attention\n\t--num-query-groups %d\n", kv);
-	if (m->head_dim && m->head_dim * m->heads != m->hidden)
-		emit_printf(b, "\t--kv-channels %d\n", m->head_dim);
-	emit_printf(b, "\t--seq-length %d\n\t--max-position-embeddings %d\n",
-		    s->seq, m->max_pos >= s->seq ? m->max_pos : s->seq);
-	if (m->ffn_kind == FFN_SWIGLU)
-		emit_printf(b, "\t--swiglu\n");
-	if (m->learned_pos)
-		emit_printf(b, "\t--normalization LayerNorm\n\t--position-embedding-type learned_absolute\n");
-	else
-		emit_printf(b, "\t--normalization RMSNorm\n\t--position-embedding-type rope\n");
-	if (!m->bias)
-		emit_printf(b, "\t--disable-bias-linear\n");
-	if (!m->tied)
-		emit_printf(b, "\t--untie-embeddings-and-output-weights\n");
+	emit_printf(b, "\nARGS=(\n");
+	model_flags(b, m, s);
 	emit_printf(b, "\t--tensor-model-parallel-size %d\n\t--pipeline-model-parallel-size %d\n"
 		    "\t--context-parallel-size %d\n",
 		    s->tp, s->pp, s->cp);
+	if (s->cp > 1)	/* the ring of K/V blocks the cost model times */
+		emit_printf(b, "\t--cp-comm-type p2p\n");
 	if (s->sp)
 		emit_printf(b, "\t--sequence-parallel\n");
 	if (!emit_default_split(x)) {
@@ -240,6 +324,77 @@ void emit_slurm(struct emit_ctx *x)
 		    n->n);
 }
 
+/* The MoE fields of nemo_model. */
+static void nemo_moe(struct emit_buf *b, const struct model *m)
+{
+	emit_printf(b, "model.num_moe_experts=%d\nmodel.moe_router_topk=%d\n"
+		    "model.moe_ffn_hidden_size=%d\nmodel.moe_token_dispatcher_type=alltoall\n"
+		    "model.moe_router_load_balancing_type=%s\nmodel.moe_expert_capacity_factor=null\n",
+		    m->experts, m->top_k, m->moe_ffn, emit_balance(m));
+	if (m->shared_experts > 0)
+		emit_printf(b, "model.moe_shared_expert_intermediate_size=%d\n",
+			    m->shared_experts * m->shared_ffn);
+	if (!all_moe(m)) {
+		emit_printf(b, "model.moe_layer_freq=");
+		moe_pattern(b, m);
+		emit_printf(b, "\n");
+	}
+}
+
+/* The model's fields as Megatron core config fields (TransformerConfig,
+ * MLATransformerConfig, and Megatron Bridge's GPTModelProvider for
+ * rotary_base, rope_scaling*, make_vocab_size_divisible_by,
+ * share_embeddings_and_output_weights): the same settings as model_flags,
+ * Hydra style. */
+static void nemo_model(struct emit_buf *b, const struct model *m, const struct strategy *s)
+{
+	int kv = m->kv_heads ? m->kv_heads : m->heads;
+	const struct rope_scaling *r = &m->rope_scaling;
+
+	emit_printf(b, "# The model (start from a recipe of its family: activation_func stays the\n"
+		    "# recipe's, %s):\n"
+		    "model.num_layers=%d\nmodel.hidden_size=%d\nmodel.ffn_hidden_size=%d\n"
+		    "model.num_attention_heads=%d\n",
+		    m->ffn_kind == FFN_SWIGLU ? "silu for SwiGLU" : m->ffn_kind == FFN_GELU ? "gelu" : "squared relu",
+		    m->layers, m->hidden, m->ffn, m->heads);
+	if (m->kv_lora_rank > 0) {
+		emit_printf(b, "model.multi_latent_attention=true\n");
+		if (m->q_lora_rank > 0)
+			emit_printf(b, "model.q_lora_rank=%d\n", m->q_lora_rank);
+		emit_printf(b, "model.kv_lora_rank=%d\nmodel.qk_head_dim=%d\n"
+			    "model.qk_pos_emb_head_dim=%d\nmodel.v_head_dim=%d\n",
+			    m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim, m->v_head_dim);
+	} else {
+		emit_printf(b, "model.num_query_groups=%d\n", kv);
+		if (m->head_dim)
+			emit_printf(b, "model.kv_channels=%d\n", m->head_dim);
+	}
+	emit_printf(b, "model.gated_linear_unit=%s\nmodel.normalization=%s\n",
+		    m->ffn_kind == FFN_SWIGLU ? "true" : "false",
+		    emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
+	if (m->norm_eps > 0)
+		emit_printf(b, "model.layernorm_epsilon=%g\n", m->norm_eps);
+	emit_printf(b, "model.position_embedding_type=%s\n", m->learned_pos ? "learned_absolute" : "rope");
+	if (!m->learned_pos && m->rope_theta > 0)
+		emit_printf(b, "model.rotary_base=%.0f\n", m->rope_theta);
+	if (!m->learned_pos && strcmp(r->type, "llama3") == 0)
+		emit_printf(b, "model.rope_scaling=true\nmodel.rope_scaling_factor=%g\n", r->factor);
+	else if (!m->learned_pos && strcmp(r->type, "yarn") == 0)
+		emit_printf(b, "model.rotary_scaling_factor=%g\n", r->factor);
+	emit_printf(b, "model.attention_dropout=0.0\nmodel.hidden_dropout=0.0\n"
+		    "model.add_bias_linear=%s\nmodel.add_qkv_bias=%s\nmodel.qk_layernorm=%s\n",
+		    m->bias ? "true" : "false", m->bias || m->qkv_bias ? "true" : "false",
+		    m->qk_norm ? "true" : "false");
+	if (m->sliding_window > 0)
+		emit_printf(b, "model.window_size=[%d,0]\n", m->sliding_window - 1);
+	emit_printf(b, "model.make_vocab_size_divisible_by=%d\n"
+		    "model.share_embeddings_and_output_weights=%s\n",
+		    emit_vocab_divisor(m, s->tp), m->tied ? "true" : "false");
+	if (m->experts > 0)
+		nemo_moe(b, m);
+	emit_printf(b, "# The parallel plan:\n");
+}
+
 void emit_nemo(struct emit_ctx *x)
 {
 	struct emit_buf *b = emit_add(x, "overrides.txt", 0644);
@@ -257,14 +412,18 @@ void emit_nemo(struct emit_ctx *x)
 	if (!emit_uniform_gpus(x))
 		emit_printf(b, "# with NPROC the processes of the node (launch files of format megatron list them).\n");
 	notes(b, x, true);
+	nemo_model(b, x->m, s);
 	emit_printf(b, "model.tensor_model_parallel_size=%d\n"
 		    "model.pipeline_model_parallel_size=%d\n", s->tp, s->pp);
 	if (s->vp > 1)
 		emit_printf(b, "model.virtual_pipeline_model_parallel_size=%d\n", s->vp);
 	emit_printf(b, "model.context_parallel_size=%d\n"
 		    "model.sequence_parallel=%s\n", s->cp, s->sp ? "true" : "false");
+	if (s->cp > 1)
+		emit_printf(b, "model.cp_comm_type=p2p\n");
 	if (x->m->experts > 0)
-		emit_printf(b, "model.expert_model_parallel_size=%d\n", s->ep);
+		emit_printf(b, "model.expert_model_parallel_size=%d\n"
+			    "model.expert_tensor_parallel_size=%d\n", s->ep, s->tp);
 	if (!emit_default_split(x)) {
 		emit_printf(b, "model.pipeline_model_parallel_layout=\"");
 		emit_layout(b, x);

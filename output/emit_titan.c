@@ -11,16 +11,6 @@
 #include "model.h"
 #include "strategy.h"
 
-/* torchtitan's llama3 flavors (torchtitan/models/llama3/__init__.py). */
-static const struct flavor {
-	int hidden, layers, heads, kv, ffn;
-	const char *name;
-} flavors[] = {
-	{ 4096, 32, 32, 8, 14336, "8B" },
-	{ 8192, 80, 64, 8, 28672, "70B" },
-	{ 16384, 126, 128, 8, 53248, "405B" },
-};
-
 /* Appends s as a TOML basic string. */
 static void toml_string(struct emit_buf *b, const char *s)
 {
@@ -36,32 +26,22 @@ static void toml_string(struct emit_buf *b, const char *s)
 	emit_printf(b, "\"");
 }
 
+/* [model]: torchtitan's model and flavor of m (trainer_check has refused a
+ * model torchtitan v0.2.2 does not ship). The flavor fixes the architecture
+ * (norm epsilon, rotary base and scaling, biases, q/k norms): the header
+ * lists what the plan costed, to compare with it. */
 static void model_section(struct emit_buf *b, const struct model *m)
 {
-	int kv = m->kv_heads ? m->kv_heads : m->heads;
-	const char *flavor = NULL;
-	bool llama = m->ffn_kind == FFN_SWIGLU && !m->bias && !m->learned_pos &&
-		     m->experts == 0;
+	const char *flavor = NULL, *name = trainer_titan_model(m, &flavor);
 
-	for (size_t i = 0; llama && i < sizeof flavors / sizeof *flavors; i++)
-		if (flavors[i].hidden == m->hidden && flavors[i].layers == m->layers &&
-		    flavors[i].heads == m->heads && flavors[i].kv == kv &&
-		    flavors[i].ffn == m->ffn)
-			flavor = flavors[i].name;
 	emit_printf(b, "\n[model]\n"
-		    "# torchtitan picks the architecture by name and flavor; the flavor must have\n"
-		    "# dim %d, n_layers %d, n_heads %d, n_kv_heads %d, ffn hidden %d.\n",
-		    m->hidden, m->layers, m->heads, kv, m->ffn);
-	if (!llama)
-		emit_printf(b, "# torchtitan v0.2.2 has no built-in model of this kind (MoE, GeLU, biases\n"
-			    "# or learned positions differ from llama3): register a TrainSpec of this name.\n");
-	else if (!flavor)
-		emit_printf(b, "# No llama3 flavor of torchtitan v0.2.2 has these dimensions: add one of this\n"
-			    "# name in torchtitan/models/llama3/__init__.py.\n");
-	emit_printf(b, "name = ");
-	toml_string(b, llama ? "llama3" : m->name);
+		    "# torchtitan's own model of these dimensions; its flavor sets the norm epsilon,\n"
+		    "# rotary base and scaling of torchtitan's code, and no dropout: compare them\n"
+		    "# with \"the model as costed\" above.\n"
+		    "name = ");
+	toml_string(b, name);
 	emit_printf(b, "\nflavor = ");
-	toml_string(b, flavor ? flavor : m->name);
+	toml_string(b, flavor);
 	emit_printf(b, "\n");
 }
 
@@ -192,8 +172,19 @@ static void toml(struct emit_ctx *x)
 	if (s->fp8)
 		emit_printf(b, "# FP8 GEMMs: torchao float8 training of the blocks' linear layers\n"
 			    "converters = [\"quantize.linear.float8\"]\n");
-	emit_printf(b, "\n[training]\nlocal_batch_size = %d\nglobal_batch_size = %d\nseq_len = %d\n",
-		    s->gbs / s->dp, s->gbs, s->seq);
+	/* torchtitan/train.py: local_batch_size is one step's forward per DP
+	   rank (split into micro-batches under PP), and global / (local x DP)
+	   steps accumulate. */
+	if (s->pp > 1)
+		emit_printf(b, "\n[training]\n"
+			    "# one forward per DP rank: %d micro-batches of %d under the pipeline schedule\n"
+			    "local_batch_size = %d\n", s->micro_batches, s->mbs, s->mbs * s->micro_batches);
+	else
+		emit_printf(b, "\n[training]\n"
+			    "# one micro-batch per forward; global_batch_size / (local x DP %d) = %d\n"
+			    "# forwards accumulate their gradients\n"
+			    "local_batch_size = %d\n", s->dp, s->micro_batches, s->mbs);
+	emit_printf(b, "global_batch_size = %d\nseq_len = %d\n", s->gbs, s->seq);
 
 	emit_printf(b, "\n[parallelism]\n");
 	if (s->zero >= 1)
@@ -210,8 +201,11 @@ static void toml(struct emit_ctx *x)
 	if (s->tp_overlap && s->tp > 1)
 		emit_printf(b, "# TP comm overlap: async TP (needs torch.compile, [compile] below)\n"
 			    "enable_async_tensor_parallel = true\n");
-	emit_printf(b, "context_parallel_degree = %d\npipeline_parallel_degree = %d\n",
-		    s->cp, s->pp);
+	emit_printf(b, "context_parallel_degree = %d\n", s->cp);
+	if (s->cp > 1)
+		emit_printf(b, "# K/V shards passed round the CP ring, as the plan costed (not gathered)\n"
+			    "context_parallel_rotate_method = \"alltoall\"\n");
+	emit_printf(b, "pipeline_parallel_degree = %d\n", s->pp);
 	if (s->pp > 1) {
 		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
 			    "pipeline_parallel_microbatch_size = %d\n",
@@ -219,6 +213,9 @@ static void toml(struct emit_ctx *x)
 		fqns(b, x);
 	}
 	emit_printf(b, "expert_parallel_degree = %d\n", s->ep);
+	if (x->m->experts > 0)
+		emit_printf(b, "# experts split over TP too, as the plan costed (expert weights / (ep x tp))\n"
+			    "expert_tensor_parallel_degree = %d\n", s->tp);
 	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac[s->recompute]);
 	if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "selective_ac_option = \"op\"\n");

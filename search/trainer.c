@@ -92,10 +92,21 @@ static int check_shape(enum trainer t, const struct model *m,
 	return 0;
 }
 
-/* Schedules each trainer has, and the interleaving rules. */
+/* Schedules each trainer has (TRAINERS.md), and the interleaving rules:
+ * - Megatron-LM and NeMo / Megatron Bridge: 1F1B, and interleaved 1F1B with
+ *   vp > 1 (--num-virtual-stages-per-pipeline-rank or the layout); no GPipe
+ *   and no zero-bubble schedule.
+ * - torchtitan v0.2.2 (torch.distributed.pipelining): 1F1B, GPipe,
+ *   Interleaved1F1B; its zero-bubble schedules InterleavedZeroBubble (looped,
+ *   several stages per rank) and ZBVZeroBubble (two stages per rank in a V)
+ *   are not ZB-H1, which keeps one stage per rank: ampplan plans neither, so
+ *   a zb-h1 plan runs on no trainer.
+ * - DeepSpeed's pipeline engine: 1F1B with one stage per rank only. */
 static int check_schedule(enum trainer t, const struct strategy *s, struct err *e)
 {
 	if (s->pp > 1) {
+		if (s->schedule == SCHED_ZB_H1 && t == TRAINER_TORCHTITAN)
+			return refuse(e, t, "schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with 1f1b, interleaved or gpipe");
 		if (s->schedule == SCHED_ZB_H1)
 			return refuse(e, t, "schedule 'zb-h1' is a planning option only, with no %s flag or config; plan with 1f1b or interleaved",
 				      names[t]);
@@ -194,6 +205,16 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 	return 0;
 }
 
+/* FP8 GEMMs where the trainer's config cannot turn them on: DeepSpeed's
+ * ds_config.json has bf16 and fp16 sections and no FP8 one (TRAINERS.md;
+ * trainer_allows). */
+static int check_precision(enum trainer t, const struct strategy *s, struct err *e)
+{
+	if (s->fp8 && !trainer_allows((int)t, FEATURE_FP8, s))
+		return refuse(e, t, "no FP8 GEMMs: ds_config.json sets bf16 or fp16 only");
+	return 0;
+}
+
 static int check_zero(enum trainer t, const struct strategy *s, struct err *e)
 {
 	switch (t) {
@@ -223,10 +244,114 @@ static int check_zero(enum trainer t, const struct strategy *s, struct err *e)
 	return 0;
 }
 
+/* torchtitan v0.2.2's model flavors (TRAINERS.md "models shipped"; the
+ * dimensions are those of the Hugging Face models they load: llama3,
+ * qwen3, deepseek_v3 and llama4 in torchtitan/models/). kv 0: MLA, no
+ * kv-head count to match. */
+static const struct titan_flavor {
+	const char *model, *flavor;
+	int hidden, layers, heads, kv, ffn, experts; /* ffn 0: not matched (MoE) */
+} titan_flavors[] = {
+	{ "llama3", "8B", 4096, 32, 32, 8, 14336, 0 },
+	{ "llama3", "70B", 8192, 80, 64, 8, 28672, 0 },
+	{ "llama3", "405B", 16384, 126, 128, 8, 53248, 0 },
+	{ "qwen3", "0.6B", 1024, 28, 16, 8, 3072, 0 },
+	{ "qwen3", "1.7B", 2048, 28, 16, 8, 6144, 0 },
+	{ "qwen3", "4B", 2560, 36, 32, 8, 9728, 0 },
+	{ "qwen3", "8B", 4096, 36, 32, 8, 12288, 0 },
+	{ "qwen3", "14B", 5120, 40, 40, 8, 17408, 0 },
+	{ "qwen3", "32B", 5120, 64, 64, 8, 25600, 0 },
+	{ "qwen3", "30B-A3B", 2048, 48, 32, 4, 0, 128 },
+	{ "qwen3", "235B-A22B", 4096, 94, 64, 4, 0, 128 },
+	{ "deepseek_v3", "16B", 2048, 27, 16, 0, 0, 64 },
+	{ "deepseek_v3", "236B", 5120, 60, 128, 0, 0, 160 },
+	{ "deepseek_v3", "671B", 7168, 61, 128, 0, 0, 256 },
+	{ "llama4", "17bx16e", 5120, 48, 40, 8, 0, 16 },
+	{ "llama4", "17bx128e", 5120, 48, 40, 8, 0, 128 },
+};
+
+/* The torchtitan model family of m by its Hugging Face model_type, or by its
+ * architecture for a profile (model_type ""): llama3 for a dense SwiGLU
+ * model without biases, q/k norms or sliding windows, on rotary positions. */
+static const char *titan_family(const struct model *m)
+{
+	const char *mt = m->model_type;
+
+	if (strcmp(mt, "qwen3") == 0 || strcmp(mt, "qwen3_moe") == 0)
+		return "qwen3";
+	if (strcmp(mt, "deepseek_v3") == 0)
+		return "deepseek_v3";
+	if (strcmp(mt, "llama4_text") == 0 || strcmp(mt, "llama4") == 0)
+		return "llama4";
+	if ((!*mt || strcmp(mt, "llama") == 0) && m->ffn_kind == FFN_SWIGLU && !m->bias &&
+	    !m->qkv_bias && !m->qk_norm && !m->learned_pos && !m->sliding_window &&
+	    !m->kv_lora_rank && m->experts == 0)
+		return "llama3";
+	return NULL;
+}
+
+const char *trainer_titan_model(const struct model *m, const char **flavor)
+{
+	const char *fam = titan_family(m);
+	int kv = m->kv_heads ? m->kv_heads : m->heads;
+
+	for (size_t i = 0; fam && i < sizeof titan_flavors / sizeof *titan_flavors; i++) {
+		const struct titan_flavor *f = &titan_flavors[i];
+
+		if (strcmp(f->model, fam) == 0 && f->hidden == m->hidden &&
+		    f->layers == m->layers && f->heads == m->heads &&
+		    (f->kv == 0 || f->kv == kv) && (f->ffn == 0 || f->ffn == m->ffn) &&
+		    f->experts == m->experts) {
+			*flavor = f->flavor;
+			return f->model;
+		}
+	}
+	return NULL;
+}
+
+/* Megatron-LM and NeMo build the model from flags (TRAINERS.md "Fields the
+ * launch files must carry"); a feature without one cannot be trained. */
+static int check_megatron_model(enum trainer t, const struct model *m, struct err *e)
+{
+	const struct rope_scaling *r = &m->rope_scaling;
+	const char *mt = m->model_type;
+
+	/* Falcon and GPT-J run attention and MLP in parallel off one norm;
+	   Gemma 2 adds a norm after each (four per block). */
+	if (m->parallel_block)
+		return refuse(e, t, "model_type '%s': parallel attention and MLP blocks have no flag", mt);
+	if (m->block_norms > 2)
+		return refuse(e, t, "model_type '%s': %d norms per block (norms after attention and MLP too) have no flag",
+			      mt, m->block_norms);
+	if (m->sliding_window > 0 && m->sliding_every != 1)
+		return refuse(e, t, "a sliding window on every %d%s layer (model_type '%s') has no flag: --window-size windows every layer",
+			      m->sliding_every, m->sliding_every == 2 ? "nd" : "th", mt);
+	if (!r->type[0])
+		return 0;
+	if (strcmp(r->type, "yarn") == 0 && m->kv_lora_rank > 0)
+		return 0;	/* MLA's own YaRN: --rotary-scaling-factor */
+	if (strcmp(r->type, "llama3") != 0)
+		return refuse(e, t, "rope scaling '%s' has no flag (--use-rope-scaling is Llama 3's)", r->type);
+	/* rotary_pos_embedding.py: _apply_scaling(freqs, factor, 1, 4, 8192) */
+	if (r->low_freq_factor != 1 || r->high_freq_factor != 4 || r->original_max_pos != 8192)
+		return refuse(e, t, "rope scaling 'llama3' with low_freq_factor %g, high_freq_factor %g, original_max_position_embeddings %d: --use-rope-scaling fixes them to 1, 4 and 8192",
+			      r->low_freq_factor, r->high_freq_factor, r->original_max_pos);
+	return 0;
+}
+
 static int check_model(enum trainer t, const struct model *m, const struct strategy *s,
 		       struct err *e)
 {
 	const struct vocab *v = &vocabs[t];
+	const char *flavor;
+
+	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) && check_megatron_model(t, m, e))
+		return -1;
+	if (t == TRAINER_TORCHTITAN && !trainer_titan_model(m, &flavor))
+		return refuse(e, t, "v0.2.2 ships no model '%s' (%s%s%s%d layers, hidden %d, ffn %d, %d experts): its models are the llama3 (8B, 70B, 405B), qwen3, deepseek_v3 and llama4 flavors",
+			      m->name ? m->name : "", m->model_type[0] ? "model_type '" : "",
+			      m->model_type, m->model_type[0] ? "', " : "", m->layers, m->hidden,
+			      m->ffn, m->experts);
 
 	/* Megatron: 1 <= recompute_num_layers <= num_layers // pp. */
 	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) &&
@@ -239,22 +364,83 @@ static int check_model(enum trainer t, const struct model *m, const struct strat
 	return 0;
 }
 
+/* Whether the node groups have the nodes trainer_nodes assigns to s: each
+ * run of consecutive pipeline ranks on group g takes ceil(run's GPUs / GPUs
+ * per node) nodes of g (a node is filled before the next one opens, and not
+ * shared between groups). O(pp), no allocation: trainer_mask runs it on
+ * every row of a ranking. Returns 0, or -1 with e set. */
+static int nodes_fit(const struct cluster *c, const struct strategy *s, struct err *e)
+{
+	long used[MAX_GROUPS] = { 0 }, block = (long)s->tp * s->cp * s->dp;
+
+	for (int p = 0; p < s->pp;) {
+		int g = s->group[p], run = 1;
+		long gpn = c->group[g].gpus_per_node;
+
+		while (p + run < s->pp && s->group[p + run] == g)
+			run++;
+		used[g] += (run * block + gpn - 1) / gpn;
+		p += run;
+	}
+	for (int g = 0; g < c->n_group; g++)
+		if (used[g] > c->group[g].nodes)
+			return err_set(e, "world size %d (tp*cp*pp*dp) needs %ld nodes of group '%s', which has %d",
+				       s->tp * s->cp * s->pp * s->dp, used[g], c->group[g].name,
+				       c->group[g].nodes);
+	return 0;
+}
+
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {
-	struct trainer_nodes n;
-
-	if (check_shape(t, m, c, s, e) || check_schedule(t, s, e) ||
+	if (check_shape(t, m, c, s, e) || check_precision(t, s, e) || check_schedule(t, s, e) ||
 	    check_batch(t, s, e) || check_tp(t, m, c, s, e) ||
 	    check_cp(t, s, e) || check_moe(t, m, s, e) ||
 	    check_zero(t, s, e) || check_model(t, m, s, e))
 		return -1;
-	if (trainer_nodes(&n, c, s, e)) {
+	if (nodes_fit(c, s, e)) {
 		err_prefix(e, "%s", names[t]);
 		return -1;
 	}
-	trainer_nodes_free(&n);
 	return 0;
+}
+
+unsigned trainer_mask(const struct model *m, const struct cluster *c,
+		      const struct strategy *s)
+{
+	unsigned mask = 0;
+
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		if (trainer_check((enum trainer)t, m, c, s, NULL) == 0)
+			mask |= 1u << t;
+	return mask;
+}
+
+const char *trainer_refusal(enum trainer t, const struct model *m, const struct cluster *c,
+			    const struct strategy *s, char *buf, size_t n)
+{
+	struct err e = { "" };
+
+	if (trainer_check(t, m, c, s, &e) == 0)
+		return NULL;
+	if (n > 0)
+		snprintf(buf, n, "%s", e.msg);
+	return buf;
+}
+
+const char *trainer_mask_names(unsigned mask, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	if (n == 0)
+		return buf;
+	buf[0] = '\0';
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		if (mask & (1u << t) && len < n)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[t]);
+	if (!mask)
+		snprintf(buf, n, "none");
+	return buf;
 }
 
 /* Per trainer, what its launch files can set (TRAINERS.md, and what
@@ -305,11 +491,12 @@ int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {
 	int block = s->tp * s->cp * s->dp, room = 0;
-	int *used = xcalloc((size_t)c->n_group, sizeof *used);
 	/* Every node holds at least one rank: at most world nodes. */
 	size_t max = (size_t)block * (size_t)s->pp;
 	struct trainer_nodes n = { 0 };
 
+	if (nodes_fit(c, s, e))
+		return -1;
 	n.group = xcalloc(max, sizeof *n.group);
 	n.gpus = xcalloc(max, sizeof *n.gpus);
 	for (int p = 0; p < s->pp; p++) {
@@ -317,7 +504,6 @@ int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 
 		for (int need = block; need > 0;) {
 			if (room == 0 || n.group[n.n - 1] != g) {
-				used[g]++;
 				n.group[n.n++] = g;
 				room = c->group[g].gpus_per_node;
 			}
@@ -328,16 +514,6 @@ int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 			need -= take;
 		}
 	}
-	for (int g = 0; g < c->n_group; g++)
-		if (used[g] > c->group[g].nodes) {
-			err_set(e, "world size %d (tp*cp*pp*dp) needs %d nodes of group '%s', which has %d",
-				s->tp * s->cp * s->pp * s->dp, used[g],
-				c->group[g].name, c->group[g].nodes);
-			free(used);
-			trainer_nodes_free(&n);
-			return -1;
-		}
-	free(used);
 	*out = n;
 	return 0;
 }

@@ -6,6 +6,7 @@
 #define AMPPLAN_TRAINER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct err;
 struct model;
@@ -41,11 +42,42 @@ int trainer_parse(const char *name);
  * of TRAINERS.md holds: world size fits the node groups, batch divisibility,
  * heads / kv heads / ffn vs TP, seq vs CP, SP needs tp > 1, interleaving
  * needs micro-batches >= pp, tp divides the GPUs per node, MoE experts vs
- * EP, the trainer's schedules and ZeRO stages. m->layer is not read.
+ * EP, the trainer's schedules and ZeRO stages, and the model features the
+ * trainer can build (Megatron-LM and NeMo: no parallel attention + MLP
+ * blocks, no extra norms per block, windows on every layer or none, rope
+ * scaling only Llama 3's with its fixed factors or MLA's YaRN; torchtitan:
+ * only the models it ships, trainer_titan_model). m->layer is not read.
  * Returns 0, or -1 with e naming the trainer and the rule, e.g.
  * "megatron: num_query_groups (8) must be divisible by tp (16) or divide it". */
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e);
+
+/* The trainers that run strategy s of model m on cluster c as it is: bit
+ * (1u << t) set for each enum trainer t whose trainer_check passes. The
+ * ranking's "trainers" column: trainer_mask_names(trainer_mask(m, c, s), buf,
+ * sizeof buf). Costs one trainer_check per trainer (no allocation kept). */
+unsigned trainer_mask(const struct model *m, const struct cluster *c,
+		      const struct strategy *s);
+
+/* Why trainer t cannot run s: writes trainer_check's message, which names
+ * the trainer and the rule ("megatron: ZeRO stage 3 has no flag; the
+ * distributed optimizer is ZeRO-1 (gradients stay whole)"), into buf (n
+ * bytes, truncated, NUL-terminated when n > 0) and returns buf; returns NULL
+ * when t runs s. */
+const char *trainer_refusal(enum trainer t, const struct model *m, const struct cluster *c,
+			    const struct strategy *s, char *buf, size_t n);
+
+/* Writes the names of the trainers in mask, in enum order and separated by
+ * commas ("megatron,nemo"), or "none", into buf (n bytes, truncated;
+ * 40 bytes hold all four). Returns buf. */
+const char *trainer_mask_names(unsigned mask, char *buf, size_t n);
+
+/* The torchtitan v0.2.2 model that trains m: returns its model.name
+ * ("llama3", "qwen3", "deepseek_v3", "llama4") and sets *flavor to the
+ * flavor of m's dimensions ("70B"), or returns NULL when torchtitan ships
+ * no such model (trainer_check then refuses every plan of m for
+ * torchtitan). */
+const char *trainer_titan_model(const struct model *m, const char **flavor);
 
 /* Whether trainer t (an enum trainer, or -1 for none, read as Megatron-LM)
  * runs feature f for strategy s as the search would set it (reads tp, sp,

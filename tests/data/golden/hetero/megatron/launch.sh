@@ -4,6 +4,14 @@
 # cluster 'mixed': group 'h100' 4 x 8 H100, group 'a100' 4 x 8 A100
 # strategy: tp 4 cp 1 pp 4 vp 1 dp 4 ep 1, mbs 1 gbs 256 (64 micro-batches), seq 8192,
 #   1f1b, recompute full, zero 1, sp on
+# layers/stage E+22|22|20|16+L on node groups h100,h100,a100,a100 (pipeline ranks 0 to 3)
+# the model as costed (the trainer must build the same):
+#   norm RMSNorm, eps 1e-05
+#   positions rotary, base 500000, no scaling
+#   dropout 0 (attention and hidden)
+#   biases none, q/k norm no
+#   attention 64 heads, 8 kv heads
+#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded
 # the plan costed: attention flash, norms fused, FP8 GEMMs off,
 #   gradients fp32 accumulated in the GEMMs,
 #   overlapped: TP comm no, gradient reduction yes, parameter gather no
@@ -12,8 +20,7 @@
 #            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]
 # The flags below give the model's shape and the parallel plan. Data, tokenizer,
 # optimizer, learning rate, iterations and checkpoints are yours to add as
-# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save, and
-# the model's --rotary-base or --norm-epsilon where they differ from the defaults).
+# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save).
 #
 # Placement: ranks go tp-cp-dp-pp, so pipeline rank p owns global ranks
 # [p*16, (p+1)*16), and a node's ranks follow those of the lower node ranks.
@@ -50,8 +57,13 @@ ARGS=(
 	--max-position-embeddings 8192
 	--swiglu
 	--normalization RMSNorm
+	--norm-epsilon 1e-05
 	--position-embedding-type rope
+	--rotary-base 500000
+	--attention-dropout 0
+	--hidden-dropout 0
 	--disable-bias-linear
+	--make-vocab-size-divisible-by 96
 	--untie-embeddings-and-output-weights
 	--tensor-model-parallel-size 4
 	--pipeline-model-parallel-size 4

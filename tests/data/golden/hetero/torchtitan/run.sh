@@ -4,6 +4,14 @@
 # cluster 'mixed': group 'h100' 4 x 8 H100, group 'a100' 4 x 8 A100
 # strategy: tp 4 cp 1 pp 4 vp 1 dp 4 ep 1, mbs 1 gbs 256 (64 micro-batches), seq 8192,
 #   1f1b, recompute full, zero 1, sp on
+# layers/stage E+22|22|20|16+L on node groups h100,h100,a100,a100 (pipeline ranks 0 to 3)
+# the model as costed (the trainer must build the same):
+#   norm RMSNorm, eps 1e-05
+#   positions rotary, base 500000, no scaling
+#   dropout 0 (attention and hidden)
+#   biases none, q/k norm no
+#   attention 64 heads, 8 kv heads
+#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded
 # the plan costed: attention flash, norms fused, FP8 GEMMs off,
 #   gradients fp32 accumulated in the GEMMs,
 #   overlapped: TP comm no, gradient reduction yes, parameter gather no

@@ -4,6 +4,14 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 1 pp 2 vp 1 dp 4 ep 1, mbs 1 gbs 512 (128 micro-batches), seq 8192,
 #   1f1b, recompute selective, zero 1, sp on
+# layers/stage E+16|16+L on node groups h100,h100 (pipeline ranks 0 to 1)
+# the model as costed (the trainer must build the same):
+#   norm RMSNorm, eps 1e-05
+#   positions rotary, base 500000, no scaling
+#   dropout 0 (attention and hidden)
+#   biases none, q/k norm no
+#   attention 32 heads, 8 kv heads
+#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded
 # the plan costed: attention flash, norms fused, FP8 GEMMs on,
 #   gradients bf16 accumulated in the GEMMs,
 #   overlapped: TP comm yes, gradient reduction yes, parameter gather yes
@@ -12,8 +20,7 @@
 #            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]
 # The flags below give the model's shape and the parallel plan. Data, tokenizer,
 # optimizer, learning rate, iterations and checkpoints are yours to add as
-# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save, and
-# the model's --rotary-base or --norm-epsilon where they differ from the defaults).
+# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save).
 #
 # Placement: ranks go tp-cp-dp-pp, so pipeline rank p owns global ranks
 # [p*8, (p+1)*8), and a node's ranks follow those of the lower node ranks.
@@ -55,8 +62,13 @@ ARGS=(
 	--max-position-embeddings 8192
 	--swiglu
 	--normalization RMSNorm
+	--norm-epsilon 1e-05
 	--position-embedding-type rope
+	--rotary-base 500000
+	--attention-dropout 0
+	--hidden-dropout 0
 	--disable-bias-linear
+	--make-vocab-size-divisible-by 128
 	--untie-embeddings-and-output-weights
 	--tensor-model-parallel-size 2
 	--pipeline-model-parallel-size 2

@@ -4,6 +4,14 @@
 # cluster 'dgx-h100': group 'h100' 2 x 8 H100
 # strategy: tp 2 cp 1 pp 2 vp 1 dp 4 ep 1, mbs 1 gbs 512 (128 micro-batches), seq 8192,
 #   1f1b, recompute selective, zero 1, sp on
+# layers/stage E+16|16+L on node groups h100,h100 (pipeline ranks 0 to 1)
+# the model as costed (the trainer must build the same):
+#   norm RMSNorm, eps 1e-05
+#   positions rotary, base 500000, no scaling
+#   dropout 0 (attention and hidden)
+#   biases none, q/k norm no
+#   attention 32 heads, 8 kv heads
+#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded
 # the plan costed: attention flash, norms fused, FP8 GEMMs on,
 #   gradients bf16 accumulated in the GEMMs,
 #   overlapped: TP comm yes, gradient reduction yes, parameter gather yes
