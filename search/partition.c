@@ -480,16 +480,19 @@ static double value_floor(const struct dp *d)
 	return d->f->b * (d->rem[0] + sends) + least;
 }
 
-/* The dearest p2p into any stage. */
+/* The dearest p2p into any stage: O(K) with the placement forced, O(G^2)
+ * free. */
 static double max_send(const struct dp *d)
 {
 	double m = 0;
 
-	for (int k = 0; k < d->K; k++)
-		for (int h = 0; h < d->G; h++)
-			for (int g = 0; g < d->G; g++)
-				if (send(d, k, h, g) > m)
-					m = send(d, k, h, g);
+	for (int k = 0; k < d->K && !d->ranks; k++)
+		if (d->f->send[k] > m)
+			m = d->f->send[k];
+	for (int h = 0; h < d->G && d->ranks && d->K > 1; h++)
+		for (int g = 0; g < d->G; g++)
+			if (d->f->link[h][g] > m)
+				m = d->f->link[h][g];
 	return m;
 }
 
@@ -593,12 +596,10 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->neck = xmalloc((size_t)d->ncnt * G * sizeof *d->neck);
 	/* No stage costs more than top: every layer on the slowest group
 	 * plus the dearest link. */
-	for (int g = 0; g < G; g++) {
-		double worst = d->pre[(size_t)g * (n + 1) + n] + max_send(d);
-
-		if (worst > top)
-			top = worst;
-	}
+	for (int g = 0; g < G; g++)
+		if (d->pre[(size_t)g * (n + 1) + n] > top)
+			top = d->pre[(size_t)g * (n + 1) + n];
+	top += max_send(d);
 	top = top * (1 + 1e-9) + 1e-300;
 	/* No bottleneck is below the relaxation's, nor below the stages'
 	 * mean on the fastest groups. */
@@ -706,4 +707,96 @@ int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f
 	if (total != f->n_stages)
 		return -1;
 	return solve(&d, group, first, t);
+}
+
+/* The sum of the middle layers' least times (t[g] each on group g) when at
+ * most take[g] of them may go on group g, fastest first; INFINITY if the
+ * groups cannot hold nm layers. by[] lists the groups by t[] ascending. */
+static double fill_fastest(const double *t, const double *take, const int *by, int G, int nm)
+{
+	double sum = 0, left = nm;
+
+	for (int i = 0; i < G && left > 0; i++) {
+		double x = take[by[i]] < left ? take[by[i]] : left;
+
+		sum += x * t[by[i]];
+		left -= x;
+	}
+	return left > 0 ? INFINITY : sum;
+}
+
+int partition_place_bound(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  const int *ranks, double a, double b, double *lb)
+{
+	int n = lc->n_layer, G = lc->n_group, K = f->n_stages, nm = n >= 2 ? n - 2 : 0;
+	int by[MAX_GROUPS], nb = 0;
+	double t[MAX_GROUPS], most[MAX_GROUPS], take[MAX_GROUPS], fewest = INFINITY;
+	double u0 = 0, ends = 0, link = INFINITY, tail = 0, best = INFINITY;
+
+	if (K < 1 || K > n || G < 1 || G > MAX_GROUPS || f->vp < 1)
+		return -1;
+	for (int k = 0; k < K; k++)
+		fewest = fmin(fewest, f->inflight[k]);
+	for (int e = 0; e < (n >= 2 ? 2 : 1); e++) {	/* embedding, head */
+		double m = INFINITY;
+
+		for (int g = 0; g < G; g++)
+			if (ranks[g])
+				m = fmin(m, lc->time[(size_t)g * n + (e ? n - 1 : 0)]);
+		ends += m;
+		u0 = fmax(u0, m);
+	}
+	for (int g = 0; g < G; g++) {
+		double w = INFINITY;
+
+		if (!ranks[g])
+			continue;
+		t[g] = INFINITY;
+		for (int l = 1; l <= nm; l++) {
+			t[g] = fmin(t[g], lc->time[(size_t)g * n + l]);
+			w = fmin(w, lc->state_bytes[l] + lc->extra_bytes[l] + fewest * lc->act_bytes[l]);
+		}
+		most[g] = !(w > 0)	    ? nm
+			  : f->cap_of[g] < 0 ? 0
+					     : fmin(nm, floor(f->cap_of[g] * f->vp / w));
+		for (int h = 0; h < G; h++)
+			if (ranks[h])
+				link = fmin(link, f->link[h][g]);
+		/* insertion sort by t[] */
+		int i = nb++;
+		while (i > 0 && t[by[i - 1]] > t[g]) {
+			by[i] = by[i - 1];
+			i--;
+		}
+		by[i] = g;
+	}
+	if (nm > 0)
+		u0 = fmax(u0, t[by[0]]);
+	if (lc->tail0 && f->vp == 1) {
+		tail = INFINITY;
+		for (int g = 0; g < G; g++)
+			for (int j = 1; j <= n - K + 1 && ranks[g]; j++)
+				tail = fmin(tail, lc->tail0[(size_t)g * (n + 1) + j]);
+	}
+	/* a U + b (the least sum at bound U) is least at u0 or where a
+	 * group's stages take one more layer: U = L t[g] */
+	for (int c = -1; c < nb * (nm > 0 ? nm : 0); c++) {
+		double u = c < 0 ? u0 : (c % nm + 1) * t[by[c / nm]], sum;
+
+		if (u < u0)
+			continue;
+		for (int i = 0; i < nb; i++) {
+			int g = by[i];
+			double per = t[g] > 0 ? floor(u / t[g] + 1e-9) : nm;
+
+			take[g] = ranks[g] * fmin(most[g], per);
+		}
+		sum = fill_fastest(t, take, by, nb, nm);
+		if (sum < INFINITY)
+			best = fmin(best, a * u + b * (ends + sum + (K - 1) * link) + tail);
+	}
+	if (best == INFINITY)
+		return -1;
+	*lb = best;
+	return 0;
 }

@@ -34,4 +34,21 @@ int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f
  * too large. */
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages);
 
+/* A lower bound *lb on the pipeline time plus rank 0's tail (cost_evaluate's
+ * iter_s) of every placement of ranks[] (pipeline ranks per group; sum pp)
+ * with every partition into f->n_stages = pp x vp stages, for the schedule
+ * weights a, b over the ranks' totals C_r: T = a max_r C_r + b sum_r C_r
+ * (vp = 1: f->a, f->b, C_r = c_r; interleaved: m - 1/v and 1/v, cost.c
+ * pipe_terms). A relaxation that keeps the rank counts: every C_r <= U; a
+ * rank on group g holds at most min(U / t_g, the middle layers vp x cap_of
+ * [g] holds at the fewest in-flight micro-batches) middle layers, each
+ * costing at least t_g (the least middle-layer time on g); the middle layers
+ * go to the fastest groups first, the embedding and head at their least
+ * time, every p2p at the least link, rank 0's tail at its least (vp = 1; 0
+ * with virtual stages); *lb = min over U of a U + b (that sum) + tail, at U
+ * = the floor or a step L t_g. O(G^2 n). Returns 0, or -1 if the relaxation
+ * holds no partition (then no placement fits). */
+int partition_place_bound(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  const int *ranks, double a, double b, double *lb);
+
 #endif

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,9 @@ struct search {
 					   (TP, CP, PP, DP), from its first
 					   strategy */
 	int ilp_state;			/* 0 not solved, 1 placed, -1 none */
+	bool climbed;			/* climb_order holds the climbed block
+					   order of this (TP, CP, PP, DP) */
+	int climb_order[MAX_GROUPS];
 	bool fp8_ok;			/* the search may try FP8 */
 	bool fixed;			/* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
@@ -380,8 +384,9 @@ static bool next_perm(int *a, int n)
  * layout) and keeps the result in *best if it fits and beats it. With
  * virtual stages the partition DP holds each chunk to its rank's memory /
  * vp, stricter than cost_evaluate's test of the rank's chunks together:
- * when the DP finds nothing, Megatron's default split may still fit. */
-static void try_placement(struct search *S, struct strategy *s,
+ * when the DP finds nothing, Megatron's default split may still fit.
+ * Returns the iteration time costed (seconds), INFINITY if nothing fits. */
+static double try_placement(struct search *S, struct strategy *s,
 			  struct strategy *best, struct cost_result *best_r)
 {
 	struct pipeline_frame f;
@@ -394,15 +399,18 @@ static void try_placement(struct search *S, struct strategy *s,
 		cost_frame(&f, S->m, S->c, s);
 		if (partition_solve(&S->lc, &f, s->first, &t)) {
 			if (s->vp == 1)
-				return;
+				return INFINITY;
 			default_split(s, S->m->n_layer);
 		}
 	}
 	cost_evaluate(&r, S->m, S->c, s, &S->lc);
-	if (!r.fits || (best_r->fits && r.iter_s >= best_r->iter_s))
-		return;
-	*best = *s;
-	*best_r = r;
+	if (!r.fits)
+		return INFINITY;
+	if (!best_r->fits || r.iter_s < best_r->iter_s) {
+		*best = *s;
+		*best_r = r;
+	}
+	return r.iter_s;
 }
 
 /* Ranks in contiguous blocks, groups in the order given. */
@@ -424,6 +432,54 @@ static void try_blocks(struct search *S, struct strategy *s, int *order, int n,
 		block_placement(S, s, order, n);
 		try_placement(S, s, best, best_r);
 	} while (n <= 4 && next_perm(order, n));
+}
+
+/* Hill climbing over the block placements of the n groups of order[] (n
+ * > 4, where try_blocks takes one order): swaps neighbouring blocks while a
+ * swap lowers the iteration time that try_placement costs, at most n sweeps
+ * of n - 1 swaps. Writes the best order found to order[]; returns its time
+ * (INFINITY if no order tried fits). Deterministic: a fixed sweep order and
+ * strict improvements only. */
+static double climb_blocks(struct search *S, struct strategy *s, int *order, int n,
+			   struct strategy *best, struct cost_result *best_r)
+{
+	double t = INFINITY;
+	bool moved = true;
+	int start[MAX_GROUPS], cand[MAX_GROUPS];
+
+	/* start: the best rotation of order[], forwards or reversed (which
+	 * group holds the embedding and which the head) */
+	memcpy(start, order, sizeof start);
+	for (int dir = 0; dir < 2; dir++)
+		for (int k = 0; k < n; k++) {
+			for (int i = 0; i < n; i++)
+				cand[i] = start[dir ? (k + n - i) % n : (k + i) % n];
+			block_placement(S, s, cand, n);
+			double u = try_placement(S, s, best, best_r);
+			if (u < t || (dir == 0 && k == 0)) {
+				t = u;
+				memcpy(order, cand, sizeof cand);
+			}
+		}
+	for (int sweep = 0; sweep < n && moved; sweep++) {
+		moved = false;
+		for (int i = 0; i + 1 < n; i++) {
+			int x = order[i];
+
+			order[i] = order[i + 1];
+			order[i + 1] = x;
+			block_placement(S, s, order, n);
+			double u = try_placement(S, s, best, best_r);
+			if (u < t) {
+				t = u;
+				moved = true;
+			} else {
+				order[i + 1] = order[i];
+				order[i] = x;
+			}
+		}
+	}
+	return t;
 }
 
 static pthread_mutex_t glpk_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -472,6 +528,42 @@ static bool interchangeable(const struct cluster *c)
 	return true;
 }
 
+/* Most work (partition_place_work) of fit_placement's feasibility pass. */
+#define FIT_DP_MAX 2e6
+
+/* Where the candidate placements found none that fits (vp = 1): the joint
+ * placement DP on the layers with every time and link 0, whose first pass
+ * finds a placement and partition that fit if any does (memory alone), when
+ * the relaxation of partition_place_bound does not already rule them out
+ * and its work is at most FIT_DP_MAX; then that placement is partitioned
+ * by try_placement. */
+static void fit_placement(struct search *S, struct strategy *s, struct strategy *best,
+			  struct cost_result *best_r)
+{
+	struct pipeline_frame f, z;
+	struct layer_costs lc = S->lc;
+	int group[MAX_STAGES], n = S->lc.n_layer;
+	double lb, t, *zero;
+
+	if (partition_place_work(S->ranks, S->c->n_group, n, s->pp) > FIT_DP_MAX)
+		return;
+	cost_frame(&f, S->m, S->c, s);
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
+		return;
+	zero = xcalloc((size_t)S->c->n_group * (size_t)(n + 1), sizeof *zero);
+	lc.time = zero;
+	lc.tail0 = NULL;
+	z = f;
+	z.a = z.b = 0;
+	memset(z.link, 0, sizeof z.link);
+	if (!partition_place(&lc, &z, S->ranks, group, s->first, &t)) {
+		for (int k = 0; k < s->pp; k++)
+			s->group[k] = (unsigned char)group[k];
+		try_placement(S, s, best, best_r);
+	}
+	free(zero);
+}
+
 /* The joint placement and partition DP (exact, vp = 1). */
 static void place_dp(struct search *S, struct strategy *s, struct strategy *best,
 		     struct cost_result *best_r)
@@ -517,6 +609,31 @@ static void why_not(struct search *S, struct plan_row *row)
 	}
 }
 
+/* The gap_pct of a row that fits (plan.h): best and r its strategy and
+ * result; small: whether the joint placement DP placed it. With virtual
+ * stages the bound takes cost_evaluate's weights over the ranks' totals,
+ * m - 1/v and 1/v (cost.c pipe_terms). */
+static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
+		  bool small)
+{
+	struct pipeline_frame f;
+	int n = 0;
+	double lb;
+
+	for (int g = 0; g < S->c->n_group; g++)
+		n += S->ranks[g] > 0;
+	if (S->o->exhaustive || (best->vp == 1 && (n == 1 || (small && !S->fixed))))
+		return 0;
+	cost_frame(&f, S->m, S->c, best);
+	if (best->vp > 1) {
+		f.a = best->micro_batches - 1.0 / best->vp;
+		f.b = 1.0 / best->vp;
+	}
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb) || lb >= r->iter_s)
+		return 0;
+	return 100 * (r->iter_s - lb) / r->iter_s;
+}
+
 /* Places, partitions and costs one strategy; records a row. Returns whether
  * it fits. One node group: the partition DP. Several: without virtual
  * stages the joint placement DP when its work is small enough (exact);
@@ -525,8 +642,11 @@ static void why_not(struct search *S, struct plan_row *row)
  * (with interleaving, when the joint DP found it, the blocks below too: a
  * placement best for 1F1B may not be for virtual stages); for 1F1B
  * contiguous blocks of each group in every order (up to 4 groups; beyond,
- * in the cluster's order) and, with more than 4 groups that differ, GLPK's
- * ILP placement, solved once per (TP, CP, PP, DP). A fixed layout
+ * in the cluster's order and in the order climb_blocks finds at the first
+ * strategy of the (TP, CP, PP, DP) that fits, when the groups differ) and,
+ * with more than 4 groups that differ and at most ILP_MAX_CELLS ranks x
+ * groups, GLPK's ILP placement, solved once per (TP, CP, PP, DP); without
+ * virtual stages, when none of them fits, fit_placement. A fixed layout
  * (o->layout) takes the place of the partition DP on the same placements
  * (the block placements in place of the joint DP). When nothing fits,
  * the fixed layout or Megatron's default split on the blocks in the
@@ -561,8 +681,27 @@ static bool evaluate(struct search *S, struct strategy *s)
 		if (s->vp > 1 && small)
 			try_blocks(S, s, order, n, &best, &r);
 	} else {
-		try_blocks(S, s, order, n, &best, &r);
 		if (n > 4 && !interchangeable(S->c)) {
+			/* the climbed block order of this (TP, CP, PP, DP),
+			 * from its first strategy that fits anywhere (it
+			 * starts with the order try_blocks takes) */
+			if (!S->climbed) {
+				int o2[MAX_GROUPS];
+
+				memcpy(o2, order, sizeof o2);
+				if (climb_blocks(S, s, o2, n, &best, &r) < INFINITY) {
+					S->climbed = true;
+					memcpy(S->climb_order, o2, sizeof o2);
+				}
+			} else {
+				try_blocks(S, s, order, n, &best, &r);
+				block_placement(S, s, S->climb_order, n);
+				try_placement(S, s, &best, &r);
+			}
+		} else {
+			try_blocks(S, s, order, n, &best, &r);
+		}
+		if (n > 4 && !interchangeable(S->c) && s->pp * n <= ILP_MAX_CELLS) {
 			/* one ILP per (TP, CP, PP, DP): its placement hardly
 			 * depends on the micro-batch, recomputation or ZeRO */
 			if (!S->ilp_state) {
@@ -580,6 +719,8 @@ static bool evaluate(struct search *S, struct strategy *s)
 	 * Without virtual stages the DP is exact (the default split cannot fit
 	 * where it found nothing), and so is the exhaustive search; on one
 	 * group try_placement has costed the default split already. */
+	if (!r.fits && s->vp == 1 && n > 1 && !small && !S->fixed && !S->o->exhaustive)
+		fit_placement(S, s, &best, &r);
 	if (!r.fits && (S->o->keep_infeasible || (s->vp > 1 && n > 1 && !S->o->exhaustive))) {
 		struct cost_result x;
 
@@ -613,12 +754,25 @@ static bool evaluate(struct search *S, struct strategy *s)
 		/* A strategy the chosen trainer cannot run is not ranked; it
 		 * still counts as fitting for the micro-batch pruning. */
 		if (S->o->trainer >= 0 &&
-		    trainer_check((enum trainer)S->o->trainer, S->m, S->c, &best, NULL))
+		    trainer_check((enum trainer)S->o->trainer, S->m, S->c, &best, NULL)) {
+			/* the what-if mode prints it with the trainer's reason */
+			if (plan_opts_what_if(S->o) && S->o->keep_infeasible) {
+				struct plan_row *row = push_row(S);
+				size_t n;
+
+				row->s = best;
+				row->r = r;
+				n = (size_t)snprintf(row->why, sizeof row->why, "the trainer cannot run it: ");
+				trainer_refusal((enum trainer)S->o->trainer, S->m, S->c, &best,
+						row->why + n, sizeof row->why - n);
+			}
 			return true;
+		}
 		struct plan_row *row = push_row(S);
 
 		row->s = best;
 		row->r = r;
+		row->gap_pct = gap(S, &best, &r, small);
 		return true;
 	}
 	return false;
@@ -730,13 +884,15 @@ static void each_memory_option(struct search *S, struct strategy *s, struct err 
 	}
 }
 
-/* Expert-parallel degrees: divisors of dp * cp that divide the experts. */
+/* Expert-parallel degrees: divisors of dp * cp that divide the experts
+ * (only plan_opts.ep when it is set). */
 static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc)
 {
 	int span = s->dp * s->cp;
 
 	for (int ep = 1; ep <= span && !*rc && !S->stop; ep++) {
-		if (span % ep || (S->m->experts ? S->m->experts % ep : ep > 1))
+		if (span % ep || (S->m->experts ? S->m->experts % ep : ep > 1) ||
+		    (S->o->ep && ep != S->o->ep))
 			continue;
 		s->ep = ep;
 		each_memory_option(S, s, e, rc);
@@ -816,6 +972,7 @@ static void *work(void *arg)
 		w->s.dp = pool->deg[i].dp;
 		w->s.sp = w->s.tp > 1 && S->o->sp != 0;
 		S->ilp_state = 0;
+		S->climbed = false;
 		S->tuple = i;
 		S->count = S->reported = 0;
 		S->stop = false;
@@ -957,13 +1114,25 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
 	return rc;
 }
 
-static int by_throughput(const void *a, const void *b)
+/* Rows that fit first, and of them those a trainer runs. */
+static int launch_order(const struct plan_row *x, const struct plan_row *y)
 {
-	const struct plan_row *x = a, *y = b;
 	bool fx = !x->why[0], fy = !y->why[0];
 
 	if (fx != fy)
 		return fx ? -1 : 1;
+	if (fx && !x->trainers != !y->trainers)
+		return x->trainers ? -1 : 1;
+	return 0;
+}
+
+static int by_throughput(const void *a, const void *b)
+{
+	const struct plan_row *x = a, *y = b;
+	int o = launch_order(x, y);
+
+	if (o)
+		return o;
 	if (x->r.tokens_per_s != y->r.tokens_per_s)
 		return x->r.tokens_per_s > y->r.tokens_per_s ? -1 : 1;
 	if (x->r.peak_bytes != y->r.peak_bytes)
@@ -979,6 +1148,23 @@ static int by_throughput(const void *a, const void *b)
 	return 0;
 }
 
+/* The ranking by cost: USD per million tokens, the least first (the
+ * tokens per iteration are the same for every row, so USD per hour x
+ * iter_s orders as they do), then as by_throughput. Rows that fit come
+ * first; every row has a price (check_opts). */
+static int by_cost(const void *a, const void *b)
+{
+	const struct plan_row *x = a, *y = b;
+	double cx = x->usd_per_hour * x->r.iter_s, cy = y->usd_per_hour * y->r.iter_s;
+	int o = launch_order(x, y);
+
+	if (o)
+		return o;
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	return by_throughput(a, b);
+}
+
 /* Options that contradict the cluster or model are usage errors. */
 static int check_opts(const struct model *m, const struct cluster *c,
 		      const struct plan_opts *o, struct err *e)
@@ -991,6 +1177,12 @@ static int check_opts(const struct model *m, const struct cluster *c,
 	if (plan_opts_what_if(o) && world != c->total_gpus)
 		return err_set(e, "--tp x --cp x --pp x --dp is %lld, but the cluster has %d GPUs",
 			       world, c->total_gpus);
+	if (o->ep > 1 && !m->experts)
+		return err_set(e, "--ep %d, but the model has no experts (dense models run EP 1)", o->ep);
+	if (o->ep > 1 && m->experts % o->ep)
+		return err_set(e, "--ep %d must divide the model's %d experts", o->ep, m->experts);
+	if (o->ep > 1 && o->dp && o->cp && (o->dp * o->cp) % o->ep)
+		return err_set(e, "--ep %d must divide --dp x --cp (%d)", o->ep, o->dp * o->cp);
 	if (o->dp && o->gbs % o->dp)
 		return err_set(e, "--dp %d must divide the global batch (%d)", o->dp, o->gbs);
 	if (o->dp && o->mbs && (o->gbs / o->dp) % o->mbs)
@@ -1023,11 +1215,16 @@ static int check_opts(const struct model *m, const struct cluster *c,
 		return err_set(e, "--layout needs the what-if mode (all of --tp --pp --dp --cp --mbs)");
 	if (o->layout && o->exhaustive)
 		return err_set(e, "--layout fixes the partition that --exhaustive searches");
+	for (int g = 0; o->objective == PLAN_COST && g < c->n_group; g++)
+		if (c->group[g].price_gpu_hour <= 0)
+			return err_set(e, "--objective cost needs a price per GPU-hour on every node group, but group '%s' has none (its 'price_per_gpu_hour')",
+				       c->group[g].name);
 	return 0;
 }
 
-int plan_search(struct plan **out, struct model *m, const struct cluster *c,
-		const struct plan_opts *o, struct err *e)
+/* plan_search on one cluster (every group in use). */
+static int search_groups(struct plan **out, struct model *m, const struct cluster *c,
+			 const struct plan_opts *o, struct err *e)
 {
 	struct search S = { .m = m, .c = c, .o = o };
 	struct strategy s = { 0 };
@@ -1074,12 +1271,100 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		plan_free(S.p);
 		return -1;
 	}
+	for (int i = 0; i < S.p->n_row; i++) {
+		S.p->row[i].usd_per_hour = cluster_price_per_hour(c, &S.p->row[i].s);
+		S.p->row[i].trainers = trainer_mask(m, c, &S.p->row[i].s);
+	}
 	if (S.p->n_row)
-		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
+		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
 	*out = S.p;
+	return 0;
+}
+
+/* The progress of the search on subset i of n: its fraction scaled into
+ * [i / n, (i + 1) / n]. */
+struct subset_progress {
+	const struct plan_opts *o;
+	int i, n;
+};
+
+static void subset_progress(double done, void *arg)
+{
+	const struct subset_progress *sp = arg;
+
+	sp->o->progress((sp->i + done) / sp->n, sp->o->progress_arg);
+}
+
+/* Appends the rows of p, found on the subset mask of c's groups, to all,
+ * their node groups renumbered as in c, and adds up the counts. */
+static void add_subset(struct plan *all, const struct plan *p, const struct cluster *c,
+		       unsigned mask)
+{
+	int map[MAX_GROUPS], k = 0;
+
+	for (int g = 0; g < c->n_group; g++)
+		if (mask >> g & 1)
+			map[k++] = g;
+	all->row = xreallocarray(all->row, (size_t)(all->n_row + p->n_row), sizeof *all->row);
+	for (int i = 0; i < p->n_row; i++) {
+		struct plan_row *r = &all->row[all->n_row++];
+
+		*r = p->row[i];
+		for (int j = 0; j < r->s.n_stages; j++)
+			r->s.group[j] = (unsigned char)map[r->s.group[j] < k ? r->s.group[j] : 0];
+	}
+	all->evaluated += p->evaluated;
+	all->ilp_optimal += p->ilp_optimal;
+	all->ilp_stopped += p->ilp_stopped;
+	all->ilp_failed += p->ilp_failed;
+	all->truncated |= p->truncated;
+	all->degrees += p->degrees;
+	all->degrees_searched += p->degrees_searched;
+}
+
+int plan_search(struct plan **out, struct model *m, const struct cluster *c,
+		const struct plan_opts *o, struct err *e)
+{
+	unsigned full = (1u << c->n_group) - 1;
+	struct subset_progress sp = { o, 0, (int)full };
+	struct plan_opts so = *o;
+	struct plan *all;
+	double t0 = now();
+
+	if (o->objective != PLAN_COST || c->n_group == 1 || plan_opts_what_if(o))
+		return search_groups(out, m, c, o, e);
+	if (c->n_group > PLAN_COST_MAX_GROUPS)
+		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
+			       PLAN_COST_MAX_GROUPS, c->n_group);
+	if (o->progress) {
+		so.progress = subset_progress;
+		so.progress_arg = &sp;
+	}
+	all = xcalloc(1, sizeof *all);
+	for (unsigned mask = 1; mask <= full; mask++, sp.i++) {
+		struct cluster *sub = cluster_subset(c, mask);
+		struct plan *p = NULL;
+		int rc = search_groups(&p, m, sub, &so, e);
+
+		cluster_free(sub);
+		if (rc) {
+			plan_free(all);
+			return -1;
+		}
+		add_subset(all, p, c, mask);
+		plan_free(p);
+	}
+	if (all->n_row)
+		qsort(all->row, (size_t)all->n_row, sizeof *all->row, by_cost);
+	while (all->n_feasible < all->n_row && !all->row[all->n_feasible].why[0])
+		all->n_feasible++;
+	all->search_s = now() - t0;
+	all->subsets = (int)full;
+	*out = all;
 	return 0;
 }
 

@@ -14,10 +14,23 @@ struct model;
 struct cluster;
 struct err;
 
+/* What the ranking puts first: the most tokens/s (the default), or the
+ * fewest US dollars per million tokens at the node groups' prices
+ * (price_per_gpu_hour; every group needs one). With PLAN_COST a cluster of
+ * several node groups is also searched on each subset of its groups (at
+ * most PLAN_COST_MAX_GROUPS groups), since leaving a group idle can cost
+ * less per token (with every GPU in use, the cost per token is the
+ * iteration time times a constant, and ranks as the throughput does). */
+enum plan_objective { PLAN_THROUGHPUT, PLAN_COST };
+#define PLAN_COST_MAX_GROUPS 4
+
 /* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
  * zero and the on/off switches) means "search this dimension". */
 struct plan_opts {
 	int tp, cp, pp, dp, mbs, vp;
+	int ep;			/* expert-parallel degree; 0: searched (the
+				   divisors of dp x cp that divide the
+				   experts; 1 for a dense model) */
 	int schedule;		/* enum schedule, or -1 */
 	int recompute;		/* enum recompute, or -1 */
 	int zero;		/* 0..3, or -1 */
@@ -59,6 +72,8 @@ struct plan_opts {
 				   (partition_place_work); beyond it the
 				   candidate placements of plan.c evaluate() */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
+	int objective;		/* enum plan_objective (default
+				   PLAN_THROUGHPUT) */
 	int threads;		/* search threads; 0: one per online CPU */
 	bool exhaustive;	/* reference search: every placement and
 				   partition (small cases only) */
@@ -106,9 +121,24 @@ struct plan_row {
 	struct strategy s;
 	struct cost_result r;
 	char why[192];
+	/* For a row that fits, how far the search may be from the best
+	 * placement and partition of this strategy, in percent of its
+	 * iteration time: 100 (iter_s - L) / iter_s for a lower bound L of
+	 * every placement and partition (partition_place_bound). 0 where the
+	 * search is exact (without virtual stages: one node group, or the
+	 * joint placement DP; --exhaustive). */
+	double gap_pct;
+	double usd_per_hour;	/* the price of the GPUs it uses
+				   (cluster_price_per_hour); 0: a group it
+				   uses has no price */
+	unsigned trainers;	/* bit 1u << t per enum trainer t that runs
+				   it (trainer_mask); 0: planning only */
 };
 
-/* The ranking: rows[0..n_feasible) fit, best first (tokens/s descending);
+/* The ranking: rows[0..n_feasible) fit, best first: the rows some trainer
+ * runs before the planning-only ones (a ZB-H1 row no trainer launches does
+ * not come first), each by tokens/s descending, or USD per million tokens
+ * ascending with PLAN_COST;
  * rows[n_feasible..n_row) do not fit (only with keep_infeasible). */
 struct plan {
 	struct plan_row *row;
@@ -123,9 +153,14 @@ struct plan {
 	int degrees;		/* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	/* of them searched in full, in the search's
 				   order (degrees unless truncated) */
+	int subsets;		/* with PLAN_COST on n > 1 node groups: the
+				   2^n - 1 subsets searched; else 0 */
 };
 
 /* Runs the search. m's sequence length is set to o->seq first when given.
+ * With PLAN_COST outside the what-if mode, runs it on each subset of the
+ * node groups (cluster_subset) and ranks the rows of all together; the
+ * counts (evaluated, degrees, ILP placements) are then the sums.
  * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
  * option contradicts the model or cluster. An empty ranking is not an error
  * here; the caller reports it. */

@@ -276,6 +276,33 @@ START_TEST(ilp_search_deterministic_and_freed)
 }
 END_TEST
 
+/* Eight groups of different GPU types: beyond the ILP's size (8 ranks x 8
+ * groups > ILP_MAX_CELLS) the block orders are climbed once per (TP, CP,
+ * PP, DP). The same ranking on 1 and 4 threads, and no ILP solved. */
+START_TEST(climbed_search_deterministic)
+{
+	static const int nodes[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	struct model *m = test_small_model(18, 32);
+	struct cluster *c = mixed_cluster(8, nodes, 2);
+	struct plan *one = search(m, c, 0, 1, false);
+	struct plan *four = search(m, c, 0, 4, false);
+	char *a = ranking_text(one), *b = ranking_text(four);
+	int deep = 0;
+
+	for (int i = 0; i < one->n_feasible; i++)
+		deep += one->row[i].s.pp >= 8;
+	ck_assert_int_gt(deep, 0);
+	ck_assert_int_eq(one->ilp_optimal + one->ilp_stopped + one->ilp_failed, 0);
+	ck_assert_str_eq(b, a);
+	free(a);
+	free(b);
+	plan_free(one);
+	plan_free(four);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
 static Suite *budget_suite(void)
 {
 	Suite *s = suite_create("budget");
@@ -287,6 +314,7 @@ static Suite *budget_suite(void)
 	tcase_add_test(tc, budget_ends_a_long_search);
 	tcase_add_test(tc, progress_called_through_the_search);
 	tcase_add_test(tc, ilp_search_deterministic_and_freed);
+	tcase_add_test(tc, climbed_search_deterministic);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -213,6 +213,91 @@ static void check_against(const struct inst *in, double want, int seed)
 
 /* 4 layers of time 1 on 2 stages of one group, a = 3, b = 1: split 2|2,
  * max 2, sum 4, T = 3 * 2 + 1 * 4 = 10. */
+/* partition_place_bound by hand: 6 layers (embedding, 4 middle, head), 2
+ * stages, one rank on each of 2 groups, every layer 1 s on group 0 and 2 s
+ * on group 1, a = 3, b = 1, no memory limit, p2p or tail. Ends: 1 + 1 = 2
+ * s, U >= 1. At U = 3 the middle layers go 3 to group 0 (3 x 1 s) and 1 to
+ * group 1 (floor(3 / 2) = 1: 2 s): 3 x 3 + (2 + 3 + 2) = 16. Smaller U
+ * hold fewer than 4 (U = 1: 1 + 0, U = 2: 2 + 1), larger cost more (U = 4:
+ * 12 + 6 = 18; U = 6: 18 + 6). The optimum of partition_place is 20: 4
+ * layers on group 0 and 2 on group 1 (in either order), 3 x 4 + (4 + 4);
+ * 5 | 1 costs 3 x 5 + 7 = 22, 3 | 3 costs 3 x 6 + 9 = 27. */
+START_TEST(test_place_bound_by_hand)
+{
+	static const int ranks[2] = { 1, 1 };
+	struct inst in;
+	unsigned short first[3];
+	int group[2];
+	double lb = -1, t = -1;
+
+	inst_init(&in, 6, 2, 2);
+	for (int l = 0; l < 6; l++) {
+		in.time[l] = 1;
+		in.time[6 + l] = 2;
+	}
+	in.f.vp = 1;
+	in.f.a = 3;
+	in.f.b = 1;
+	in.f.cap_of[0] = in.f.cap_of[1] = 1;
+	ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 3, 1, &lb), 0);
+	ck_assert_double_eq_tol(lb, 16, 1e-12);
+	ck_assert_int_eq(partition_place(&in.lc, &in.f, ranks, group, first, &t), 0);
+	ck_assert_double_eq_tol(t, 20, 1e-12);
+	/* 2 virtual stages per rank, each rank on half the memory per chunk:
+	 * the same bound over the ranks' totals (no memory use, no links) */
+	in.f.vp = 2;
+	in.f.n_stages = 4;
+	in.f.cap_of[0] = in.f.cap_of[1] = 0.5;
+	ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 3, 1, &lb), 0);
+	ck_assert_double_eq_tol(lb, 16, 1e-12);
+}
+END_TEST
+
+/* partition_place_bound never exceeds partition_place's optimum (exact) on
+ * random instances of 2 or 3 groups with memory limits and links. */
+START_TEST(test_place_bound_random)
+{
+	int checked = 0;
+
+	rng_state = 977;
+	for (int it = 0; it < 300; it++) {
+		int n = irand(3, 14), G = irand(2, NG), K = irand(2, n < 6 ? n : 6);
+		int ranks[NG] = { 0 }, group[MAX_STAGES];
+		unsigned short first[MAX_STAGES + 1];
+		struct inst in;
+		double lb, t;
+
+		inst_init(&in, n, G, K);
+		for (int k = 0; k < K; k++)
+			ranks[k % G]++;
+		for (int g = 0; g < G; g++)
+			for (int l = 0; l < n; l++)
+				in.time[g * n + l] = unif(0.5, 3) * (1 + g);
+		for (int l = 0; l < n; l++) {
+			in.state[l] = unif(1, 2);
+			in.act[l] = unif(0, 1);
+		}
+		for (int k = 0; k < K; k++)
+			in.f.inflight[k] = K - k;
+		for (int g = 0; g < G; g++) {
+			in.f.cap_of[g] = unif(2, 4 + 10.0 * n / K);
+			for (int h = 0; h < G; h++)
+				in.f.link[g][h] = unif(0, 0.5);
+		}
+		in.f.vp = 1;
+		in.f.a = unif(0, 8);
+		in.f.b = unif(0.5, 2);
+		if (partition_place(&in.lc, &in.f, ranks, group, first, &t))
+			continue;
+		ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, in.f.a, in.f.b, &lb), 0);
+		ck_assert_msg(lb <= t * (1 + 1e-12), "instance %d: bound %.17g above the optimum %.17g",
+			      it, lb, t);
+		checked++;
+	}
+	ck_assert_int_gt(checked, 100);
+}
+END_TEST
+
 START_TEST(test_hand_even)
 {
 	struct inst in;
@@ -408,6 +493,8 @@ static Suite *partition_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_hand_even);
+	tcase_add_test(tc, test_place_bound_by_hand);
+	tcase_add_test(tc, test_place_bound_random);
 	tcase_add_test(tc, test_hand_tradeoff);
 	tcase_add_test(tc, test_edges);
 	tcase_add_test(tc, test_brute_force);

@@ -22,6 +22,9 @@
 
 static unsigned rng;
 static int n_groups;	/* groups of random_cluster; 0: 1 to 3 at random */
+static int gaps;	/* rows never_better saw with a proven gap above 0 */
+static int deep;	/* 0, or random_model's blocks from 14 to 18 and
+			   random_cluster's groups of deep nodes of 1 GPU */
 
 static unsigned next(void)
 {
@@ -40,7 +43,7 @@ static struct model *random_model(void)
 
 	m->name = xstrdup("random");
 	m->hidden = 1024;
-	m->layers = pick(2, 6);
+	m->layers = deep ? pick(14, 18) : pick(2, 6);
 	m->heads = m->kv_heads = 8;
 	m->head_dim = 128;
 	m->ffn = 4096;
@@ -88,8 +91,8 @@ static struct cluster *random_cluster(const struct model *m)
 		t->eff_half_flop = uniform(0, 50e9);
 		snprintf(name, sizeof name, "g%d", g);
 		G->name = xstrdup(name);
-		G->gpus_per_node = n_groups > 3 ? 1 : sizes[pick(0, 2)];
-		G->nodes = n_groups > 3 ? 1 : pick(1, 4 / G->gpus_per_node > 1 ? 4 / G->gpus_per_node : 1);
+		G->gpus_per_node = n_groups > 3 || deep ? 1 : sizes[pick(0, 2)];
+		G->nodes = deep ? deep : n_groups > 3 ? 1 : pick(1, 4 / G->gpus_per_node > 1 ? 4 / G->gpus_per_node : 1);
 		G->gpu = g;
 		G->intra_bw = uniform(16e9, 450e9);
 		G->intra_lat = 2e-6;
@@ -156,6 +159,8 @@ static int compare(unsigned seed, int sc)
 			      s->recompute, s->zero, got, want);
 		/* The ranking agrees: the i-th times are equal. */
 		ck_assert_rel(fast->row[i].r.iter_s, want, 1e-9);
+		/* the joint DP is exact here: no gap */
+		ck_assert_double_eq(fast->row[i].gap_pct, 0);
 	}
 	plan_free(fast);
 	plan_free(ref);
@@ -169,7 +174,9 @@ static int compare(unsigned seed, int sc)
  * than 4 groups; interleaved schedules, whose partition DP minimises an
  * upper bound) must still never beat the reference: a strategy cheaper than
  * the exhaustive optimum would mean the two searches cost it differently.
- * Returns the ILP solves seen; adds the strategies compared to *rows. */
+ * And the proven gap holds: iter_s (1 - gap_pct / 100), the lower bound,
+ * is never above the exhaustive optimum. Returns the ILP solves seen; adds
+ * the strategies compared to *rows, those with a gap above 0 to gaps. */
 static long never_better(unsigned seed, int sc, long place_dp_max, int *rows)
 {
 	struct model *m;
@@ -194,6 +201,12 @@ static long never_better(unsigned seed, int sc, long place_dp_max, int *rows)
 		ck_assert_msg(want > 0 && fast->row[i].r.iter_s >= want * (1 - 1e-9),
 			      "seed %u: %.12g s beats the exhaustive %.12g s", seed,
 			      fast->row[i].r.iter_s, want);
+		ck_assert_msg(fast->row[i].gap_pct >= 0 &&
+				      fast->row[i].r.iter_s * (1 - fast->row[i].gap_pct / 100) <=
+					      want * (1 + 1e-9),
+			      "seed %u: %.12g s with a gap of %g%% is above the exhaustive %.12g s",
+			      seed, fast->row[i].r.iter_s, fast->row[i].gap_pct, want);
+		gaps += fast->row[i].gap_pct > 0;
 	}
 	ilp = fast->ilp_optimal + fast->ilp_stopped + fast->ilp_failed;
 	*rows += fast->n_feasible;
@@ -208,9 +221,26 @@ START_TEST(candidate_placements_never_better)
 {
 	int rows = 0;
 
+	gaps = 0;
 	for (unsigned seed = 1; seed <= 40; seed++)
 		never_better(seed * 15485863u, SCHED_1F1B, 0, &rows);
 	ck_assert_int_gt(rows, 20);
+	ck_assert_int_gt(gaps, 10);
+}
+END_TEST
+
+/* The same for ZB-H1 and GPipe: their own bubbles and memory. */
+START_TEST(candidate_placements_never_better_zb_gpipe)
+{
+	int rows = 0;
+
+	gaps = 0;
+	for (unsigned seed = 1; seed <= 20; seed++) {
+		never_better(seed * 86028121u, SCHED_ZB_H1, 0, &rows);
+		never_better(seed * 86028121u, SCHED_GPIPE, 0, &rows);
+	}
+	ck_assert_int_gt(rows, 20);
+	ck_assert_int_gt(gaps, 10);
 }
 END_TEST
 
@@ -229,13 +259,83 @@ START_TEST(ilp_placements_never_better)
 }
 END_TEST
 
+/* Deep pipelines (up to 16 stages of 14 to 18 blocks on 2 to 4 groups),
+ * where the joint placement DP is over its default budget and the search
+ * takes candidate placements, against the same search with an unlimited
+ * budget (the joint DP: exact over every placement and partition, as the
+ * tests above check against --exhaustive on small instances): for 1F1B,
+ * ZB-H1 and GPipe every strategy the reference fits fits, never costs less
+ * than the reference, and no more than its proven gap above it. Returns the
+ * strategies of 12 or more stages compared; adds those with a gap to gaps. */
+static int deep_within_gap(unsigned seed, int sc)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *fast = NULL, *ref = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	int n = 0;
+
+	rng = seed;
+	n_groups = pick(2, 4);
+	deep = 16 / n_groups;
+	m = random_model();
+	c = random_cluster(m);
+	plan_opts_init(&o);
+	o.schedule = sc;
+	o.threads = 1;
+	ck_assert_int_eq(plan_search(&fast, m, c, &o, &e), 0);
+	o.place_dp_max = 1e12;
+	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+	for (int i = 0; i < ref->n_feasible; i++) {
+		const struct plan_row *want = &ref->row[i];
+		const struct plan_row *got = NULL;
+
+		for (int j = 0; j < fast->n_feasible && !got; j++)
+			if (same_choice(&fast->row[j].s, &want->s))
+				got = &fast->row[j];
+		ck_assert_msg(got, "seed %u: pp %d dp %d mbs %d %s fits the reference, not the search",
+			      seed, want->s.pp, want->s.dp, want->s.mbs, schedule_name(want->s.schedule));
+		ck_assert_double_eq(want->gap_pct, 0);
+		ck_assert_msg(got->r.iter_s >= want->r.iter_s * (1 - 1e-9) && got->gap_pct >= 0 &&
+				      got->r.iter_s * (1 - got->gap_pct / 100) <= want->r.iter_s * (1 + 1e-9),
+			      "seed %u: pp %d %s: %.12g s, gap %g%%, reference %.12g s", seed,
+			      want->s.pp, schedule_name(want->s.schedule), got->r.iter_s,
+			      got->gap_pct, want->r.iter_s);
+		n += want->s.pp >= 12;
+		gaps += got->gap_pct > 0;
+	}
+	ck_assert_int_eq(fast->n_feasible, ref->n_feasible);
+	n_groups = deep = 0;
+	plan_free(fast);
+	plan_free(ref);
+	model_free(m);
+	cluster_free(c);
+	return n;
+}
+
+START_TEST(deep_pipelines_within_gap)
+{
+	static const int sched[] = { SCHED_1F1B, SCHED_ZB_H1, SCHED_GPIPE };
+	int n = 0;
+
+	gaps = 0;
+	for (unsigned seed = 1; seed <= 24; seed++)
+		n += deep_within_gap(seed * 2654435761u, sched[seed % 3]);
+	ck_assert_int_gt(n, 60);
+	ck_assert_int_gt(gaps, 60);
+}
+END_TEST
+
 START_TEST(interleaved_never_better)
 {
 	int rows = 0;
 
+	gaps = 0;
 	for (unsigned seed = 1; seed <= 40; seed++)
 		never_better(seed * 32452843u, SCHED_INTERLEAVED, 20000, &rows);
 	ck_assert_int_gt(rows, 20);
+	ck_assert_int_gt(gaps, 10);
 }
 END_TEST
 
@@ -544,6 +644,8 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, search_is_exact_gpipe_zb);
 	tcase_add_test(tc, candidate_placements_never_better);
 	tcase_add_test(tc, ilp_placements_never_better);
+	tcase_add_test(tc, candidate_placements_never_better_zb_gpipe);
+	tcase_add_test(tc, deep_pipelines_within_gap);
 	tcase_add_test(tc, interleaved_never_better);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(opts, 60);

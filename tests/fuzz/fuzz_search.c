@@ -72,8 +72,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(s->group[k] < c->n_group);
 		if (r < p->n_feasible) {
 			FUZZ_ASSERT(isfinite(row->r.tokens_per_s) && row->r.tokens_per_s > 0);
+			/* the rows a trainer runs first, then by throughput */
 			if (r > 0)
-				FUZZ_ASSERT(p->row[r - 1].r.tokens_per_s >= row->r.tokens_per_s);
+				FUZZ_ASSERT(!p->row[r - 1].trainers < !row->trainers ||
+					    (!p->row[r - 1].trainers == !row->trainers &&
+					     p->row[r - 1].r.tokens_per_s >= row->r.tokens_per_s));
 		}
 	}
 done:
