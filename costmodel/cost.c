@@ -4,6 +4,7 @@
  * compute.c, collective.c, memory.c and schedule.c implement them. */
 #include "cost.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "cluster.h"
@@ -107,7 +108,8 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->tp_f = tp_exposed(s, block, tf, t.gemm_fwd);
 	p->tp_b = tp_exposed(s, block, tb, 2 * t.gemm_fwd);
 	p->tp_r = block && full ? p->tp_f : 0;
-	p->tp_h = tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r;
+	/* what the overlap hides: never below 0 (rounding of a difference) */
+	p->tp_h = fmax(0.0, tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r);
 	cp = comm_cp_fwd(m, l, c, g, s);
 	p->cp_f = exposed(cp, t.attn_fwd);
 	p->cp_b = exposed(2 * cp, t.attn_bwd);
@@ -391,10 +393,131 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->cap[0] += tied_bytes(m, s);
 }
 
+/* The per-stage and per-rank terms of a placed and partitioned strategy
+ * that cost_evaluate, cost_ranks and cost_stages share: the frame, c_k
+ * (send + the layers' times on the stage's group), the ranks' totals C_r,
+ * sends and memory (states + inflight x activations + extra, the
+ * allowance's frag_share included, context_bytes not), and T_pipe with the
+ * weights a, b it used. */
+struct pipe_terms {
+	struct pipeline_frame f;
+	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES], rank_send[MAX_STAGES];
+	double send_all, t_pipe, a, b;
+	int mb;
+};
+
+static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct cluster *c,
+		       const struct strategy *s, const struct layer_costs *lc)
+{
+	struct pipeline_frame *f = &t->f;
+	int L = lc->n_layer, pp = s->pp;
+
+	t->mb = micro_batches(s);
+	t->send_all = 0;
+	cost_frame(f, m, c, s);
+	for (int q = 0; q < pp; q++)
+		t->rank_c[q] = t->rank_mem[q] = t->rank_send[q] = 0;
+	for (int k = 0; k < f->n_stages; k++) {
+		int g = f->group[k];
+		double st = 0, act = 0, ex = 0;
+
+		t->ck[k] = f->send[k];
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			t->ck[k] += lc->time[(size_t)g * L + l];
+			st += lc->state_bytes[l];
+			act += lc->act_bytes[l];
+			ex += lc->extra_bytes[l];
+		}
+		t->rank_c[k % pp] += t->ck[k];
+		t->rank_send[k % pp] += f->send[k];
+		t->send_all += f->send[k];
+		t->rank_mem[k % pp] += st + f->inflight[k] * act + ex;
+	}
+	/* Interleaved: the slowest rank's chunks together set the steady
+	 * state, T = (m - 1/v) max_r C_r + (1/v) sum_r C_r (balanced: (m +
+	 * (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives 1F1B). The frame's
+	 * per-chunk weights, which the partition DP uses, bound it from above. */
+	if (s->vp > 1) {
+		t->a = t->mb - 1.0 / s->vp;
+		t->b = 1.0 / s->vp;
+		t->t_pipe = schedule_time(t->a, t->b, t->rank_c, pp);
+	} else {
+		t->a = f->a;
+		t->b = f->b;
+		t->t_pipe = schedule_time(t->a, t->b, t->ck, f->n_stages);
+	}
+}
+
+/* Adds w x the parts of pipeline rank q's layers (all its chunks; per
+ * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
+ * exposed tp, cp, ep, dp (ZeRO-3 gathers) and the hidden ones. pp, bubble
+ * and optimizer are left alone. */
+static void rank_time(struct cost_time *tm, double w, const struct model *m,
+		      const struct cluster *c, const struct strategy *s,
+		      const struct pipeline_frame *f, int q)
+{
+	for (int k = q; k < f->n_stages; k += s->pp) {
+		int g = f->group[k];
+
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			struct parts p = {0};
+
+			/* cannot fail: cost_layers checked the measured profiles */
+			layer_parts(&p, m, l, c, g, s, NULL);
+			tm->compute += w * (p.fwd + p.bwd);
+			tm->recompute += w * p.recompute;
+			tm->tp += w * (p.tp_f + p.tp_b + p.tp_r);
+			tm->cp += w * (p.cp_f + p.cp_b + p.cp_r);
+			tm->ep += w * (p.ep_f + p.ep_b + p.ep_r);
+			tm->dp += w * (p.z3_f + p.z3_b);
+			tm->tp_hidden += w * p.tp_h;
+			tm->cp_hidden += w * p.cp_h;
+			tm->dp_hidden += w * p.z3_h;
+		}
+	}
+}
+
+/* Pipeline rank q's memory per GPU by kind (its chunks' states,
+ * inflight x activations, extra; a single stage holding tied embedding and
+ * head counts the matrix once; the allowance context_bytes + frag_share of
+ * activations and logits) into *mem; returns their sum, bytes. */
+static double rank_memory(struct cost_mem *mem, const struct model *m, const struct cluster *c,
+			  const struct strategy *s, const struct pipeline_frame *f, int q)
+{
+	static const struct cost_mem zero_mem;
+	int L = m->n_layer;
+
+	*mem = zero_mem;
+	for (int k = q; k < f->n_stages; k += s->pp)
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			struct layer_mem lm;
+
+			memory_layer(&lm, m, l, s);
+			mem->weights += lm.weights;
+			mem->grads += lm.grads;
+			mem->optimizer += lm.optimizer;
+			mem->activations += f->inflight[k] * lm.act;
+			mem->logits += lm.extra;
+		}
+	if (f->n_stages == 1 && tied_dense(m, s) > 0) {
+		/* the duplicate, by kind, in the proportions of the head's states */
+		struct layer_mem lm;
+		double x = tied_dense(m, s) * s->tp / m->layer[L - 1].params;
+
+		memory_layer(&lm, m, L - 1, s);
+		mem->weights -= x * lm.weights;
+		mem->grads -= x * lm.grads;
+		mem->optimizer -= x * lm.optimizer;
+	}
+	mem->allowance = context_bytes(c) + frag_share(c) * (mem->activations + mem->logits);
+	return mem->weights + mem->grads + mem->optimizer + mem->activations + mem->logits +
+	       mem->allowance;
+}
+
 /* Evaluation of a placed and partitioned strategy (cost.h):
  * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
  *   times on its group plus its send; with interleaving over the ranks'
- *   totals;
+ *   totals (pipe_terms);
  * - iter_s = T_pipe + the tail (exposed DP + optimizer) of pipeline rank 0:
  *   under 1F1B rank 0 runs the iteration's last backward and the next
  *   iteration's first forward; the other ranks' tails hide under the next
@@ -413,127 +536,77 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
  * - memory: per rank, its chunks' states + inflight x activations + extra
  *   (a single stage holding tied embedding and head counts the matrix
  *   once), plus the allowance (context_bytes + frag_share of activations
- *   and logits); the heaviest rank is reported; fits if every rank is
- *   within its GPU's memory. */
+ *   and logits); the heaviest rank (most bytes) and the fullest (highest
+ *   share of its GPU's memory) are reported; fits if every rank is within
+ *   its GPU's memory. */
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc)
 {
 	static const struct cost_result zero_result;
-	struct pipeline_frame f;
-	double ck[MAX_STAGES], rank_c[MAX_STAGES], rank_mem[MAX_STAGES], rank_send[MAX_STAGES];
-	double t_pipe, tail_dp, tail_hid, tail_opt, peaks = 0, a, b, send_all = 0;
-	double flops = 0, best_mem = -1;
-	int L = lc->n_layer, pp = s->pp, mb = micro_batches(s), bn = 0;
+	struct pipe_terms P;
+	const struct pipeline_frame *f = &P.f;
+	double tail_dp, tail_hid, tail_opt, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
+	int pp = s->pp, mb, bn = 0;
 
 	*r = zero_result;
 	r->overflow_rank = -1;
 	r->fits = true;
-	cost_frame(&f, m, c, s);
-	for (int q = 0; q < pp; q++)
-		rank_c[q] = rank_mem[q] = rank_send[q] = 0;
-	for (int k = 0; k < f.n_stages; k++) {
-		int g = f.group[k];
-		double st = 0, act = 0, ex = 0;
-
-		ck[k] = f.send[k];
-		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			ck[k] += lc->time[(size_t)g * L + l];
-			st += lc->state_bytes[l];
-			act += lc->act_bytes[l];
-			ex += lc->extra_bytes[l];
-		}
-		rank_c[k % pp] += ck[k];
-		rank_send[k % pp] += f.send[k];
-		send_all += f.send[k];
-		rank_mem[k % pp] += st + f.inflight[k] * act + ex;
-	}
+	pipe_terms(&P, m, c, s, lc);
+	mb = P.mb;
 	for (int q = 0; q < pp; q++) {
-		double cap = f.n_stages == 1 ? f.cap[0] : f.cap_of[f.group[q]] * f.vp;
+		double cap = f->n_stages == 1 ? f->cap[0] : f->cap_of[f->group[q]] * f->vp;
 
-		if (rank_mem[q] > cap && r->fits) {
+		if (P.rank_mem[q] > cap && r->fits) {
 			r->fits = false;
 			r->overflow_rank = q;
 		}
 	}
-	/* Interleaved: the slowest rank's chunks together set the steady
-	 * state, T = (m - 1/v) max_r C_r + (1/v) sum_r C_r (balanced: (m +
-	 * (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives 1F1B). The frame's
-	 * per-chunk weights, which the partition DP uses, bound it from above. */
-	if (s->vp > 1) {
-		a = mb - 1.0 / s->vp;
-		b = 1.0 / s->vp;
-		t_pipe = schedule_time(a, b, rank_c, pp);
-	} else {
-		a = f.a;
-		b = f.b;
-		t_pipe = schedule_time(a, b, ck, f.n_stages);
-	}
 
-	rank_tail(&tail_dp, &tail_hid, &tail_opt, m, c, s, lc, f.n_stages, 0);
+	rank_tail(&tail_dp, &tail_hid, &tail_opt, m, c, s, lc, f->n_stages, 0);
 	for (int q = 0; q < pp; q++) {
-		if (rank_c[q] > rank_c[bn])
+		double gpu_mem = c->gpu[c->group[s->group[q]].gpu].mem_bytes;
+		double share = (P.rank_mem[q] + context_bytes(c)) / gpu_mem;
+
+		if (P.rank_c[q] > P.rank_c[bn])
 			bn = q;
 		peaks += (double)s->tp * s->cp * s->dp *
 			 c->gpu[c->group[s->group[q]].gpu].peak_flops;
-		if (rank_mem[q] > best_mem) {
-			best_mem = rank_mem[q];
+		if (P.rank_mem[q] > best_mem) {
+			best_mem = P.rank_mem[q];
 			r->heaviest_rank = q;
+		}
+		if (share > best_share) {
+			best_share = share;
+			r->fullest_rank = q;
+			r->fullest_cap = gpu_mem;
 		}
 	}
 
 	/* The bottleneck rank's parts, per micro-batch, times m. */
-	for (int k = bn; k < f.n_stages; k += pp) {
-		int g = f.group[k];
-
-		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			struct parts p = {0};
-
-			/* cannot fail: cost_layers checked the measured profiles */
-			layer_parts(&p, m, l, c, g, s, NULL);
-			r->time.compute += mb * (p.fwd + p.bwd);
-			r->time.recompute += mb * p.recompute;
-			r->time.tp += mb * (p.tp_f + p.tp_b + p.tp_r);
-			r->time.cp += mb * (p.cp_f + p.cp_b + p.cp_r);
-			r->time.ep += mb * (p.ep_f + p.ep_b + p.ep_r);
-			r->time.dp += mb * (p.z3_f + p.z3_b);
-			r->time.tp_hidden += mb * p.tp_h;
-			r->time.cp_hidden += mb * p.cp_h;
-			r->time.dp_hidden += mb * p.z3_h;
-		}
-	}
-	r->time.pp = a * rank_send[bn] + b * send_all;
-	r->time.bubble = pos(t_pipe - mb * (rank_c[bn] - rank_send[bn]) - r->time.pp);
+	rank_time(&r->time, mb, m, c, s, f, bn);
+	r->bottleneck_rank = bn;
+	for (int k = bn; k < f->n_stages; k += pp)
+		for (int l = s->first[k]; l < s->first[k + 1]; l++)
+			r->bottleneck_fwd += lc->fwd[(size_t)f->group[k] * lc->n_layer + l];
+	r->bottleneck_send = P.rank_send[bn];
+	r->bottleneck_bwd = pos(P.rank_c[bn] - P.rank_send[bn] - r->bottleneck_fwd);
+	r->time.pp = P.a * P.rank_send[bn] + P.b * P.send_all;
+	r->time.bubble = pos(P.t_pipe - mb * (P.rank_c[bn] - P.rank_send[bn]) - r->time.pp);
 	r->time.dp += tail_dp;
 	r->time.dp_hidden += tail_hid;
 	r->time.optimizer = tail_opt;
-	r->iter_s = t_pipe + tail_dp + tail_opt;
+	r->iter_s = P.t_pipe + tail_dp + tail_opt;
 
-	/* The heaviest rank's memory by kind. */
-	for (int k = r->heaviest_rank; k < f.n_stages; k += pp)
-		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			struct layer_mem lm;
+	/* The heaviest rank's memory by kind; the fullest rank's total. */
+	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, r->heaviest_rank);
+	if (r->fullest_rank == r->heaviest_rank) {
+		r->fullest_bytes = r->peak_bytes;
+	} else {
+		struct cost_mem fm;
 
-			memory_layer(&lm, m, l, s);
-			r->mem.weights += lm.weights;
-			r->mem.grads += lm.grads;
-			r->mem.optimizer += lm.optimizer;
-			r->mem.activations += f.inflight[k] * lm.act;
-			r->mem.logits += lm.extra;
-		}
-	if (f.n_stages == 1 && tied_dense(m, s) > 0) {
-		/* the duplicate, by kind, in the proportions of the head's states */
-		struct layer_mem lm;
-		double x = tied_dense(m, s) * s->tp / m->layer[L - 1].params;
-
-		memory_layer(&lm, m, L - 1, s);
-		r->mem.weights -= x * lm.weights;
-		r->mem.grads -= x * lm.grads;
-		r->mem.optimizer -= x * lm.optimizer;
+		r->fullest_bytes = rank_memory(&fm, m, c, s, f, r->fullest_rank);
 	}
-	r->mem.allowance = context_bytes(c) + frag_share(c) * (r->mem.activations + r->mem.logits);
-	r->peak_bytes = r->mem.weights + r->mem.grads + r->mem.optimizer +
-			r->mem.activations + r->mem.logits + r->mem.allowance;
 
 	for (int l = 0; l < m->n_layer; l++)
 		flops += compute_flops_per_token(m, l, s->seq);
@@ -543,4 +616,85 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		r->tokens_per_s = tokens / r->iter_s;
 		r->mfu = peaks > 0 ? 3 * tokens * flops / (r->iter_s * peaks) : 0;
 	}
+}
+
+/* Per virtual stage (cost.h): fwd = sum of layer_costs.fwd over its
+ * layers on its group, bwd = sum of (time - fwd), send = the frame's. */
+int cost_stages(struct cost_stage *out, const struct model *m, const struct cluster *c,
+		const struct strategy *s, const struct layer_costs *lc)
+{
+	struct pipeline_frame f;
+	int L = lc->n_layer;
+
+	cost_frame(&f, m, c, s);
+	for (int k = 0; k < f.n_stages; k++) {
+		struct cost_stage *x = &out[k];
+		int g = f.group[k];
+
+		x->rank = k % s->pp;
+		x->first = s->first[k];
+		x->n_layers = stage_layers(s, k);
+		x->fwd = x->bwd = 0;
+		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+			x->fwd += lc->fwd[(size_t)g * L + l];
+			x->bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
+		}
+		x->send = f.send[k];
+	}
+	return f.n_stages;
+}
+
+/* Per pipeline rank (cost.h): pipe_terms, rank_time with weight 1 (per
+ * micro-batch), the sides split as layer_parts' fwd/bwd/recompute, the
+ * tail of each rank (rank_tail) and its memory (rank_memory). */
+int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluster *c,
+	       const struct strategy *s, const struct layer_costs *lc)
+{
+	static const struct cost_rank zero_rank;
+	struct pipe_terms P;
+	const struct pipeline_frame *f = &P.f;
+	int pp = s->pp;
+
+	pipe_terms(&P, m, c, s, lc);
+	for (int q = 0; q < pp; q++) {
+		struct cost_rank *x = &out[q];
+		struct cost_time tm = {0};
+		double hid;
+
+		*x = zero_rank;
+		x->rank = q;
+		x->group = s->group[q];
+		x->gpu = c->group[x->group].gpu;
+		x->n_chunks = 0;
+		for (int k = q; k < f->n_stages; k += pp) {
+			x->n_layers += stage_layers(s, k);
+			x->n_chunks++;
+			for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+				struct parts p = {0};
+
+				layer_parts(&p, m, l, c, f->group[k], s, NULL);
+				x->compute_fwd += p.fwd;
+				x->compute_bwd += p.bwd;
+				x->comm_fwd += p.tp_f + p.cp_f + p.ep_f + p.z3_f;
+				x->comm_bwd += p.tp_b + p.cp_b + p.ep_b + p.z3_b +
+					       p.tp_r + p.cp_r + p.ep_r;
+			}
+		}
+		rank_time(&tm, 1, m, c, s, f, q);
+		x->recompute = tm.recompute;
+		x->tp = tm.tp;
+		x->cp = tm.cp;
+		x->ep = tm.ep;
+		x->zero3 = tm.dp;
+		x->fwd = x->compute_fwd + x->comm_fwd;
+		x->bwd = x->compute_bwd + x->recompute + x->comm_bwd;
+		x->send = P.rank_send[q];
+		x->pipeline_s = P.t_pipe;
+		x->busy = P.mb * P.rank_c[q];
+		x->idle = pos(P.t_pipe - x->busy);
+		rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
+		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
+		x->cap_bytes = c->gpu[x->gpu].mem_bytes;
+	}
+	return pp;
 }

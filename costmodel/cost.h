@@ -109,9 +109,22 @@ struct cost_result {
 	struct cost_time time;
 	struct cost_mem mem;
 	double peak_bytes;	/* heaviest pipeline rank, per GPU */
-	int heaviest_rank;
+	int heaviest_rank;	/* the rank with the most bytes per GPU */
 	bool fits;		/* every stage within cap (pipeline_frame) */
 	int overflow_rank;	/* first pipeline rank over its GPU memory, or -1 */
+	/* The fullest GPU: the pipeline rank whose bytes per GPU are the
+	 * largest share of its GPU's memory (first of equals), its bytes per
+	 * GPU (as peak_bytes, allowance included) and its GPU's memory
+	 * (gpu_type.mem_bytes), both bytes. */
+	int fullest_rank;
+	double fullest_bytes, fullest_cap;
+	/* The bottleneck: the pipeline rank with the most seconds per
+	 * micro-batch (all its chunks, sends included; the first of equals),
+	 * whose parts the time breakdown holds, and its seconds per
+	 * micro-batch: forward, backward (recomputation included; both with
+	 * their exposed communication) and p2p (as cost_rank). */
+	int bottleneck_rank;
+	double bottleneck_fwd, bottleneck_bwd, bottleneck_send;
 };
 
 /* Evaluates strategy s (partition and placement set) with the layer costs lc
@@ -119,5 +132,69 @@ struct cost_result {
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc);
+
+/* One virtual stage k of a placed and partitioned strategy, per
+ * micro-batch on one GPU of its group (the chunk of pipeline rank k % pp
+ * that a timeline draws). fwd + bwd + send is the c_k of pipeline_frame. */
+struct cost_stage {
+	int rank;		/* pipeline rank, k % pp */
+	int first, n_layers;	/* layers [first, first + n_layers) of model.layer */
+	double fwd;		/* seconds: forward compute + its exposed TP, CP,
+				   EP communication and ZeRO-3 gathers
+				   (layer_costs.fwd summed) */
+	double bwd;		/* seconds: recomputation + backward + their
+				   exposed communication */
+	double send;		/* seconds of p2p into stage k from k - 1,
+				   forward activations + backward gradients
+				   (0 for k = 0): pipeline_frame.send */
+};
+
+/* Fills out[0..n_stages) for strategy s (partition and placement set) with
+ * the layer costs lc computed for it; out must hold s->n_stages (pp x vp)
+ * entries. Returns the number filled. Never fails. */
+int cost_stages(struct cost_stage *out, const struct model *m, const struct cluster *c,
+		const struct strategy *s, const struct layer_costs *lc);
+
+/* One pipeline rank of a placed and partitioned strategy, all its virtual
+ * stages together (cost_stages has them one by one). Seconds per
+ * micro-batch on one GPU unless named per iteration; bytes per GPU.
+ *   fwd = compute_fwd + comm_fwd,
+ *   bwd = compute_bwd + recompute + comm_bwd,
+ *   comm_fwd + comm_bwd = tp + cp + ep + zero3 (exposed),
+ *   busy = m x (fwd + bwd + send), busy + idle = pipeline_s,
+ *   the parts of mem add up to peak_bytes.
+ * The rank runs busy seconds of the pipeline_s and sits idle (its bubble)
+ * for the rest; then its tail, dp + optimizer (rank 0's is the iteration's:
+ * cost_evaluate; the others' hide under the next pipeline fill). */
+struct cost_rank {
+	int rank;		/* pipeline rank */
+	int group;		/* node group (index into cluster.group) */
+	int gpu;		/* GPU type (index into cluster.gpu) */
+	int n_layers;		/* layers held, all its virtual stages */
+	int n_chunks;		/* its virtual stages (vp) */
+	double fwd, bwd;	/* per micro-batch, as above */
+	double compute_fwd, compute_bwd, recompute;
+	double comm_fwd;	/* exposed TP + CP + EP + ZeRO-3 of the forward */
+	double comm_bwd;	/* of the backward and the recomputation */
+	double tp, cp, ep, zero3;	/* the exposed communication by kind */
+	double send;		/* p2p seconds per micro-batch into its stages
+				   (cost_stage.send summed) */
+	double pipeline_s;	/* T_pipe of the iteration, the same for all */
+	double busy, idle;	/* seconds per iteration within pipeline_s */
+	double dp;		/* exposed DP reduction and gathers after the
+				   pipeline, seconds per iteration */
+	double optimizer;	/* its optimizer step, seconds per iteration */
+	struct cost_mem mem;	/* bytes per GPU by kind */
+	double peak_bytes;	/* their sum */
+	double cap_bytes;	/* its GPU's memory (gpu_type.mem_bytes) */
+};
+
+/* Fills out[0..pp) for strategy s (partition and placement set) with the
+ * layer costs lc computed for it: the same arithmetic as cost_evaluate
+ * (whose breakdown is m x the bottleneck rank's parts and whose memory is
+ * the heaviest rank's). out must hold s->pp entries; the caller owns it.
+ * Returns pp. Never fails. */
+int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluster *c,
+	       const struct strategy *s, const struct layer_costs *lc);
 
 #endif

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <csv.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,11 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cost.h"
 #include "model.h"
 #include "outfile.h"
 #include "plan.h"
+#include "trainer.h"
 #include "util.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
@@ -42,6 +45,26 @@ static void append(char *buf, size_t n, size_t *at, const char *fmt, ...)
 	*at += (size_t)w;
 }
 
+/* Virtual stage k in layout notation ("E+10", "9", "9+L") at *at. */
+static void stage_layout(char *buf, size_t n, size_t *at, const struct strategy *s,
+			 const struct model *m, int k)
+{
+	int a = s->first[k], b = s->first[k + 1];
+	int blocks = b - a - (a == 0) - (b == m->n_layer);
+	const char *sep = "";
+
+	if (a == 0) {
+		append(buf, n, at, "E");
+		sep = "+";
+	}
+	if (blocks > 0) {
+		append(buf, n, at, "%s%d", sep, blocks);
+		sep = "+";
+	}
+	if (b == m->n_layer)
+		append(buf, n, at, "%sL", sep);
+}
+
 void report_layers(char *buf, size_t n, const struct plan_row *row, const struct model *m)
 {
 	const struct strategy *s = &row->s;
@@ -49,22 +72,9 @@ void report_layers(char *buf, size_t n, const struct plan_row *row, const struct
 
 	buf[0] = '\0';
 	for (int k = 0; k < s->n_stages; k++) {
-		int a = s->first[k], b = s->first[k + 1];
-		int blocks = b - a - (a == 0) - (b == m->n_layer);
-		const char *sep = "";
-
 		if (k)
 			append(buf, n, &at, "|");
-		if (a == 0) {
-			append(buf, n, &at, "E");
-			sep = "+";
-		}
-		if (blocks > 0) {
-			append(buf, n, &at, "%s%d", sep, blocks);
-			sep = "+";
-		}
-		if (b == m->n_layer)
-			append(buf, n, &at, "%sL", sep);
+		stage_layout(buf, n, &at, s, m, k);
 	}
 }
 
@@ -88,6 +98,30 @@ void report_groups(char *buf, size_t n, const struct plan_row *row, const struct
 
 static const char *on_off(bool b) { return b ? "on" : "off"; }
 
+/* The money row costs at its groups' prices: USD per iteration = USD per
+ * hour of the GPUs it uses x iter_s / 3600, and per million tokens = that /
+ * (gbs x seq / 1e6). Returns false (outputs untouched) when a group it uses
+ * has no price. */
+static bool row_cost(const struct plan_row *row, double *per_iter, double *per_mtok)
+{
+	double tokens = (double)row->s.gbs * row->s.seq;
+
+	if (row->usd_per_hour <= 0)
+		return false;
+	*per_iter = row->usd_per_hour * row->r.iter_s / 3600;
+	*per_mtok = *per_iter / (tokens / 1e6);
+	return true;
+}
+
+/* Whether every node group of c has a price (the table's cost columns). */
+static bool priced(const struct cluster *c)
+{
+	for (int g = 0; g < c->n_group; g++)
+		if (c->group[g].price_gpu_hour <= 0)
+			return false;
+	return true;
+}
+
 static void schedule_label(char *buf, size_t n, const struct strategy *s)
 {
 	if (s->vp > 1)
@@ -96,14 +130,35 @@ static void schedule_label(char *buf, size_t n, const struct strategy *s)
 		snprintf(buf, n, "%s", schedule_name(s->schedule));
 }
 
+/* Bytes as GiB with one decimal, or none when it is a whole number of
+ * GiB to that precision ("80", "79.6"). */
+static void gib_label(char *buf, size_t n, double bytes)
+{
+	double x = bytes / GiB;
+
+	snprintf(buf, n, fabs(x - nearbyint(x)) < 0.05 ? "%.0f" : "%.1f", x);
+}
+
+void report_fullest(char *buf, size_t n, const struct cost_result *r)
+{
+	char cap[32];
+
+	gib_label(cap, sizeof cap, r->fullest_cap);
+	snprintf(buf, n, "%.1f/%s", r->fullest_bytes / GiB, cap);
+}
+
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top)
 {
-	char layers[64], groups[48], sched[24];
+	char layers[64], groups[48], sched[24], mem[48], who[40];
+	double usd_iter, usd_mtok;
 
-	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %8s\n",
+	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
 		"FP8", "layers/stage", "GPUs/stage", "iter s", "tokens/s", "MFU%", "mem GiB");
+	if (priced(c))
+		fprintf(out, " %9s %9s", "USD/iter", "USD/Mtok");
+	fprintf(out, " %s\n", "trainers");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
 		const struct plan_row *row = &p->row[i];
 		const struct strategy *s = &row->s;
@@ -111,11 +166,18 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		report_layers(layers, sizeof layers - 38, row, m);
 		report_groups(groups, sizeof groups - 28, row, c);
 		schedule_label(sched, sizeof sched, s);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %8.1f\n",
+		report_fullest(mem, sizeof mem, &row->r);
+		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
 			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
 			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
 			row->r.iter_s,
-			row->r.tokens_per_s, 100.0 * row->r.mfu, row->r.peak_bytes / GiB);
+			row->r.tokens_per_s, 100.0 * row->r.mfu, mem);
+		if (priced(c) && row_cost(row, &usd_iter, &usd_mtok))
+			fprintf(out, " %9.3f %9.3f", usd_iter, usd_mtok);
+		else if (priced(c))
+			fprintf(out, " %9s %9s", "-", "-");
+		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who)
+						    : "planning only");
 	}
 }
 
@@ -127,7 +189,8 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	const struct cost_time *t = &r->time;
 	const struct cost_mem *mm = &r->mem;
 	const struct gpu_type *gpu = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
-	char layers[512], groups[512];
+	char layers[512], groups[512], why[256];
+	double usd_iter, usd_mtok;
 	const char *tn[] = { "compute", "recompute", "bubble", "TP comm", "CP comm",
 			     "PP comm", "DP comm", "EP comm", "optimizer" };
 	const double tv[] = { t->compute, t->recompute, t->bubble, t->tp, t->cp,
@@ -146,6 +209,9 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	fprintf(out, "  layers per stage: %s\n  node group per pipeline rank: %s\n", layers, groups);
 	fprintf(out, "  iteration %.3f s, %.0f tokens/s, MFU %.1f%%\n", r->iter_s,
 		r->tokens_per_s, 100.0 * r->mfu);
+	if (row_cost(row, &usd_iter, &usd_mtok))
+		fprintf(out, "  cost: %.3f USD per iteration, %.3f USD per million tokens (%d GPUs, %.2f USD per hour)\n",
+			usd_iter, usd_mtok, s->tp * s->cp * s->dp * s->pp, row->usd_per_hour);
 	for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++)
 		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", tn[i], tv[i],
 			r->iter_s > 0 ? 100.0 * tv[i] / r->iter_s : 0.0);
@@ -157,11 +223,213 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 		grad_dtype_name(s, m->fp16), s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs");
 	fprintf(out, "  overlaps: TP comm %s, gradient reduction %s, parameter gather %s\n",
 		on_off(s->tp_overlap), on_off(s->grad_overlap), on_off(s->param_overlap));
+	fprintf(out, "  trainers that run it: %s\n",
+		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
+			      : "none (planning only)");
+	for (int k = 0; k < TRAINER_COUNT; k++)
+		if (trainer_refusal((enum trainer)k, m, c, s, why, sizeof why))
+			fprintf(out, "    not %s\n", why);
 	fprintf(out, "  memory per GPU on pipeline rank %d (%s, %.1f GiB): %.2f GiB%s\n",
 		r->heaviest_rank, gpu->name, gpu->mem_bytes / GiB, r->peak_bytes / GiB,
 		r->fits ? "" : ", does not fit");
 	for (size_t i = 0; i < sizeof mv / sizeof mv[0]; i++)
 		fprintf(out, "    %-12s %9.2f GiB\n", mn[i], mv[i] / GiB);
+	report_ranks(out, row, m, c);
+}
+
+/* Pipeline rank q's layers in layout notation, its chunks joined by ','. */
+static void rank_layout(char *buf, size_t n, const struct strategy *s, const struct model *m,
+			int q)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int k = q; k < s->n_stages; k += s->pp) {
+		if (k > q)
+			append(buf, n, &at, ",");
+		stage_layout(buf, n, &at, s, m, k);
+	}
+}
+
+/* cost_ranks for a row, into a malloc'd array of pp entries (caller
+ * frees), or NULL if its layer costs cannot be computed again (they were
+ * when it was ranked). */
+static struct cost_rank *row_ranks(const struct plan_row *row, const struct model *m,
+				   const struct cluster *c)
+{
+	struct layer_costs lc;
+	struct cost_rank *x;
+
+	if (cost_layers(&lc, m, c, &row->s, NULL) < 0)
+		return NULL;
+	x = xcalloc((size_t)row->s.pp, sizeof *x);
+	cost_ranks(x, m, c, &row->s, &lc);
+	cost_layers_free(&lc);
+	return x;
+}
+
+void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
+		  const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	const struct cost_result *r = &row->r;
+	struct cost_rank *x = row_ranks(row, m, c);
+	char layers[96], used[48], cap[32];
+
+	if (!x)
+		return;
+	fprintf(out, "  per pipeline rank: ms per micro-batch (fwd and bwd with their exposed TP/CP/EP/ZeRO-3\n"
+		"  comm, bwd with recomputation; p2p sends apart), bubble = idle share of the %.3f s pipeline,\n"
+		"  GiB per GPU (used/capacity and its parts):\n", x[0].pipeline_s);
+	fprintf(out, "    %4s %-18s %-10s %-12s %9s %9s %8s %7s %6s %11s %7s %7s %7s %7s %6s %6s\n",
+		"rank", "GPU", "group", "layers", "fwd ms", "bwd ms", "comm ms", "p2p ms", "bubble",
+		"used/cap", "weights", "grads", "optim", "activ", "logits", "allow");
+	for (int q = 0; q < s->pp; q++) {
+		const struct cost_rank *y = &x[q];
+		const struct cost_mem *mm = &y->mem;
+
+		rank_layout(layers, sizeof layers, s, m, q);
+		gib_label(cap, sizeof cap, y->cap_bytes);
+		snprintf(used, sizeof used, "%.1f/%s", y->peak_bytes / GiB, cap);
+		fprintf(out, "    %4d %-18s %-10s %-12s %9.1f %9.1f %8.1f %7.2f %5.1f%% %11s %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f",
+			q, c->gpu[y->gpu].name, c->group[y->group].name, layers, 1e3 * y->fwd,
+			1e3 * y->bwd, 1e3 * (y->comm_fwd + y->comm_bwd), 1e3 * y->send,
+			y->pipeline_s > 0 ? 100.0 * y->idle / y->pipeline_s : 0.0, used,
+			mm->weights / GiB, mm->grads / GiB, mm->optimizer / GiB,
+			mm->activations / GiB, mm->logits / GiB, mm->allowance / GiB);
+		if (q == r->bottleneck_rank)
+			fputs("  slowest", out);
+		if (q == r->fullest_rank)
+			fputs("  fullest", out);
+		if (y->peak_bytes > y->cap_bytes)
+			fprintf(out, "  over by %.2f GiB", (y->peak_bytes - y->cap_bytes) / GiB);
+		fputc('\n', out);
+	}
+	free(x);
+}
+
+#define COMPARE_MAX 8
+#define CELL 96
+
+/* report_compare's cells: a label and one text per strategy. */
+struct compare_line {
+	char label[32];
+	char cell[COMPARE_MAX][CELL];
+};
+
+/* Appends a line labelled label to L[*n] with cell i printed by fmt
+ * from the value v[i] (a number). */
+static void compare_num(struct compare_line *L, int *n, const char *label, const char *fmt,
+			const double *v, int k)
+{
+	snprintf(L[*n].label, sizeof L[*n].label, "%s", label);
+	for (int i = 0; i < k; i++)
+		snprintf(L[*n].cell[i], CELL, fmt, v[i]);
+	(*n)++;
+}
+
+void report_compare(FILE *out, const struct plan_row *const *rows, int n,
+		    const struct model *m, const struct cluster *c)
+{
+	static struct compare_line L[64];
+	int nl = 0, width[COMPARE_MAX];
+	double v[COMPARE_MAX] = { 0 };
+
+	if (n > COMPARE_MAX)
+		n = COMPARE_MAX;
+#define NUM(lab, fmt, expr)                                    \
+	do {                                                   \
+		for (int i = 0; i < n; i++) {                  \
+			const struct plan_row *row = rows[i];  \
+			(void)row;                             \
+			v[i] = (expr);                         \
+		}                                              \
+		compare_num(L, &nl, lab, fmt, v, n);           \
+	} while (0)
+#define TEXT(lab, ...)                                                       \
+	do {                                                                 \
+		snprintf(L[nl].label, sizeof L[nl].label, "%s", lab);        \
+		for (int i = 0; i < n; i++) {                                \
+			const struct plan_row *row = rows[i];                \
+			(void)row;                                           \
+			__VA_ARGS__;                                         \
+		}                                                            \
+		nl++;                                                        \
+	} while (0)
+	NUM("TP", "%.0f", row->s.tp);
+	NUM("PP", "%.0f", row->s.pp);
+	NUM("DP", "%.0f", row->s.dp);
+	NUM("CP", "%.0f", row->s.cp);
+	NUM("EP", "%.0f", row->s.ep);
+	NUM("micro-batch (seqs)", "%.0f", row->s.mbs);
+	NUM("micro-batches", "%.0f", row->s.micro_batches);
+	TEXT("schedule", schedule_label(L[nl].cell[i], CELL, &row->s));
+	TEXT("recompute", snprintf(L[nl].cell[i], CELL, "%s", recompute_name(row->s.recompute)));
+	NUM("ZeRO", "%.0f", row->s.zero);
+	TEXT("FP8", snprintf(L[nl].cell[i], CELL, "%s", on_off(row->s.fp8)));
+	TEXT("overlaps TP/grad/param",
+	     snprintf(L[nl].cell[i], CELL, "%s/%s/%s", on_off(row->s.tp_overlap),
+		      on_off(row->s.grad_overlap), on_off(row->s.param_overlap)));
+	TEXT("layers/stage", report_layers(L[nl].cell[i], CELL, row, m));
+	TEXT("GPUs/stage", report_groups(L[nl].cell[i], CELL, row, c));
+	NUM("iteration s", "%.3f", row->r.iter_s);
+	NUM("  compute s", "%.3f", row->r.time.compute);
+	NUM("  recompute s", "%.3f", row->r.time.recompute);
+	NUM("  bubble s", "%.3f", row->r.time.bubble);
+	NUM("  TP comm s", "%.3f", row->r.time.tp);
+	NUM("  CP comm s", "%.3f", row->r.time.cp);
+	NUM("  PP comm s", "%.3f", row->r.time.pp);
+	NUM("  DP comm s", "%.3f", row->r.time.dp);
+	NUM("  EP comm s", "%.3f", row->r.time.ep);
+	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
+	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
+	NUM("MFU %", "%.1f", 100.0 * row->r.mfu);
+	TEXT("fullest GPU used/cap", report_fullest(L[nl].cell[i], CELL, &row->r));
+	TEXT("fullest rank",
+	     snprintf(L[nl].cell[i], CELL, "%d (%s)", row->r.fullest_rank,
+		      c->gpu[c->group[row->s.group[row->r.fullest_rank]].gpu].name));
+	NUM("heaviest rank GiB", "%.1f", row->r.peak_bytes / GiB);
+	TEXT("slowest rank",
+	     snprintf(L[nl].cell[i], CELL, "%d (%s)", row->r.bottleneck_rank,
+		      c->gpu[c->group[row->s.group[row->r.bottleneck_rank]].gpu].name));
+	NUM("  fwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_fwd);
+	NUM("  bwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_bwd);
+	NUM("  p2p ms/micro-batch", "%.2f", 1e3 * row->r.bottleneck_send);
+	TEXT("fits", {
+		struct cost_rank *x = row->r.fits ? NULL : row_ranks(row, m, c);
+		int q = row->r.overflow_rank;
+
+		if (row->r.fits)
+			snprintf(L[nl].cell[i], CELL, row->why[0] ? "yes (the trainer cannot run it)" : "yes");
+		else if (x && q >= 0)
+			snprintf(L[nl].cell[i], CELL, "no: rank %d over by %.1f GiB", q,
+				 (x[q].peak_bytes - x[q].cap_bytes) / GiB);
+		else
+			snprintf(L[nl].cell[i], CELL, "no");
+		free(x);
+	});
+#undef NUM
+#undef TEXT
+	for (int i = 0; i < n; i++) {
+		width[i] = 4;
+		for (int l = 0; l < nl; l++)
+			if ((int)strlen(L[l].cell[i]) > width[i])
+				width[i] = (int)strlen(L[l].cell[i]);
+	}
+	fprintf(out, "  %-22s", "");
+	for (int i = 0; i < n; i++)
+		fprintf(out, "  %*s#%d", width[i] - 2, "", i + 1);
+	fputc('\n', out);
+	for (int l = 0; l < nl; l++) {
+		bool differ = false;
+
+		for (int i = 1; i < n; i++)
+			differ |= strcmp(L[l].cell[i], L[l].cell[0]) != 0;
+		fprintf(out, "%c %-22s", differ ? '*' : ' ', L[l].label);
+		for (int i = 0; i < n; i++)
+			fprintf(out, "  %*s", width[i], L[l].cell[i]);
+		fputc('\n', out);
+	}
 }
 
 /* How a column is written in the JSON: a string, a number, or a boolean
@@ -196,6 +464,22 @@ static const struct column {
 	{ "overlap_param_gather", COL_BOOL }, { "grad_dtype", COL_STR },
 	{ "tp_comm_hidden_s", COL_NUM }, { "cp_comm_hidden_s", COL_NUM },
 	{ "dp_comm_hidden_s", COL_NUM }, { "grad_acc_fusion", COL_BOOL },
+	/* per pipeline rank, summed up: the fullest GPU (highest share of its
+	 * memory used), the slowest rank (per micro-batch), the bubble's
+	 * share of the iteration */
+	{ "fullest_rank", COL_NUM }, { "fullest_gpu", COL_STR }, { "fullest_mem_GiB", COL_NUM },
+	{ "fullest_capacity_GiB", COL_NUM }, { "slowest_rank", COL_NUM },
+	{ "slowest_fwd_ms", COL_NUM }, { "slowest_bwd_ms", COL_NUM }, { "slowest_p2p_ms", COL_NUM },
+	{ "bubble_pct", COL_NUM },
+	/* price: the GPUs the strategy uses (fewer than the cluster's when
+	 * --objective cost leaves node groups idle) and what it costs at the
+	 * groups' price_per_gpu_hour (empty in the CSV, null in the JSON,
+	 * when a group it uses has none) */
+	{ "gpus_used", COL_NUM }, { "cost_per_iteration_usd", COL_NUM },
+	{ "cost_per_million_tokens_usd", COL_NUM },
+	/* the trainers whose launch files run the strategy as planned,
+	 * comma-separated, or "none" when it is planning only */
+	{ "trainers", COL_STR },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -235,6 +519,7 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	const int flags[] = { s->fp8, s->tp_overlap, s->grad_overlap, s->param_overlap };
 	const int fused_acc = !s->grad_acc_unfused;
 	const double hidden[] = { r->time.tp_hidden, r->time.cp_hidden, r->time.dp_hidden };
+	double usd_iter, usd_mtok;
 	const int ints[] = { rank, -1, s->tp, s->pp, s->dp, s->cp, s->ep, -1, s->mbs,
 			     s->micro_batches, s->gbs, s->seq, -1, s->vp, -1, s->zero };
 	size_t i = 0;
@@ -259,6 +544,24 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	for (size_t j = 0; j < sizeof hidden / sizeof *hidden; j++)
 		snprintf(f[i++], FIELD_MAX, "%.6g", hidden[j]);
 	snprintf(f[i++], FIELD_MAX, "%d", fused_acc);
+	snprintf(f[i++], FIELD_MAX, "%d", r->fullest_rank);
+	snprintf(f[i++], FIELD_MAX, "%s", c->gpu[c->group[s->group[r->fullest_rank]].gpu].name);
+	snprintf(f[i++], FIELD_MAX, "%.6g", r->fullest_bytes / GiB);
+	snprintf(f[i++], FIELD_MAX, "%.6g", r->fullest_cap / GiB);
+	snprintf(f[i++], FIELD_MAX, "%d", r->bottleneck_rank);
+	snprintf(f[i++], FIELD_MAX, "%.6g", 1e3 * r->bottleneck_fwd);
+	snprintf(f[i++], FIELD_MAX, "%.6g", 1e3 * r->bottleneck_bwd);
+	snprintf(f[i++], FIELD_MAX, "%.6g", 1e3 * r->bottleneck_send);
+	snprintf(f[i++], FIELD_MAX, "%.6g", r->iter_s > 0 ? 100.0 * r->time.bubble / r->iter_s : 0.0);
+	snprintf(f[i++], FIELD_MAX, "%d", s->tp * s->cp * s->dp * s->pp);
+	if (row_cost(row, &usd_iter, &usd_mtok)) {
+		snprintf(f[i++], FIELD_MAX, "%.6g", usd_iter);
+		snprintf(f[i++], FIELD_MAX, "%.6g", usd_mtok);
+	} else {
+		f[i++][0] = '\0';
+		f[i++][0] = '\0';
+	}
+	trainer_mask_names(row->trainers, f[i++], FIELD_MAX);
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting
@@ -314,12 +617,27 @@ static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 	}
 }
 
-/* The per-stage details of a row: layers, pipeline rank, node group, GPU. */
-static cJSON *json_stages(const struct plan_row *row, const struct cluster *c)
+/* The per-stage details of a row: layers, pipeline rank, node group, GPU;
+ * the virtual stage's ms per micro-batch (cost_stages) and, on the first
+ * virtual stage of each pipeline rank (stage k < pp), the rank's time and
+ * memory (cost_ranks, the rank_ keys), unless the layer costs cannot be
+ * computed again. */
+static cJSON *json_stages(const struct plan_row *row, const struct model *m,
+			  const struct cluster *c)
 {
 	const struct strategy *s = &row->s;
 	cJSON *a = cJSON_CreateArray();
+	struct layer_costs lc;
+	struct cost_rank *x = NULL;
+	struct cost_stage *st = NULL;
 
+	if (cost_layers(&lc, m, c, s, NULL) == 0) {
+		x = xcalloc((size_t)s->pp, sizeof *x);
+		st = xcalloc((size_t)s->n_stages, sizeof *st);
+		cost_ranks(x, m, c, s, &lc);
+		cost_stages(st, m, c, s, &lc);
+		cost_layers_free(&lc);
+	}
 	for (int k = 0; k < s->n_stages; k++) {
 		const struct node_group *g = &c->group[s->group[k % s->pp]];
 		cJSON *o = cJSON_CreateObject();
@@ -330,8 +648,40 @@ static cJSON *json_stages(const struct plan_row *row, const struct cluster *c)
 		cJSON_AddNumberToObject(o, "layers", stage_layers(s, k));
 		cJSON_AddStringToObject(o, "group", g->name);
 		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
+		if (x) {
+			const struct cost_rank *y = &x[k % s->pp];
+			const struct cost_mem *mm = &y->mem;
+			const char *kn[] = {
+				"fwd_ms", "bwd_ms", "p2p_ms", "rank_fwd_ms", "rank_bwd_ms",
+				"rank_comm_ms", "rank_p2p_ms", "rank_idle_s", "rank_bubble_pct",
+				"rank_dp_comm_s", "rank_optimizer_s", "rank_mem_GiB",
+				"rank_capacity_GiB", "rank_weights_GiB", "rank_grads_GiB",
+				"rank_optimizer_GiB", "rank_activations_GiB", "rank_logits_GiB",
+				"rank_allowance_GiB",
+			};
+			const double kv[] = {
+				1e3 * st[k].fwd, 1e3 * st[k].bwd, 1e3 * st[k].send,
+				1e3 * y->fwd, 1e3 * y->bwd, 1e3 * (y->comm_fwd + y->comm_bwd),
+				1e3 * y->send, y->idle,
+				y->pipeline_s > 0 ? 100.0 * y->idle / y->pipeline_s : 0.0,
+				y->dp, y->optimizer, y->peak_bytes / GiB, y->cap_bytes / GiB,
+				mm->weights / GiB, mm->grads / GiB, mm->optimizer / GiB,
+				mm->activations / GiB, mm->logits / GiB, mm->allowance / GiB,
+			};
+
+			/* the rank's keys once, on its first virtual stage */
+			for (size_t i = 0; i < (k < s->pp ? sizeof kv / sizeof *kv : 3); i++) {
+				char x[32];
+
+				/* 6 digits, as the columns (row_fields) */
+				snprintf(x, sizeof x, "%.6g", kv[i]);
+				cJSON_AddNumberToObject(o, kn[i], strtod(x, NULL));
+			}
+		}
 		cJSON_AddItemToArray(a, o);
 	}
+	free(x);
+	free(st);
 	return a;
 }
 
@@ -355,14 +705,20 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 
 		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
 		for (size_t i = 0; i < N_COLUMNS; i++) {
-			if (columns[i].kind == COL_NUM)
+			if (columns[i].kind == COL_NUM && !fields[i][0])
+				cJSON_AddNullToObject(o, columns[i].name);
+			else if (columns[i].kind == COL_NUM)
 				cJSON_AddNumberToObject(o, columns[i].name, strtod(fields[i], NULL));
 			else if (columns[i].kind == COL_BOOL)
 				cJSON_AddBoolToObject(o, columns[i].name, strcmp(fields[i], "1") == 0);
 			else
 				cJSON_AddStringToObject(o, columns[i].name, fields[i]);
 		}
-		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], c));
+		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
+		if (r < p->n_feasible)	/* plan_row.gap_pct */
+			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
+		else
+			cJSON_AddNullToObject(o, "gap_pct");
 		cJSON_AddItemToArray(rows, o);
 	}
 	cJSON_AddItemToObject(doc, "strategies", rows);

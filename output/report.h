@@ -7,19 +7,22 @@
 
 struct plan;
 struct plan_row;
+struct cost_result;
 struct model;
 struct cluster;
 struct err;
 struct outfile_set;
 
-/* Prints the top rows (at most top) of p as an aligned table. */
+/* Prints the top rows (at most top) of p as an aligned table; its memory
+ * column is the fullest GPU's (cost_result.fullest_rank) as used/capacity
+ * GiB (report_fullest). */
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top);
 
 /* Prints the iteration time and the memory of the heaviest rank of row,
  * split into their parts, then the communication hidden under compute (not
  * in the iteration time) and the strategy's attention and norm kernels,
- * FP8, gradient dtype and overlaps. */
+ * FP8, gradient dtype and overlaps, then each pipeline rank (report_ranks). */
 void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
 		    const struct cluster *c);
 
@@ -49,6 +52,27 @@ int report_csv_stage(struct outfile_set *t, const char *path, const struct plan 
 		     const struct model *m, const struct cluster *c, struct err *e);
 int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
 		      const struct model *m, const struct cluster *c, struct err *e);
+
+/* The fullest GPU of r as "used/capacity" in GiB, e.g. "38.1/40" (the
+ * capacity without decimals when whole), into buf of n bytes. */
+void report_fullest(char *buf, size_t n, const struct cost_result *r);
+
+/* Prints one line per pipeline rank of row (cost_ranks): GPU type, node
+ * group, layers, forward and backward ms per micro-batch, exposed
+ * communication, p2p, bubble share, used/capacity GiB and its parts, and
+ * which rank is the slowest, the fullest, or over its memory. report_explain
+ * ends with it. */
+void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
+		  const struct cluster *c);
+
+/* Prints n evaluated strategies (rows[i], n <= 8) side by side, one column
+ * each: the strategy, the iteration time and its parts, tokens/s, MFU, the
+ * fullest GPU (used/capacity GiB), the heaviest rank's GiB, the slowest
+ * rank and its ms per micro-batch, and whether it fits (else the first
+ * rank over its memory and by how many GiB). A row whose values differ
+ * between the strategies starts with '*'. */
+void report_compare(FILE *out, const struct plan_row *const *rows, int n,
+		    const struct model *m, const struct cluster *c);
 
 /* Layers per stage as in Megatron's layout string, e.g. "E+19|20|20|21+L",
  * and node group names per pipeline rank, e.g. "h100*2,a100*2". Write at most

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "datafile.h"
 #include "emit.h"
 #include "model.h"
 #include "outfile.h"
 #include "plan.h"
 #include "report.h"
+#include "timeline.h"
 #include "trainer.h"
 #include "util.h"
 
@@ -24,8 +26,8 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 /* X(id, name, has_arg, metavar, help) */
 #define OPTIONS(X)                                                                        \
-	X(MODEL, "model", 1, "FILE", "model profile (profiles/) or Hugging Face config.json") \
-	X(CLUSTER, "cluster", 1, "FILE", "cluster file (clusters/)")                       \
+	X(MODEL, "model", 1, "FILE", "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (here, else installed)") \
+	X(CLUSTER, "cluster", 1, "FILE", "cluster file: a path, or NAME for clusters/NAME.json (here, else installed)") \
 	X(GBS, "gbs", 1, "N", "global batch in sequences (default: the profile's)")         \
 	X(SEQ, "seq", 1, "N", "sequence length in tokens (default: the profile's)")         \
 	X(TP, "tp", 1, "N", "fix the tensor-parallel degree")                              \
@@ -33,6 +35,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(DP, "dp", 1, "N", "fix the data-parallel degree")                                \
 	X(CP, "cp", 1, "N", "fix the context-parallel degree")                             \
 	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
+	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP and the experts)") \
 	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
 	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe") \
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
@@ -47,19 +50,24 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(GRAD_ACC_FUSION, "grad-acc-fusion", 1, "on|off", "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)") \
 	X(GRAD_DTYPE, "grad-dtype", 1, "NAME", "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)") \
 	X(MEM_ALLOWANCE, "mem-allowance", 1, "GiB", "per-GPU memory for CUDA context, NCCL, allocator (default: estimated)") \
+	X(MEM_HEADROOM, "mem-headroom", 1, "GiB|P%", "memory every plan leaves free on each GPU: GiB, or P% of each GPU's memory") \
+	X(COMPARE, "compare", 1, "SPEC", "evaluate 'tp=8,pp=4,dp=2,cp=1,mbs=1[,OPTION=VALUE...]' (strategy options); repeat to compare side by side") \
 	X(LAYOUT, "layout", 1, "STR", "fix the layer partition, e.g. 'E+2|3|3|4+L' (what-if mode only)") \
 	X(TOP, "top", 1, "K", "rows in the table (default 10)")                             \
+	X(OBJECTIVE, "objective", 1, "NAME", "rank by throughput (default) or cost: USD per million tokens at the groups' price_per_gpu_hour") \
 	X(CSV, "csv", 1, "FILE", "write every strategy that fits as CSV ('-' for stdout)") \
 	X(SHOW_INFEASIBLE, "show-infeasible", 0, "", "also list strategies that do not fit, with the reason") \
 	X(EXPLAIN, "explain", 0, "", "break down time and memory of the top strategies")  \
 	X(JSON, "json", 1, "FILE", "write the whole ranking with per-stage details as JSON") \
+	X(TIMELINE, "timeline", 1, "FILE.svg", "draw one iteration of the top (or --pick'ed) strategy's pipeline as SVG") \
 	X(TRAINER, "trainer", 1, "NAME", "rank only what megatron, torchtitan, deepspeed or nemo can run") \
 	X(EMIT, "emit", 1, "FORMAT", "write launch files: megatron, torchtitan, deepspeed, nemo, slurm") \
 	X(OUT, "out", 1, "DIR", "directory for --emit (default: launch)")                \
-	X(PICK, "pick", 1, "N", "emit the N-th strategy of the ranking (default 1)")        \
+	X(PICK, "pick", 1, "N", "the N-th strategy of the ranking for --emit and --timeline (default 1)")        \
 	X(EXHAUSTIVE, "exhaustive", 0, "", "reference search over every placement and partition (small cases)") \
 	X(WORK_BUDGET, "work-budget", 1, "N", "cost at most N strategies, then rank what was found (deterministic; default: no limit)") \
 	X(THREADS, "threads", 1, "N", "search threads (default: one per core, at most 16); the result is the same for any N") \
+	X(VERSION, "version", 0, "", "print the version and exit")                     \
 	X(HELP, "help", 0, "", "print this help and exit")
 
 enum option_id {
@@ -76,11 +84,25 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* Most --compare strategies. */
+#define MAX_COMPARE 8
+
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
+	const char *timeline;	/* --timeline FILE.svg */
 	bool profile, explain;
 	int top, pick;
 	double mem_allowance;	/* bytes per GPU, or -1: the cost model's */
+	double mem_headroom;	/* --mem-headroom: GiB, or percent when
+				   headroom_pct; 0: none */
+	bool headroom_pct;
+	/* --compare: the specs as given and their options (the command
+	 * line's with the spec's keys applied) */
+	const char *compare[MAX_COMPARE];
+	char *compare_text[MAX_COMPARE];	/* malloc'd copies the layouts
+						   point into */
+	struct plan_opts compare_opts[MAX_COMPARE];
+	int n_compare;
 	struct plan_opts opts;
 };
 
@@ -156,7 +178,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	int *num[OPT_COUNT] = {
 		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
 		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
-		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_TOP] = &cl->top,
+		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_EP] = &o->ep, [OPT_TOP] = &cl->top,
 		[OPT_PICK] = &cl->pick, [OPT_THREADS] = &o->threads,
 	};
 	const char *name = long_options[id].name;
@@ -171,6 +193,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	case OPT_CLUSTER: cl->cluster = arg; break;
 	case OPT_CSV: cl->csv = arg; break;
 	case OPT_JSON: cl->json = arg; break;
+	case OPT_TIMELINE: cl->timeline = arg; break;
 	case OPT_OUT: cl->out = arg; break;
 	case OPT_EMIT:
 		if (emit_format_parse(arg) < 0)
@@ -229,6 +252,22 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		else
 			return bad_value(name, "fp32, bf16 or fp16", arg);
 		break;
+	case OPT_MEM_HEADROOM: {
+		char num[64];
+		size_t n = strlen(arg);
+
+		cl->headroom_pct = n > 0 && arg[n - 1] == '%';
+		snprintf(num, sizeof num, "%.*s", (int)(n - cl->headroom_pct), arg);
+		if (n >= sizeof num ||
+		    parse_positive(num, cl->headroom_pct ? 99.999 : 1e6, &cl->mem_headroom))
+			return bad_value(name, "a positive number of GiB, or a percentage below 100 such as '5%'", arg);
+		break;
+	}
+	case OPT_COMPARE:
+		if (cl->n_compare == MAX_COMPARE)
+			return usage("--compare is for at most %s strategies", "8");
+		cl->compare[cl->n_compare++] = arg;
+		break;
 	case OPT_MEM_ALLOWANCE:
 		if (parse_positive(arg, 1e6, &cl->mem_allowance))
 			return bad_value(name, "a positive number of GiB", arg);
@@ -245,6 +284,11 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		o->work_budget = v;
 		break;
 	}
+	case OPT_OBJECTIVE:
+		if (strcmp(arg, "throughput") && strcmp(arg, "cost"))
+			return bad_value(name, "throughput or cost", arg);
+		o->objective = strcmp(arg, "cost") == 0 ? PLAN_COST : PLAN_THROUGHPUT;
+		break;
 	case OPT_LAYOUT:
 		if (!*arg)
 			return bad_value(name, "a layout such as 'E+2|3|3|4+L'", arg);
@@ -315,6 +359,102 @@ static void progress_bar(double done, void *arg)
 		"########################################", width - fill, "", 100.0 * done);
 }
 
+/* The options a --compare spec may set: those that make up a strategy. */
+static bool strategy_option(int id)
+{
+	switch (id) {
+	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_MBS:
+	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
+	case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
+	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
+	case OPT_GRAD_DTYPE: case OPT_LAYOUT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Parses --compare spec i, "KEY=VALUE,..." where KEY is a strategy
+ * option's long name (strategy_option) and VALUE what the option takes,
+ * through parse_option onto the command line's options, and completes it
+ * as the what-if mode. cl->compare_text[i] receives the malloc'd copy the
+ * layout points into (freed by compare_free). Returns -1 to go on, or an
+ * exit code. */
+static int parse_compare(struct cli *cl, int i)
+{
+	struct cli sub = *cl;
+	char *save = NULL, *item, msg[512];
+	int rc;
+
+	cl->compare_text[i] = xstrdup(cl->compare[i]);
+	for (item = strtok_r(cl->compare_text[i], ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		int id = -1;
+
+		if (eq) {
+			*eq = '\0';
+			for (int k = 0; k < OPT_COUNT; k++)
+				if (strcmp(long_options[k].name, item) == 0)
+					id = k;
+		}
+		if (id < 0 || !strategy_option(id)) {
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
+				 cl->compare[i], item);
+			return usage("%s", msg);
+		}
+		if ((rc = parse_option(&sub, id, eq + 1)))
+			return rc;
+	}
+	if (!plan_opts_what_if(&sub.opts)) {
+		snprintf(msg, sizeof msg, "--compare '%s' needs tp, pp, dp, cp and mbs", cl->compare[i]);
+		return usage("%s", msg);
+	}
+	if (layout_vp(&sub.opts))
+		sub.opts.vp = layout_vp(&sub.opts);
+	plan_opts_complete(&sub.opts);
+	cl->compare_opts[i] = sub.opts;
+	return -1;
+}
+
+static void compare_free(struct cli *cl)
+{
+	for (int i = 0; i < cl->n_compare; i++)
+		free(cl->compare_text[i]);
+}
+
+/* When trainer t (or -1 for none) refuses every row of p, writes its most
+ * frequent rule ("megatron: ZeRO stage 3 has no flag; ...") into buf and
+ * returns true: a ranking in which nothing fits then names the rule rather
+ * than the memory of strategies the trainer could not run anyway. */
+static bool trainer_rule(int t, const struct plan *p, const struct model *m,
+			 const struct cluster *c, char *buf, size_t n)
+{
+	enum { RULES = 8 };
+	char rule[RULES][256], why[256];
+	int count[RULES] = { 0 }, k = 0, best = 0;
+
+	if (t < 0 || !p->n_row)
+		return false;
+	for (int i = 0; i < p->n_row; i++) {
+		int j = 0;
+
+		if (!trainer_refusal((enum trainer)t, m, c, &p->row[i].s, why, sizeof why))
+			return false;
+		while (j < k && strcmp(rule[j], why) != 0)
+			j++;
+		if (j == k && k < RULES)
+			snprintf(rule[k++], sizeof rule[0], "%s", why);
+		if (j < k)
+			count[j]++;
+	}
+	for (int j = 1; j < k; j++)
+		if (count[j] > count[best])
+			best = j;
+	snprintf(buf, n, "%s", rule[best]);
+	return true;
+}
+
 /* The trainer whose rules a launch format must follow. */
 static int emit_trainer(int format)
 {
@@ -352,6 +492,10 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 			help();
 			return EXIT_OK;
 		}
+		if (c == 256 + OPT_VERSION) {
+			puts("ampplan " AMPPLAN_VERSION);
+			return EXIT_OK;
+		}
 		int rc = parse_option(cl, c - 256, optarg);
 		if (rc)
 			return rc;
@@ -366,10 +510,15 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		cl->opts.progress = progress_bar;
 	else
 		cl->opts.progress = progress_lines;
-	if (cl->pick != 1 && !cl->emit)
-		return usage("%s", "--pick goes with --emit");
+	if (cl->pick != 1 && !cl->emit && !cl->timeline)
+		return usage("%s", "--pick goes with --emit or --timeline");
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
+	if (cl->n_compare && (cl->csv || cl->json || cl->emit || cl->timeline))
+		return usage("%s", "--compare prints a table: --csv, --json, --emit and --timeline go with the ranking");
+	for (int i = 0; i < cl->n_compare; i++)
+		if ((c = parse_compare(cl, i)) >= 0)
+			return c;
 	if (cl->opts.layout && !plan_opts_what_if(&cl->opts))
 		return usage("%s", "--layout needs the what-if mode (all of --tp --pp --dp --cp --mbs)");
 	if (layout_vp(&cl->opts))
@@ -397,12 +546,18 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
 	fprintf(out, "%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
 	       p->n_feasible, p->search_s);
+	if (p->n_feasible && p->row[0].gap_pct > 0)	/* plan_row.gap_pct */
+		fprintf(out, "the top strategy's placement and partition are proven within %.1f%% of the best (gap to a lower bound)\n",
+			p->row[0].gap_pct);
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
 		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 		       p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
 	if (p->truncated)
 		fprintf(out, "search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
 		       p->evaluated, p->degrees_searched, p->degrees);
+	if (p->subsets)
+		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",
+			p->subsets);
 	fputc('\n', out);
 }
 
@@ -424,6 +579,8 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 		goto done;
 	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
 		goto done;
+	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
+		goto done;
 	if (outfile_commit(t, e))
 		goto done;
 	rc = EXIT_OK;
@@ -442,27 +599,133 @@ done:
 	return rc;
 }
 
+/* --mem-headroom: takes the headroom off every GPU type's memory, so that
+ * the search, the fit test and the outputs see what is left. Returns 0,
+ * or -1 with e set when nothing would be left. */
+static int apply_headroom(const struct cli *cl, struct cluster *c, struct err *e)
+{
+	for (int i = 0; i < c->n_gpu && cl->mem_headroom > 0; i++) {
+		double keep = cl->headroom_pct ? c->gpu[i].mem_bytes * cl->mem_headroom / 100
+					       : cl->mem_headroom * 1024.0 * 1024.0 * 1024.0;
+
+		if (keep >= c->gpu[i].mem_bytes)
+			return err_set(e, "--mem-headroom %g GiB leaves nothing of the %g GiB of GPU type '%s'",
+				       keep / 1073741824.0, c->gpu[i].mem_bytes / 1073741824.0,
+				       c->gpu[i].name);
+		c->gpu[i].mem_bytes -= keep;
+	}
+	return 0;
+}
+
+/* The line that says what --mem-headroom took (after apply_headroom). */
+static void print_headroom(FILE *out, const struct cli *cl, const struct cluster *c)
+{
+	if (cl->mem_headroom <= 0)
+		return;
+	if (cl->headroom_pct)
+		fprintf(out, "memory headroom: %g%% of each GPU kept free; capacities are what is left:", cl->mem_headroom);
+	else
+		fprintf(out, "memory headroom: %g GiB per GPU kept free; capacities are what is left:", cl->mem_headroom);
+	for (int i = 0; i < c->n_gpu; i++)
+		fprintf(out, "%s %s %.1f GiB", i ? "," : "", c->gpu[i].name,
+			c->gpu[i].mem_bytes / 1073741824.0);
+	fputs("\n\n", out);
+}
+
+/* --compare: evaluates each spec as the what-if mode does and prints them
+ * side by side (report_compare), then, with --explain, each one's
+ * breakdown; one that does not fit also gets its per-rank table, which
+ * names the rank over its memory and by how much. Returns an exit code:
+ * 1 when one does not fit (after printing all) or cannot run. */
+static int run_compare(const struct cli *cl, struct model *m, const struct cluster *c)
+{
+	struct plan *p[MAX_COMPARE] = { 0 };
+	const struct plan_row *rows[MAX_COMPARE];
+	struct err e = { "" };
+	int rc = EXIT_OK, n = 0;
+
+	for (; n < cl->n_compare; n++) {
+		if (plan_search(&p[n], m, c, &cl->compare_opts[n], &e)) {
+			err_prefix(&e, "--compare '%s'", cl->compare[n]);
+			rc = usage("%s", e.msg);
+			goto done;
+		}
+		if (!p[n]->n_row) {
+			fflush(stdout);
+			fprintf(stderr, "ampplan: error: --compare '%s': no strategy to evaluate (the trainer's rules or the batch exclude it)\n",
+				cl->compare[n]);
+			rc = EXIT_INPUT;
+			n++;
+			goto done;
+		}
+		rows[n] = &p[n]->row[0];
+	}
+	printf("%s on %s (%d GPUs), global batch %d x %d tokens\n", m->name, c->name,
+	       c->total_gpus, rows[0]->s.gbs, m->seq);
+	for (int i = 0; i < n; i++)
+		printf("  #%d: %s\n", i + 1, cl->compare[i]);
+	putchar('\n');
+	print_headroom(stdout, cl, c);
+	report_compare(stdout, rows, n, m, c);
+	for (int i = 0; i < n; i++) {
+		if (cl->explain) {
+			printf("\n#%d\n", i + 1);
+			report_explain(stdout, rows[i], m, c);
+		} else if (rows[i]->why[0]) {
+			printf("\n#%d\n", i + 1);
+			report_ranks(stdout, rows[i], m, c);
+		}
+		if (rows[i]->why[0])
+			printf("#%d %s%s\n", i + 1, rows[i]->r.fits ? "" : "does not fit: ",
+			       rows[i]->why);
+	}
+	for (int i = 0; i < n; i++)
+		if (rows[i]->why[0] && rc == EXIT_OK) {
+			fflush(stdout);
+			fprintf(stderr, "ampplan: error: --compare '%s' %s\n", cl->compare[i],
+				rows[i]->r.fits ? "cannot run" : "does not fit");
+			rc = EXIT_INPUT;
+		}
+done:
+	for (int i = 0; i < n; i++)
+		plan_free(p[i]);
+	return rc;
+}
+
 static int run(struct cli *cl, struct model *m, const struct cluster *c)
 {
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
 	bool what_if = plan_opts_what_if(&cl->opts);
-	/* with the CSV or the JSON on stdout, the table goes to stderr, so
+	/* with the CSV, the JSON or the timeline on stdout, the table goes to stderr, so
 	 * that a pipe gets only the data */
-	FILE *out = (cl->csv && outfile_is_stdout(cl->csv)) || (cl->json && outfile_is_stdout(cl->json))
+	FILE *out = (cl->csv && outfile_is_stdout(cl->csv)) || (cl->json && outfile_is_stdout(cl->json)) ||
+			    (cl->timeline && outfile_is_stdout(cl->timeline))
 			    ? stderr
 			    : stdout;
 
+	if (cl->n_compare)
+		return run_compare(cl, m, c);
 	if (plan_search(&p, m, c, &cl->opts, &e))
 		return usage("%s", e.msg);
-	if (cl->emit && p->n_feasible && cl->pick > p->n_feasible) {
+	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
+		/* nothing fits: search again keeping the reasons, to name one */
+		struct plan_opts o = cl->opts;
+
+		plan_free(p);
+		o.keep_infeasible = true;
+		if (plan_search(&p, m, c, &o, &e))
+			return usage("%s", e.msg);
+	}
+	if ((cl->emit || cl->timeline) && p->n_feasible && cl->pick > p->n_feasible) {
 		snprintf(e.msg, sizeof e.msg, "--pick %d, but only %d strategies fit", cl->pick,
 			 p->n_feasible);
 		plan_free(p);
 		return usage("%s", e.msg);
 	}
 	print_summary(out, p, m, c, gbs);
+	print_headroom(out, cl, c);
 	if (what_if && p->n_row) {
 		/* report_table prints the rows that fit: hand it the one row
 		 * as if it did */
@@ -472,7 +735,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		report_table(out, &one, m, c, 1);
 		report_explain(out, &p->row[0], m, c);
 		if (p->row[0].why[0])
-			fprintf(out, "does not fit: %s\n", p->row[0].why);
+			fprintf(out, "%s%s\n", p->row[0].r.fits ? "" : "does not fit: ", p->row[0].why);
 	} else {
 		report_table(out, p, m, c, cl->top);
 		for (int i = 0; cl->explain && i < p->n_feasible && i < 3; i++) {
@@ -480,7 +743,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 			report_explain(out, &p->row[i], m, c);
 		}
 	}
-	for (int i = p->n_feasible; i < p->n_row && !what_if; i++) {
+	for (int i = p->n_feasible; i < p->n_row && !what_if && cl->opts.keep_infeasible; i++) {
 		if (i == p->n_feasible)
 			fprintf(out, "\nstrategies that do not fit:\n");
 		fprintf(out, "  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
@@ -492,9 +755,16 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;
+	} else if (what_if && p->n_row && p->row[0].r.fits && !p->n_feasible) {
+		err_set(&e, "%s cannot run this strategy", trainer_name((enum trainer)cl->opts.trainer));
+		rc = EXIT_INPUT;
 	} else if (!p->n_feasible) {
-		err_set(&e, "'%s' fits no strategy on '%s'%s", cl->model, cl->cluster,
-			what_if ? "" : " (try --show-infeasible)");
+		char why[256];
+
+		if (!trainer_rule(cl->opts.trainer, p, m, c, why, sizeof why))
+			snprintf(why, sizeof why, "%s", p->n_row ? p->row[0].why : "");
+		err_set(&e, "'%s' fits no strategy on '%s'%s%s%s", cl->model, cl->cluster,
+			why[0] ? ": " : "", why, what_if ? "" : " (try --show-infeasible)");
 		rc = EXIT_INPUT;
 	} else {
 		rc = write_outputs(out, cl, p, m, c, &e);
@@ -519,17 +789,38 @@ static bool measured_gpus_unknown(const struct cli *cl, const struct model *m,
 	return true;
 }
 
+/* Replaces *name, the value of --OPTION (NULL: not given), by the path of
+ * the file it designates in the data directory dir (datafile_resolve), which
+ * *owned receives (malloc'd; caller frees). Returns 0, or -1 with e set. */
+static int find_file(const char **name, const char *dir, const char *option, char **owned,
+		     struct err *e)
+{
+	if (!*name)
+		return 0;
+	if (!(*owned = datafile_resolve(dir, *name, e))) {
+		err_prefix(e, "--%s", option);
+		return -1;
+	}
+	*name = *owned;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cl = { 0 };
 	struct model *m = NULL;
 	struct cluster *c = NULL;
 	struct err e = { "" };
+	char *model_path = NULL, *cluster_path = NULL;
 	int rc = parse_args(&cl, argc, argv);
 
-	if (rc >= 0)
+	if (rc >= 0) {
+		compare_free(&cl);
 		return rc;
-	if (model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
+	}
+	if (find_file(&cl.model, "profiles", "model", &model_path, &e) ||
+	    find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
+	    model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
 	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e)) ||
 	    (!cl.profile && measured_gpus_unknown(&cl, m, c, &e))) {
 		fflush(stdout);
@@ -540,9 +831,18 @@ int main(int argc, char **argv)
 	} else {
 		if (cl.mem_allowance >= 0)
 			c->mem_allowance = cl.mem_allowance;
-		rc = run(&cl, m, c);
+		if (apply_headroom(&cl, c, &e)) {
+			fflush(stdout);
+			fprintf(stderr, "ampplan: error: %s\n", e.msg);
+			rc = EXIT_INPUT;
+		} else {
+			rc = run(&cl, m, c);
+		}
 	}
 	model_free(m);
 	cluster_free(c);
+	free(model_path);
+	free(cluster_path);
+	compare_free(&cl);
 	return rc;
 }

@@ -2,8 +2,10 @@
  * file per defect (tests/data/bad/model-*.json, cluster-*.json); the
  * kernel, precision, overlap and layout options with good and bad values. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <csv.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,23 @@ START_TEST(help_goes_to_stdout)
 	ck_assert_int_eq(run_ampplan("--help", &out, &err), 0);
 	ck_assert_ptr_nonnull(strstr(out, "usage: ampplan"));
 	ck_assert_ptr_nonnull(strstr(out, "--show-infeasible"));
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* "ampplan X.Y.Z" on one line and exit 0, even with a bad option after
+ * it (as --help); tests/check_install.sh compares X.Y.Z with the
+ * Makefile's VERSION. */
+START_TEST(version_goes_to_stdout)
+{
+	char *out, *err;
+	int x, y, z, n = -1;
+
+	ck_assert_int_eq(run_ampplan("--version --tp 0", &out, &err), 0);
+	ck_assert_msg(sscanf(out, "ampplan %d.%d.%d%n", &x, &y, &z, &n) == 3 && n > 0 &&
+		      strcmp(out + n, "\n") == 0 && x >= 0 && y >= 0 && z >= 0, "stdout: '%s'", out);
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
@@ -144,6 +163,72 @@ START_TEST(model_that_fits_nothing)
 	ck_assert_int_ne(access("build/none.csv", F_OK), 0);
 	free(out);
 	free(err);
+}
+END_TEST
+
+/* The default ranking puts the strategies a trainer runs first: on the demo
+ * some planning-only ZB-H1 rows are faster than the first row, yet they
+ * come after every launchable one, and each row names its trainers. */
+START_TEST(launchable_plans_rank_first)
+{
+	char *json;
+	cJSON *doc;
+	const cJSON *a, *o;
+	double first_tps = 0;
+	int n_planning = 0, n_faster = 0;
+	bool planning = false;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --json -", &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	a = cJSON_GetObjectItemCaseSensitive(doc, "strategies");
+	ck_assert_int_gt(cJSON_GetArraySize(a), 10);
+	cJSON_ArrayForEach(o, a) {
+		const char *who = cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring;
+		const char *sched = cJSON_GetObjectItemCaseSensitive(o, "schedule")->valuestring;
+		double tps = cJSON_GetObjectItemCaseSensitive(o, "tokens_per_s")->valuedouble;
+
+		if (o == a->child) {
+			ck_assert_str_ne(who, "none");
+			first_tps = tps;
+		}
+		if (strcmp(who, "none") == 0) {
+			planning = true;
+			n_planning++;
+			n_faster += tps > first_tps;
+		} else {
+			ck_assert_msg(!planning, "a launchable row after a planning-only one");
+			ck_assert_str_ne(sched, "zb-h1");	/* no trainer runs it */
+		}
+	}
+	ck_assert_int_gt(n_planning, 0);
+	ck_assert_int_gt(n_faster, 0);
+	cJSON_Delete(doc);
+	free(json);
+}
+END_TEST
+
+/* When the trainer refuses every strategy by one rule, the error names the
+ * rule, not the memory of strategies it could not run anyway. */
+START_TEST(nothing_fits_names_the_trainer_rule)
+{
+	static const struct {
+		const char *args, *rule;
+	} cases[] = {
+		{ "--trainer megatron --zero 3", "megatron: ZeRO stage 3 has no flag" },
+		{ "--trainer deepspeed --schedule interleaved", "deepspeed: no interleaved pipeline" },
+	};
+	char args[256], *out, *err;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(args, sizeof args,
+			 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json %s",
+			 cases[i].args);
+		ck_assert_int_eq(run_ampplan(args, &out, &err), 1);
+		ck_assert_msg(strstr(err, "fits no strategy") && strstr(err, cases[i].rule),
+			      "%s: %s", cases[i].args, err);
+		free(out);
+		free(err);
+	}
 }
 END_TEST
 
@@ -584,6 +669,7 @@ static Suite *cli_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, help_goes_to_stdout);
+	tcase_add_test(tc, version_goes_to_stdout);
 	tcase_add_loop_test(tc, usage_error_exits_2, 0, sizeof usage_errors / sizeof *usage_errors);
 	tcase_add_test(tc, bad_models);
 	tcase_add_test(tc, bad_clusters);
@@ -591,6 +677,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
+	tcase_add_test(tc, launchable_plans_rank_first);
+	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);

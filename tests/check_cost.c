@@ -712,6 +712,164 @@ START_TEST(test_evaluate_toy)
 }
 END_TEST
 
+/* Per pipeline rank (cost_ranks) on the toy of test_evaluate_toy: pp 2,
+ * dp 2, m = 4, rank 0 (E + 2 blocks) on group 0, rank 1 (2 blocks + head)
+ * on the half-speed group 1, allowance 0. By hand:
+ * - rank 0: fwd E.fwd + 2 B.fwd, bwd E.bwd + 2 B.bwd (tp = cp = 1: no
+ *   exposed comm), no send; busy 4 c0, c0 = fb(E) + 2 fb(B);
+ * - rank 1: fwd 2 B1.fwd + H1.fwd, send 8e-5 (between groups); busy 4 c1;
+ * - T_pipe = 3 c1 + c0 + c1 (rank 1 the slower): idle rank 1 = c0, idle
+ *   rank 0 = 4 c1 - 3 c0; busy + idle = T_pipe for both;
+ * - tails: both hold 2.5e7 parameters: all-reduce 2 x 1/2 x 4 x 2.5e7 /
+ *   1e11 = 1e-3 s, Adam 2.5e7 x COMPUTE_ADAM_BYTES / 1e12 on either GPU;
+ * - memory: rank 0 18 x 2.5e7 = 4.5e8 of states (2, 4, 12 bytes per
+ *   parameter) + min(2, 4) = 2 micro-batches x 2 blocks x 34e3 x 1000 =
+ *   1.36e8 of activations = 5.86e8; rank 1 4.5e8 + 1 x (2 x 3.4e7 + 4e3 x
+ *   1000) = 7.2e7 + the head's logits 1000 x 1000 x (2 + 4) = 6e6: 5.28e8.
+ * The fullest GPU: on 1e9-byte GPUs rank 0 (0.586 > 0.528, also the
+ * heaviest); with group 1's GPUs at 6e8 bytes rank 1 (0.88 > 0.586),
+ * though rank 0 still holds the most bytes. */
+START_TEST(test_ranks_toy)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct cost_result r;
+	struct cost_rank x[2];
+	struct cost_stage st[2];
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	struct part B1 = toy_block(0.5e12, 1e12, 1, 1, false);
+	struct part H1 = toy_head(0.5e12, 1e12, 1, 1, false);
+	double c0 = fb(E) + 2 * fb(B), c1 = 2 * fb(B1) + fb(H1) + 8e-5;
+	double T = 4 * c1 + c0, opt = 2.5e7 * COMPUTE_ADAM_BYTES / 1e12;
+
+	toy();
+	toy_cluster();
+	gpus[0].mem_bytes = gpus[1].mem_bytes = 1e9;
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	s.group[1] = 1;
+	ck_assert(c1 > c0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	ck_assert_int_eq(x[0].group, 0);
+	ck_assert_int_eq(x[1].group, 1);
+	ck_assert_int_eq(x[1].gpu, 1);
+	ck_assert_int_eq(x[0].n_layers, 3);
+	ck_assert_int_eq(x[1].n_chunks, 1);
+	ck_assert_rel(x[0].fwd, E.fwd + 2 * B.fwd, 1e-12);
+	ck_assert_rel(x[0].bwd, E.bwd + 2 * B.bwd, 1e-12);
+	ck_assert_rel(x[0].compute_fwd, x[0].fwd, 1e-12);
+	ck_assert_rel(x[0].comm_fwd + x[0].comm_bwd + x[0].recompute, 0, 0);
+	ck_assert_rel(x[0].send, 0, 0);
+	ck_assert_rel(x[1].fwd, 2 * B1.fwd + H1.fwd, 1e-12);
+	ck_assert_rel(x[1].bwd, 2 * B1.bwd + H1.bwd, 1e-12);
+	ck_assert_rel(x[1].send, 8e-5, 1e-9);
+	for (int q = 0; q < 2; q++) {
+		ck_assert_rel(x[q].pipeline_s, T, 1e-12);
+		ck_assert_rel(x[q].busy + x[q].idle, T, 1e-12);
+		ck_assert_rel(x[q].busy, 4 * (x[q].fwd + x[q].bwd + x[q].send), 1e-12);
+		ck_assert_rel(x[q].dp, 1e-3, 1e-12);
+		ck_assert_rel(x[q].optimizer, opt, 1e-12);
+		ck_assert_rel(x[q].cap_bytes, 1e9, 0);
+		ck_assert_rel(x[q].mem.weights + x[q].mem.grads + x[q].mem.optimizer +
+				      x[q].mem.activations + x[q].mem.logits + x[q].mem.allowance,
+			      x[q].peak_bytes, 1e-15);
+	}
+	ck_assert_rel(x[0].idle, 4 * c1 - 3 * c0, 1e-9);
+	ck_assert_rel(x[1].idle, c0, 1e-9);
+	ck_assert_rel(x[0].peak_bytes, 5.86e8, 1e-12);
+	ck_assert_rel(x[0].mem.activations, 1.36e8, 1e-12);
+	ck_assert_rel(x[1].peak_bytes, 5.28e8, 1e-12);
+	ck_assert_rel(x[1].mem.logits, 6e6, 1e-12);
+	/* cost_evaluate agrees: its bubble is the bottleneck's idle, its
+	 * memory the heaviest rank's */
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert_rel(r.time.bubble, x[1].idle, 1e-9);
+	ck_assert_int_eq(r.bottleneck_rank, 1);
+	ck_assert_rel(r.bottleneck_fwd, 2 * B1.fwd + H1.fwd, 1e-12);
+	ck_assert_rel(r.bottleneck_bwd, 2 * B1.bwd + H1.bwd, 1e-9);
+	ck_assert_rel(r.bottleneck_send, 8e-5, 1e-9);
+	ck_assert_rel(r.iter_s, T + x[0].dp + x[0].optimizer, 1e-12);
+	ck_assert_int_eq(r.heaviest_rank, 0);
+	ck_assert_int_eq(r.fullest_rank, 0);
+	ck_assert_rel(r.fullest_bytes, 5.86e8, 1e-12);
+	ck_assert_rel(r.fullest_cap, 1e9, 0);
+	ck_assert_int_eq(cost_stages(st, &mod, &clu, &s, &lc), 2);
+	ck_assert_int_eq(st[1].rank, 1);
+	ck_assert_int_eq(st[1].first, 3);
+	ck_assert_int_eq(st[1].n_layers, 3);
+	ck_assert_rel(st[1].fwd, x[1].fwd, 1e-12);
+	ck_assert_rel(st[1].send, 8e-5, 1e-9);
+
+	gpus[1].mem_bytes = 6e8;
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert_int_eq(r.heaviest_rank, 0);
+	ck_assert_rel(r.peak_bytes, 5.86e8, 1e-12);
+	ck_assert_int_eq(r.fullest_rank, 1);
+	ck_assert_rel(r.fullest_bytes, 5.28e8, 1e-12);
+	ck_assert_rel(r.fullest_cap, 6e8, 0);
+	ck_assert(r.fits);
+	cost_layers_free(&lc);
+}
+END_TEST
+
+/* Interleaved, vp 2, on the toy (test_fit_interleaved_chunks' partition
+ * E+2|1|1|1+L, all on group 0, m = 4): rank 0 holds stages 0 and 2, rank 1
+ * stages 1 and 3; each send inside the group is 4e-5 (test_evaluate_toy:
+ * pp 1.6e-4 over 4 micro-batches). C0 = fb(E) + 3 fb(B) + 4e-5, C1 =
+ * fb(B) + fb(H) + 8e-5, C0 > C1: T_pipe = (4 - 1/2) C0 + (C0 + C1) / 2,
+ * idle rank 0 = C1 / 2, rank 1 = T - 4 C1. Rank 0's memory is
+ * test_fit_interleaved_chunks' 8.85e8 (allowance 0): states 18 x 3.5e7 =
+ * 6.3e8 + activations 2.55e8. */
+START_TEST(test_ranks_interleaved)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct cost_rank x[2];
+	struct cost_stage st[4];
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part H = toy_head(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	double C0 = fb(E) + 3 * fb(B) + 4e-5, C1 = fb(B) + fb(H) + 8e-5;
+	double T = 3.5 * C0 + 0.5 * (C0 + C1);
+
+	toy();
+	toy_cluster();
+	s.schedule = SCHED_INTERLEAVED;
+	s.vp = 2;
+	s.n_stages = 4;
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 4;
+	s.first[3] = 5;
+	s.first[4] = 6;
+	ck_assert(C0 > C1);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_stages(st, &mod, &clu, &s, &lc), 4);
+	ck_assert_int_eq(st[2].rank, 0);
+	ck_assert_int_eq(st[3].rank, 1);
+	ck_assert_rel(st[0].fwd, E.fwd + 2 * B.fwd, 1e-12);
+	ck_assert_rel(st[0].bwd, E.bwd + 2 * B.bwd, 1e-12);
+	ck_assert_rel(st[0].send, 0, 0);
+	ck_assert_rel(st[3].fwd, H.fwd, 1e-12);
+	ck_assert_rel(st[3].send, 4e-5, 1e-9);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	ck_assert_int_eq(x[0].n_chunks, 2);
+	ck_assert_int_eq(x[0].n_layers, 4);
+	ck_assert_rel(x[0].fwd, st[0].fwd + st[2].fwd, 1e-12);
+	ck_assert_rel(x[1].send, 8e-5, 1e-9);
+	ck_assert_rel(x[0].pipeline_s, T, 1e-12);
+	ck_assert_rel(x[0].idle, C1 / 2, 1e-9);
+	ck_assert_rel(x[1].idle, T - 4 * C1, 1e-12);
+	ck_assert_rel(x[1].busy + x[1].idle, T, 1e-12);
+	ck_assert_rel(x[0].peak_bytes, 8.85e8, 1e-12);
+	ck_assert_rel(x[0].mem.optimizer, 12 * 3.5e7, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 /* The pp part of the breakdown when pipeline rank 0, which receives no
  * send, is the bottleneck: the toy of test_evaluate_toy with rank 0 on the
  * half-speed group 1 and rank 1 on group 0. c0 = E1 + 2 B1 (about 12 s),
@@ -1595,6 +1753,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_evaluate_toy);
 	tcase_add_test(tc, test_evaluate_pp_rank0_bottleneck);
+	tcase_add_test(tc, test_ranks_toy);
+	tcase_add_test(tc, test_ranks_interleaved);
 	tcase_add_test(tc, test_evaluate_dp_tail);
 	tcase_add_test(tc, test_layers_tp);
 	tcase_add_test(tc, test_tp_overlap);

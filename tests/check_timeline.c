@@ -1,0 +1,591 @@
+/* check_timeline.c: the pipeline timeline (timeline.h): each schedule's
+ * order of passes and its simulated times against timelines drawn by hand,
+ * the makespan against the closed forms of the cost model on balanced
+ * pipelines, and the SVG rendered to PNG (rsvg-convert) and checked pixel
+ * by pixel; --timeline through the CLI. */
+#define _POSIX_C_SOURCE 200809L
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "timeline.h"
+#include "util.h"
+
+/* A balanced input: every virtual stage f, b, w seconds, no sends or tails. */
+static struct timeline_in *balanced(enum schedule sc, int pp, int vp, int m, double f, double b,
+				    double w)
+{
+	struct timeline_in *in = xcalloc(1, sizeof *in);
+
+	in->schedule = sc;
+	in->pp = pp;
+	in->vp = vp;
+	in->m = m;
+	for (int k = 0; k < pp * vp; k++) {
+		in->fwd[k] = f;
+		in->bwd[k] = b;
+		in->wgt[k] = w;
+	}
+	return in;
+}
+
+/* Rank r's passes as "F0 F1 B0 ..." (with virtual stages "F0c1": chunk 1). */
+static void order_of(char *buf, size_t n, const struct timeline_in *in,
+		     const struct timeline_sim *sim, int r)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int i = sim->first[r]; i < sim->first[r + 1] && at < n; i++) {
+		const struct timeline_op *o = &sim->op[i];
+
+		at += (size_t)snprintf(buf + at, n - at, "%s%c%d", at ? " " : "", "FBW"[o->kind], o->mb);
+		if (in->vp > 1 && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "c%d", o->chunk);
+	}
+}
+
+/* Asserts rank r's pass starts, in its order, equal want[0..n). */
+static void starts_are(const struct timeline_sim *sim, int r, const double *want, int n)
+{
+	ck_assert_int_eq(sim->first[r + 1] - sim->first[r], n);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(fabs(sim->op[sim->first[r] + i].start - want[i]) < 1e-9,
+			      "rank %d pass %d starts at %g, want %g", r, i,
+			      sim->op[sim->first[r] + i].start, want[i]);
+}
+
+static void simulate(struct timeline_sim *sim, const struct timeline_in *in)
+{
+	struct err e = { "" };
+
+	ck_assert_msg(timeline_simulate(sim, in, &e) == 0, "%s", e.msg);
+}
+
+/* 1F1B, p = 4, m = 8 (Narayanan et al. 2021 Fig. 4 top, Megatron's
+ * warm-up of p - r - 1 forwards): rank 0 runs F0 F1 F2, then F3 B0 F4 B1 ...
+ * F7 B4, then B5 B6 B7; rank 3 alternates from the start. With t_f = 1,
+ * t_b = 2 on every stage it ends at (m + p - 1)(t_f + t_b) = 11 x 3 = 33. */
+START_TEST(test_1f1b_order)
+{
+	struct timeline_in *in = balanced(SCHED_1F1B, 4, 1, 8, 1, 2, 0);
+	struct timeline_sim sim;
+	char buf[512];
+
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7");
+	order_of(buf, sizeof buf, in, &sim, 3);
+	ck_assert_str_eq(buf, "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+	ck_assert_rel(sim.makespan, 33, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* 1F1B, p = 2, m = 4, stage 0 t_f = 1, t_b = 2, stage 1 t_f = 2, t_b = 4
+ * (the hand-drawn timeline of check_schedule.c), intervals [start, end):
+ *
+ *   stage 0  F0 0-1  F1 1-2  B0 7-9   F2 9-10  B1 13-15 F3 15-16 B2 19-21 B3 25-27
+ *   stage 1  F0 1-3  B0 3-7  F1 7-9   B1 9-13  F2 13-15 B2 15-19 F3 19-21 B3 21-25
+ *
+ * ends at 27 = (m - 1) max c + sum c = 3 x 6 + 9 (the cost model's T_pipe).
+ * GPipe on the same stages: stage 0 F0..F3 0-4; stage 1 F0..F3 at 1, 3, 5,
+ * 7, B0..B3 at 9, 13, 17, 21; stage 0 B0..B3 at 13, 17, 21, 25: also 27. */
+START_TEST(test_unbalanced_1f1b_gpipe)
+{
+	struct timeline_in *in = balanced(SCHED_1F1B, 2, 1, 4, 1, 2, 0);
+	struct timeline_sim sim;
+	double s0[] = { 0, 1, 7, 9, 13, 15, 19, 25 }, s1[] = { 1, 3, 7, 9, 13, 15, 19, 21 };
+	double g0[] = { 0, 1, 2, 3, 13, 17, 21, 25 }, g1[] = { 1, 3, 5, 7, 9, 13, 17, 21 };
+	char buf[256];
+
+	in->fwd[1] = 2;
+	in->bwd[1] = 4;
+	simulate(&sim, in);
+	starts_are(&sim, 0, s0, 8);
+	starts_are(&sim, 1, s1, 8);
+	ck_assert_rel(sim.makespan, 27, 1e-12);
+	timeline_sim_free(&sim);
+
+	in->schedule = SCHED_GPIPE;
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0 F1 F2 F3 B0 B1 B2 B3");
+	starts_are(&sim, 0, g0, 8);
+	starts_are(&sim, 1, g1, 8);
+	ck_assert_rel(sim.makespan, 27, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* Interleaved, p = 2, v = 2, m = 4, every chunk t_f = t_b = 1, as
+ * Megatron-LM runs it: rank r warms up with 2 (p - r - 1) + (v - 1) p
+ * forward steps (4 on rank 0, 2 on rank 1); forward step j takes
+ * micro-batches in groups of p through chunk 0, then chunk 1: (0,c0) (1,c0)
+ * (0,c1) (1,c1) (2,c0) (3,c0) (2,c1) (3,c1); backward step j the same
+ * micro-batch on chunk v - 1 - c. Virtual stages: rank 0 c0 = 0, rank 1
+ * c0 = 1, rank 0 c1 = 2, rank 1 c1 = 3. Starts worked out by hand:
+ *
+ *   rank 0  F0c0 0  F1c0 1  F0c1 2  F1c1 3  F2c0 4  B0c1 5  F3c0 6  B1c1 7
+ *           F2c1 8  B0c0 9  F3c1 10 B1c0 11 B2c1 13 B3c1 15 B2c0 16 B3c0 17
+ *   rank 1  F0c0 1  F1c0 2  F0c1 3  B0c1 4  F1c1 5  B1c1 6  F2c0 7  B0c0 8
+ *           F3c0 9  B1c0 10 F2c1 11 B2c1 12 F3c1 13 B3c1 14 B2c0 15 B3c0 16
+ *
+ * ends at 18 = (m + (p - 1)/v) v (t_f + t_b) = 4.5 x 2 x 2 (Narayanan et
+ * al. 2021 Sec. 2.2.2; cost_evaluate's (m - 1/v) max C + (1/v) sum C). */
+START_TEST(test_interleaved_order)
+{
+	struct timeline_in *in = balanced(SCHED_INTERLEAVED, 2, 2, 4, 1, 1, 0);
+	struct timeline_sim sim;
+	double s0[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 16, 17 };
+	double s1[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	char buf[512];
+
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0c0 F1c0 F0c1 F1c1 F2c0 B0c1 F3c0 B1c1 F2c1 B0c0 F3c1 B1c0 "
+			      "B2c1 B3c1 B2c0 B3c0");
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0c0 F1c0 F0c1 B0c1 F1c1 B1c1 F2c0 B0c0 F3c0 B1c0 F2c1 B2c1 "
+			      "F3c1 B3c1 B2c0 B3c0");
+	starts_are(&sim, 0, s0, 16);
+	starts_are(&sim, 1, s1, 16);
+	ck_assert_rel(sim.makespan, 18, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* ZB-H1, p = 3, m = 6, t_F = t_B = t_W = 1 (Qi et al. 2024 Fig. 3's
+ * pattern): 1F1B's warm-up, each B followed by a W once more than r are
+ * pending on rank r, so rank r holds r W passes back to its end. Worked
+ * by hand:
+ *
+ *   rank 0  F0 0  F1 1  F2 2  B0 5  W0 6  F3 7  B1 8  W1 9  F4 10 B2 11 W2 12
+ *           F5 13 B3 14 W3 15 B4 16 W4 17 B5 18 W5 19
+ *   rank 2  F0 2  B0 3  F1 4  B1 5  F2 6  B2 7  W0 8  F3 9  B3 10 W1 11 F4 12
+ *           B4 13 W2 14 F5 15 B5 16 W3 17 W4 18 W5 19
+ *
+ * every rank ends at 20 = m (t_F + t_B + t_W) + (p - 1)(t_F + t_B - t_W)
+ * (Qi et al. Sec. 3.1; the cost model's (m - rho) c + rho p c, rho = 1/3). */
+START_TEST(test_zb_h1_order)
+{
+	struct timeline_in *in = balanced(SCHED_ZB_H1, 3, 1, 6, 1, 1, 1);
+	struct timeline_sim sim;
+	double s0[] = { 0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 };
+	double s2[] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 };
+	char buf[512];
+
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0 F1 F2 B0 W0 F3 B1 W1 F4 B2 W2 F5 B3 W3 B4 W4 B5 W5");
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0 F1 B0 F2 B1 W0 F3 B2 W1 F4 B3 W2 F5 B4 W3 B5 W4 W5");
+	order_of(buf, sizeof buf, in, &sim, 2);
+	ck_assert_str_eq(buf, "F0 B0 F1 B1 F2 B2 W0 F3 B3 W1 F4 B4 W2 F5 B5 W3 W4 W5");
+	starts_are(&sim, 0, s0, 18);
+	starts_are(&sim, 2, s2, 18);
+	for (int r = 0; r < 3; r++)
+		ck_assert_rel(sim.pipe_end[r], 20, 1e-12);
+	ck_assert_rel(sim.makespan, 20, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* Interleaved with m not a multiple of pp (pp 4, vp 3, m 5; pp 5, vp 2,
+ * m 7): Megatron's warm-up on a short last group would wait on itself
+ * (rank 0's forward step 14, micro-batch 4 on chunk 2, needs rank 3's
+ * micro-batch 4 on chunk 1, which rank 3 runs after its backward of
+ * micro-batch 0 on chunk 1, which needs rank 0's first backward, after
+ * step 14). The order of the next multiple of pp without the missing
+ * micro-batches runs, each pass once: 2 m vp per rank. */
+START_TEST(test_interleaved_short_group)
+{
+	int cases[][3] = { { 4, 3, 5 }, { 5, 2, 7 }, { 4, 2, 6 } };
+
+	for (int i = 0; i < 3; i++) {
+		struct timeline_in *in = balanced(SCHED_INTERLEAVED, cases[i][0], cases[i][1],
+						  cases[i][2], 1, 2, 0);
+		struct timeline_sim sim;
+
+		simulate(&sim, in);
+		for (int r = 0; r < in->pp; r++) {
+			int seen[2][8][3] = { { { 0 } } };
+
+			ck_assert_int_eq(sim.first[r + 1] - sim.first[r], 2 * in->m * in->vp);
+			for (int j = sim.first[r]; j < sim.first[r + 1]; j++)
+				seen[sim.op[j].kind][sim.op[j].mb][sim.op[j].chunk]++;
+			for (int mb = 0; mb < in->m; mb++)
+				for (int c = 0; c < in->vp; c++)
+					ck_assert(seen[0][mb][c] == 1 && seen[1][mb][c] == 1);
+		}
+		timeline_sim_free(&sim);
+		free(in);
+	}
+}
+END_TEST
+
+/* Balanced pipelines, t_f = 1, t_b = 2 (ZB-H1: t_B = t_W = 1), against the
+ * closed forms of the papers that the cost model uses (schedule.c):
+ * 1F1B and GPipe (m + p - 1)(t_f + t_b); ZB-H1 m c + (p - 1)(t_F + t_B -
+ * t_W) = 3m + (p - 1); interleaved with m a multiple of p
+ * (m + (p - 1)/v) v c_chunk, c_chunk = 3. */
+START_TEST(test_balanced_closed_forms)
+{
+	for (int p = 1; p <= 6; p++)
+		for (int m = p; m <= 12; m++) {
+			struct timeline_in *in = balanced(SCHED_1F1B, p, 1, m, 1, 2, 0);
+			struct timeline_sim sim;
+
+			simulate(&sim, in);
+			ck_assert_rel(sim.makespan, (m + p - 1) * 3.0, 1e-12);
+			timeline_sim_free(&sim);
+			in->schedule = SCHED_GPIPE;
+			simulate(&sim, in);
+			ck_assert_rel(sim.makespan, (m + p - 1) * 3.0, 1e-12);
+			timeline_sim_free(&sim);
+			in->schedule = SCHED_ZB_H1;
+			for (int k = 0; k < p; k++)
+				in->bwd[k] = in->wgt[k] = 1;
+			simulate(&sim, in);
+			ck_assert_msg(fabs(sim.makespan - (3.0 * m + p - 1)) < 1e-9,
+				      "zb-h1 p %d m %d: %g, want %g", p, m, sim.makespan, 3.0 * m + p - 1);
+			timeline_sim_free(&sim);
+			free(in);
+			for (int v = 2; v <= 3 && p > 1 && m % p == 0; v++) {
+				in = balanced(SCHED_INTERLEAVED, p, v, m, 1, 2, 0);
+				simulate(&sim, in);
+				ck_assert_msg(fabs(sim.makespan - (m + (p - 1.0) / v) * v * 3) < 1e-9,
+					      "interleaved p %d v %d m %d: %g", p, v, m, sim.makespan);
+				timeline_sim_free(&sim);
+				free(in);
+			}
+		}
+}
+END_TEST
+
+/* p2p and the tails: p = 2, m = 1, t_f = t_b = 1, send[1] = 2 (1 each
+ * way): rank 0 F0 0-1; the activation arrives at 2: rank 1 F0 2-3, B0
+ * 3-4; the gradient arrives at 5: rank 0 B0 5-6 = the cost model's
+ * (m - 1) max c + sum c with c = t_f + t_b + send: 0 + 2 + 4. Rank 0 is
+ * idle 1-4 (bubble) and waits for the transfer 4-5. Tails: rank 0 DP 0.5
+ * + optimizer 0.25 after 6, rank 1 DP 3 after 4: makespan max(6.75, 7). */
+START_TEST(test_send_and_tails)
+{
+	struct timeline_in *in = balanced(SCHED_1F1B, 2, 1, 1, 1, 1, 0);
+	struct timeline_sim sim;
+	const struct timeline_op *b0;
+
+	in->send[1] = 2;
+	simulate(&sim, in);
+	ck_assert_rel(sim.op[sim.first[1]].start, 2, 1e-12);
+	b0 = &sim.op[sim.first[0] + 1];
+	ck_assert_rel(b0->free, 1, 1e-12);
+	ck_assert_rel(b0->sent, 4, 1e-12);
+	ck_assert_rel(b0->start, 5, 1e-12);
+	ck_assert_rel(sim.makespan, 6, 1e-12);
+	timeline_sim_free(&sim);
+	in->rank[0].dp_s = 0.5;
+	in->rank[0].opt_s = 0.25;
+	in->rank[1].dp_s = 3;
+	simulate(&sim, in);
+	ck_assert_rel(sim.pipe_end[1], 4, 1e-12);
+	ck_assert_rel(sim.makespan, 7, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+	struct timeline_in *in = balanced(SCHED_INTERLEAVED, 4, 2, 3, 1, 1, 0);
+	struct timeline_sim sim;
+	struct err e = { "" };
+
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "micro-batches (3) >= pp (4)"));
+	in->schedule = SCHED_1F1B;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved only"));
+	in->vp = 1;
+	in->m = TIMELINE_MAX_OPS;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "too many to draw"));
+	in->m = 2;
+	in->fwd[1] = -1;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "stage 1"));
+	free(in);
+}
+END_TEST
+
+/* Decodes an 8-bit RGB or RGBA PNG (no interlace) and prints "W H", then
+ * "#rrggbb" for each (x, y) pair of the arguments. */
+static const char png_py[] =
+	"import sys, zlib, struct\n"
+	"d = open(sys.argv[1], 'rb').read()\n"
+	"assert d[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+	"i, idat = 8, b''\n"
+	"while i < len(d):\n"
+	"    n, t = struct.unpack('>I4s', d[i:i + 8]); c = d[i + 8:i + 8 + n]; i += 12 + n\n"
+	"    if t == b'IHDR': w, h, bd, ct, _, _, il = struct.unpack('>IIBBBBB', c)\n"
+	"    elif t == b'IDAT': idat += c\n"
+	"assert bd == 8 and ct in (2, 6) and il == 0, (bd, ct, il)\n"
+	"bpp = 4 if ct == 6 else 3\n"
+	"raw = zlib.decompress(idat); stride = w * bpp; rows = []; prev = bytearray(stride); p = 0\n"
+	"for y in range(h):\n"
+	"    f = raw[p]; ln = bytearray(raw[p + 1:p + 1 + stride]); p += 1 + stride\n"
+	"    for x in range(stride):\n"
+	"        a = ln[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0\n"
+	"        if f == 1: ln[x] = (ln[x] + a) & 255\n"
+	"        elif f == 2: ln[x] = (ln[x] + b) & 255\n"
+	"        elif f == 3: ln[x] = (ln[x] + (a + b) // 2) & 255\n"
+	"        elif f == 4:\n"
+	"            pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)\n"
+	"            ln[x] = (ln[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255\n"
+	"    rows.append(ln); prev = ln\n"
+	"print(w, h)\n"
+	"for k in range(2, len(sys.argv), 2):\n"
+	"    x, y = int(sys.argv[k]), int(sys.argv[k + 1])\n"
+	"    print('#%02x%02x%02x' % tuple(rows[y][x * bpp:x * bpp + 3]))\n";
+
+static bool have_rsvg(void)
+{
+	if (system("command -v rsvg-convert >/dev/null 2>&1") == 0)
+		return true;
+	fprintf(stderr, "\n*** check_timeline: SKIPPED the rendering checks: rsvg-convert is missing "
+			"(Debian: apt-get install librsvg2-bin; make check installs it) ***\n\n");
+	return false;
+}
+
+/* Renders svg (len bytes) to PNG and reads the pixels at pts[0..2n): *w,
+ * *h the image's size, color[i] "#rrggbb". */
+static void render(const char *svg, size_t len, const int *pts, int n, int *w, int *h,
+		   char color[][8])
+{
+	char dir[] = "/tmp/check_timeline-XXXXXX", path[128], cmd[4096];
+	size_t at;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t.svg", dir);
+	f = fopen(path, "w");
+	ck_assert(f && fwrite(svg, 1, len, f) == len && fclose(f) == 0);
+	snprintf(path, sizeof path, "%s/png.py", dir);
+	f = fopen(path, "w");
+	ck_assert(f && fputs(png_py, f) >= 0 && fclose(f) == 0);
+	at = (size_t)snprintf(cmd, sizeof cmd,
+			      "cd %s && rsvg-convert -f png -o t.png t.svg && python3 png.py t.png", dir);
+	for (int i = 0; i < 2 * n; i++)
+		at += (size_t)snprintf(cmd + at, sizeof cmd - at, " %d", pts[i]);
+	snprintf(cmd + at, sizeof cmd - at, " > out.txt");
+	ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+	snprintf(path, sizeof path, "%s/out.txt", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fscanf(f, "%d %d", w, h), 2);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(fscanf(f, "%7s", color[i]), 1);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The pixel at time t on rank r's row, a quarter down (above the
+ * micro-batch numbers). */
+static void at(const struct timeline_geom *g, int r, double t, int *pt)
+{
+	pt[0] = (int)(g->x0 + t * g->px_per_s);
+	pt[1] = (int)(g->y[r] + g->row_h / 4);
+}
+
+/* The timeline of the p2p case above (send 2, tails), rendered: the PNG is
+ * the SVG's size; rank 0's F0 (0-1) is the forward colour, its idle 1-4
+ * the background, its wait for the gradient 4-5 the p2p colour, its B0
+ * 5-6 the backward colour, its DP tail 6-6.5 and optimizer 6.5-6.75 theirs;
+ * rank 1 is idle before its F0 arrives (0-1). */
+START_TEST(test_render)
+{
+	struct timeline_in *in = balanced(SCHED_1F1B, 2, 1, 1, 1, 1, 0);
+	struct timeline_sim sim;
+	struct timeline_geom g;
+	int pts[16], w, h;
+	char color[8][8], *svg;
+	size_t len;
+
+	if (!have_rsvg())
+		return;
+	in->send[1] = 2;
+	in->rank[0].dp_s = 0.5;
+	in->rank[0].opt_s = 0.25;
+	snprintf(in->title, sizeof in->title, "test <&> \"pipeline\"");
+	snprintf(in->rank[0].label, sizeof in->rank[0].label, "rank 0: GPU-%s", "\xc3\xa9");
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 6.75, 1e-12);
+	timeline_geometry(&g, in, &sim);
+	at(&g, 0, 0.5, pts);
+	at(&g, 0, 2.5, pts + 2);
+	at(&g, 0, 4.5, pts + 4);
+	at(&g, 0, 5.5, pts + 6);
+	at(&g, 0, 6.25, pts + 8);
+	at(&g, 0, 6.6, pts + 10);
+	at(&g, 1, 0.5, pts + 12);
+	at(&g, 1, 2.5, pts + 14);
+	svg = timeline_svg(in, &sim, &len);
+	ck_assert_uint_eq(strlen(svg), len);
+	render(svg, len, pts, 8, &w, &h, color);
+	ck_assert_int_eq(w, (int)g.width);
+	ck_assert_int_eq(h, (int)g.height);
+	ck_assert_str_eq(color[0], TIMELINE_COLOR_F);
+	ck_assert_str_eq(color[1], TIMELINE_COLOR_IDLE);
+	ck_assert_str_eq(color[2], TIMELINE_COLOR_P2P);
+	ck_assert_str_eq(color[3], TIMELINE_COLOR_B);
+	ck_assert_str_eq(color[4], TIMELINE_COLOR_DP);
+	ck_assert_str_eq(color[5], TIMELINE_COLOR_OPT);
+	ck_assert_str_eq(color[6], TIMELINE_COLOR_IDLE);
+	ck_assert_str_eq(color[7], TIMELINE_COLOR_F);
+	ck_assert_ptr_nonnull(strstr(svg, "test &lt;&amp;&gt; &quot;pipeline&quot;"));
+	free(svg);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* Many micro-batches (ZB-H1, p = 4, m = 256: 768 passes per rank on ~1140
+ * pixels) are drawn pixel column by pixel column: rank 0's warm-up (F0 F1
+ * F2 F3, 0-4 s of 3m + 3 = 771 s) still shows as forward, rank 3 is idle
+ * until F0 arrives (0-3), and the cool-down of rank 3 is W (its last three
+ * passes, 768-771). The file stays small: rects bounded by the pixels. */
+START_TEST(test_render_dense)
+{
+	struct timeline_in *in = balanced(SCHED_ZB_H1, 4, 1, 256, 1, 1, 1);
+	struct timeline_sim sim;
+	struct timeline_geom g;
+	int pts[6], w, h;
+	char color[3][8], *svg;
+	size_t len;
+
+	if (!have_rsvg())
+		return;
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 771, 1e-12);
+	timeline_geometry(&g, in, &sim);
+	at(&g, 0, 2, pts);
+	at(&g, 3, 1.5, pts + 2);
+	at(&g, 3, 769.5, pts + 4);
+	svg = timeline_svg(in, &sim, &len);
+	ck_assert_uint_lt(len, 400000);
+	render(svg, len, pts, 3, &w, &h, color);
+	ck_assert_str_eq(color[0], TIMELINE_COLOR_F);
+	ck_assert_str_eq(color[1], TIMELINE_COLOR_IDLE);
+	ck_assert_str_eq(color[2], TIMELINE_COLOR_W);
+	free(svg);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* --timeline through the CLI: the demo writes an SVG of its top plan (at
+ * least two pipeline ranks on the mixed cluster) that renders; with
+ * --pick 2 and a missing directory it is exit 1 and the CSV of the same
+ * run is not written either; --pick without --emit or --timeline is a
+ * usage error. */
+START_TEST(test_cli)
+{
+	char dir[] = "/tmp/check_timeline-cli-XXXXXX", args[1024], cmd[1200], *out, *err, *svg;
+	int rc;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(args, sizeof args,
+		 "--model profiles/llama70b.json --cluster clusters/mixed.json --timeline %s/t.svg",
+		 dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/t.svg", dir);
+	svg = read_file(cmd);
+	ck_assert_ptr_nonnull(svg);
+	ck_assert_ptr_nonnull(strstr(svg, "<svg "));
+	ck_assert_ptr_nonnull(strstr(svg, "Llama"));
+	ck_assert_ptr_nonnull(strstr(svg, "s simulated"));
+	ck_assert_ptr_nonnull(strstr(svg, "rank 0: "));
+	ck_assert_ptr_nonnull(strstr(svg, "rank 1: "));
+	free(svg);
+	if (have_rsvg()) {
+		snprintf(cmd, sizeof cmd, "rsvg-convert -f png -o %s/t.png %s/t.svg", dir, dir);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+
+	snprintf(args, sizeof args,
+		 "--model profiles/llama70b.json --cluster clusters/mixed.json --pick 2 "
+		 "--timeline %s/no/such/t.svg --csv %s/p.csv", dir, dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_ptr_nonnull(strstr(err, "no/such/t.svg"));
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/p.csv", dir);
+	ck_assert_int_ne(access(cmd, F_OK), 0);
+
+	/* what-if, interleaved: virtual stage k of the layout on rank k % 4, so
+	 * rank 0 holds stages 0 and 4 (E+1, 5), rank 1 stages 1 and 5 (2, 6),
+	 * rank 3 stages 3 and 7 (4, 4+L) */
+	snprintf(args, sizeof args,
+		 "--model profiles/llama3-8b.json --cluster clusters/dgx-a100.json --tp 8 --pp 4 "
+		 "--dp 4 --cp 1 --mbs 1 --vp 2 --gbs 32 --seq 2048 "
+		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg", dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/w.svg", dir);
+	svg = read_file(cmd);
+	ck_assert_ptr_nonnull(svg);
+	ck_assert_ptr_nonnull(strstr(svg, "TP 8, PP 4, DP 4, CP 1, EP 1, mbs 1, 8 micro-batches, "
+					  "interleaved/v2"));
+	ck_assert_ptr_nonnull(strstr(svg, ">rank 0: A100-SXM4-80GB<"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers E+1, 5<"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers 2, 6<"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers 4, 4+L<"));
+	ck_assert_ptr_null(strstr(svg, ">rank 4: "));
+	free(svg);
+
+	rc = run_ampplan("--model profiles/llama70b.json --cluster clusters/mixed.json --pick 2",
+			 NULL, &err);
+	ck_assert_int_eq(rc, 2);
+	ck_assert_ptr_nonnull(strstr(err, "--pick goes with --emit or --timeline"));
+	free(err);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("timeline");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_1f1b_order);
+	tcase_add_test(tc, test_unbalanced_1f1b_gpipe);
+	tcase_add_test(tc, test_interleaved_order);
+	tcase_add_test(tc, test_zb_h1_order);
+	tcase_add_test(tc, test_interleaved_short_group);
+	tcase_add_test(tc, test_balanced_closed_forms);
+	tcase_add_test(tc, test_send_and_tails);
+	tcase_add_test(tc, test_bad_input);
+	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_render_dense);
+	tcase_add_test(tc, test_cli);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
