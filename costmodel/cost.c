@@ -204,7 +204,7 @@ static void rank_tail(double *dp, double *hidden, double *opt, const struct mode
 	int g = s->group[r], L = lc->n_layer;
 	double D = 0, E = 0, fwd = 0, bwd = 0;
 
-	for (int k = r; k < n_stages; k += s->pp)
+	for (int j = 0, k = r; j < strategy_vp(s) && k < n_stages; k = strategy_stage(s, r, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			double d, x;
 
@@ -373,10 +373,12 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		n = MAX_STAGES;
 	f->n_stages = n;
 	for (int k = 0; k < n; k++)
-		f->group[k] = s->group[k % pp];
-	if (s->schedule == SCHED_ZB_H1)
+		f->group[k] = s->group[strategy_rank(s, k)];
+	if (s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_INTERLEAVED_ZB ||
+	    s->schedule == SCHED_ZB_V)
 		rho = zb_rho(m, c, 0, s);
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
+	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
 	f->n_group = c->n_group;
 	f->vp = vp;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
@@ -385,8 +387,11 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
 	for (int k = 0; k < n; k++) {
-		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k % pp);
-		f->send[k] = k ? f->link[f->group[k - 1]][f->group[k]] : 0;
+		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k);
+		/* none between the two stages of one rank (ZB-V's turn) */
+		f->send[k] = k && strategy_rank(s, k - 1) != strategy_rank(s, k)
+				     ? f->link[f->group[k - 1]][f->group[k]]
+				     : 0;
 		f->cap[k] = f->cap_of[f->group[k]];
 	}
 	if (n == 1)
@@ -428,18 +433,19 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 			act += lc->act_bytes[l];
 			ex += lc->extra_bytes[l];
 		}
-		t->rank_c[k % pp] += t->ck[k];
-		t->rank_send[k % pp] += f->send[k];
+		t->rank_c[strategy_rank(s, k)] += t->ck[k];
+		t->rank_send[strategy_rank(s, k)] += f->send[k];
 		t->send_all += f->send[k];
-		t->rank_mem[k % pp] += st + f->inflight[k] * act + ex;
+		t->rank_mem[strategy_rank(s, k)] += st + f->inflight[k] * act + ex;
 	}
-	/* Interleaved: the slowest rank's chunks together set the steady
-	 * state, T = (m - 1/v) max_r C_r + (1/v) sum_r C_r (balanced: (m +
-	 * (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives 1F1B). The frame's
-	 * per-chunk weights, which the partition DP uses, bound it from above. */
+	/* Virtual stages: the slowest rank's chunks together set the steady
+	 * state, T = ra max_r C_r + rb sum_r C_r (interleaved: (m - 1/v) and
+	 * 1/v, balanced (m + (p-1)/v) C, Narayanan 2021 Sec. 2.2; v = 1 gives
+	 * 1F1B; schedule_rank_weights). The frame's per-chunk weights, which
+	 * the partition DP uses, bound it from above. */
 	if (s->vp > 1) {
-		t->a = t->mb - 1.0 / s->vp;
-		t->b = 1.0 / s->vp;
+		t->a = f->ra;
+		t->b = f->rb;
 		t->t_pipe = schedule_time(t->a, t->b, t->rank_c, pp);
 	} else {
 		t->a = f->a;
@@ -456,7 +462,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct pipeline_frame *f, int q)
 {
-	for (int k = q; k < f->n_stages; k += s->pp) {
+	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j)) {
 		int g = f->group[k];
 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
@@ -488,7 +494,7 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 	int L = m->n_layer;
 
 	*mem = zero_mem;
-	for (int k = q; k < f->n_stages; k += s->pp)
+	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			struct layer_mem lm;
 
@@ -586,7 +592,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	/* The bottleneck rank's parts, per micro-batch, times m. */
 	rank_time(&r->time, mb, m, c, s, f, bn);
 	r->bottleneck_rank = bn;
-	for (int k = bn; k < f->n_stages; k += pp)
+	for (int j = 0, k = bn; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, bn, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++)
 			r->bottleneck_fwd += lc->fwd[(size_t)f->group[k] * lc->n_layer + l];
 	r->bottleneck_send = P.rank_send[bn];
@@ -631,7 +637,7 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
 		struct cost_stage *x = &out[k];
 		int g = f.group[k];
 
-		x->rank = k % s->pp;
+		x->rank = strategy_rank(s, k);
 		x->first = s->first[k];
 		x->n_layers = stage_layers(s, k);
 		x->fwd = x->bwd = 0;
@@ -666,7 +672,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->group = s->group[q];
 		x->gpu = c->group[x->group].gpu;
 		x->n_chunks = 0;
-		for (int k = q; k < f->n_stages; k += pp) {
+		for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j)) {
 			x->n_layers += stage_layers(s, k);
 			x->n_chunks++;
 			for (int l = s->first[k]; l < s->first[k + 1]; l++) {

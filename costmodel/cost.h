@@ -63,7 +63,10 @@ void cost_layers_free(struct layer_costs *lc);
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
 struct pipeline_frame {
 	int n_stages, n_group, vp;
-	double a, b;			/* schedule weights (cost_schedule) */
+	double a, b;			/* schedule weights over the stages
+					   (schedule_weights) */
+	double ra, rb;			/* ... over the ranks' totals
+					   (schedule_rank_weights) */
 	double inflight[MAX_STAGES];	/* micro-batches of activations held */
 	double send[MAX_STAGES];	/* seconds of p2p per micro-batch into
 					   stage k from stage k - 1 (0 for k = 0):

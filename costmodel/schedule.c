@@ -17,7 +17,24 @@
  *   balanced T = m c + (p-1)(t_F + t_B - t_W). With t_B = t_W (each half the
  *   backward; recomputation belongs to B) t_F + t_B - t_W = rho c, rho the
  *   forward (+ recompute) share of c, so a = m - rho, b = rho:
- *   (m - rho) c + rho p c = m c + (p-1) rho c. */
+ *   (m - rho) c + rho p c = m c + (p-1) rho c.
+ * - Interleaved zero bubble (torch.distributed.pipelining's
+ *   ScheduleInterleavedZeroBubble: ZB-H1's W passes in interleaved 1F1B):
+ *   ZB-H1's bubble over chunks of c/v, m v c_chunk + (p-1) rho c_chunk:
+ *   a = m v - rho, b = rho / v (rho = 1 gives interleaved 1F1B, v = 1
+ *   ZB-H1). Derived here, not from a paper's table.
+ * - ZB-V (Qi et al. 2024 Sec. 5), two chunks per rank in a V. The paper's
+ *   bubble (p-1)(t_F + t_B - 2 t_W) of a chunk, 0 when F = B = W
+ *   (COSTMODEL.md's table), lets the next iteration's forwards fill the
+ *   start (its post-validation skips the optimizer's synchronisation). With
+ *   a flush every iteration, as torch.distributed.pipelining runs it, rank
+ *   p - 1 starts only after p - 1 chunk forwards and then has the same work
+ *   as every rank, so the bubble is at least (p-1) t_F: (p-1) max(t_F, t_F
+ *   + t_B - 2 t_W) = (p-1) t_F = (p-1) rho c_chunk, as t_B = t_W above
+ *   (--timeline's simulation of the order ends there for F = B = W).
+ *   Balanced T = 2 m c_chunk + (p-1) rho c_chunk over the 2p chunks:
+ *   a = 2m - rho, b = rho / 2: interleaved zero bubble's time at v = 2, with
+ *   less memory on rank 0 and no p2p at the V's turn. */
 void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		      double *b)
 {
@@ -32,6 +49,14 @@ void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		*a = (double)m * v - 1;
 		*b = 1.0 / v;
 		return;
+	case SCHED_INTERLEAVED_ZB:
+		*a = (double)m * v - rho;
+		*b = rho / v;
+		return;
+	case SCHED_ZB_V:
+		*a = 2.0 * m - rho;
+		*b = rho / 2;
+		return;
 	case SCHED_ZB_H1:
 		*a = m - rho;
 		*b = rho;
@@ -45,34 +70,68 @@ void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 	}
 }
 
-/* Activations in flight (Narayanan et al. 2021 Sec. 2.2; COSTMODEL.md):
+/* The same schedules over the ranks' totals C_r (the sum of a rank's chunks
+ * per micro-batch), T = a max_r C_r + b sum_r C_r, balanced equal to
+ * schedule_weights': a = m - x/v, b = x/v with x the bubble's share of a
+ * chunk (1 interleaved, rho the zero-bubble ones). */
+void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a,
+			   double *b)
+{
+	double ca, cb;
+
+	if (v < 1)
+		v = 1;
+	schedule_weights(sc, m, v, rho, &ca, &cb);
+	if (!schedule_virtual(sc)) {
+		*a = ca;
+		*b = cb;
+		return;
+	}
+	/* balanced: ca c + cb p v c = (m + cb (p - 1)) v c: the bubble share
+	 * x / v of C = v c is cb, so a = m - cb, b = cb */
+	*a = m - cb;
+	*b = cb;
+}
+
+/* Activations in flight (Narayanan et al. 2021 Sec. 2.2; COSTMODEL.md) on
+ * virtual stage k (pipeline rank r = k % pp):
  * - GPipe: all m micro-batches before the first backward;
  * - 1F1B and ZB-H1 (Qi et al. 2024: ZB-H1 keeps 1F1B's peak memory): rank r
  *   runs pp - r - 1 warm-up forwards plus one in steady state:
  *   min(pp - r, m);
- * - interleaved: Megatron's warm-up count (pp - r - 1)*2 + (v-1)*pp plus
- *   one in steady state, at most m*v, in chunk activations of 1/v of the
- *   rank's layers each: per chunk min(m*v, 2(pp-r-1) + (v-1)pp + 1) / v.
- *   For rank 0 this is pp + (pp-1)/v micro-batches, COSTMODEL.md's
- *   p (1 + (p-1)/(p v)). */
-double schedule_inflight(enum schedule sc, int pp, int v, int m, int rank)
+ * - interleaved (and interleaved zero bubble, which keeps its warm-up):
+ *   Megatron's warm-up count (pp - r - 1)*2 + (v-1)*pp plus one in steady
+ *   state, at most m*v, in chunk activations of 1/v of the rank's layers
+ *   each: per chunk min(m*v, 2(pp-r-1) + (v-1)pp + 1) / v. For rank 0 this
+ *   is pp + (pp-1)/v micro-batches, COSTMODEL.md's p (1 + (p-1)/(p v)).
+ * - ZB-V (Qi et al. 2024 Sec. 5: 1F1B's peak activation memory, p stage
+ *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
+ *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
+ *   leg (stage r), 2 r + 1 on the second (stage 2 pp - 1 - r); each at
+ *   most m. */
+double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 {
+	int r = pp > 0 ? k % pp : 0;
 	double n;
 
 	switch (sc) {
 	case SCHED_GPIPE:
 		return m;
+	case SCHED_ZB_V:
+		n = k < pp ? 2.0 * (pp - r) - 1 : 2.0 * (2 * pp - 1 - k) + 1;
+		return n < m ? n : m;
 	case SCHED_INTERLEAVED:
+	case SCHED_INTERLEAVED_ZB:
 		if (v < 1)
 			v = 1;
-		n = 2.0 * (pp - rank - 1) + (double)(v - 1) * pp + 1;
+		n = 2.0 * (pp - r - 1) + (double)(v - 1) * pp + 1;
 		if (n > (double)m * v)
 			n = (double)m * v;
 		return n / v;
 	case SCHED_1F1B:
 	case SCHED_ZB_H1:
 	default:
-		return pp - rank < m ? pp - rank : m;
+		return pp - r < m ? pp - r : m;
 	}
 }
 

@@ -6,17 +6,25 @@
 
 #include "strategy.h"
 
-/* The weights a, b for schedule sc with m micro-batches, v virtual stages
- * per rank (interleaved only) and rho = the share of a stage's time that is
- * forward (+ recomputation), used by ZB-H1. */
+/* The weights a, b over the virtual stages' c_k for schedule sc with m
+ * micro-batches, v virtual stages per rank (schedule_virtual only) and rho
+ * = the share of a stage's time that is forward (+ recomputation), used by
+ * the zero-bubble schedules. For virtual stages an upper estimate (the
+ * partition DP's objective). */
 void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		      double *b);
 
-/* Micro-batches of activations held by one virtual stage of pipeline rank
- * `rank` (0-based) of pp ranks with v virtual stages per rank: for
- * interleaved the rank's chunk activations spread evenly over its v chunks,
- * so the value may be fractional. */
-double schedule_inflight(enum schedule sc, int pp, int v, int m, int rank);
+/* The weights over the ranks' totals C_r (T = a max_r C_r + b sum_r C_r;
+ * cost_evaluate's time): the same as schedule_weights without virtual
+ * stages. */
+void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a,
+			   double *b);
+
+/* Micro-batches of activations held by virtual stage k (0-based; for
+ * k < pp, the first stage of pipeline rank k) of pp ranks with v virtual
+ * stages per rank: for interleaved the rank's chunk activations spread
+ * evenly over its v chunks, so the value may be fractional. */
+double schedule_inflight(enum schedule sc, int pp, int v, int m, int k);
 
 /* a * max_k c[k] + b * sum_k c[k] over n stages. */
 double schedule_time(double a, double b, const double *c, int n);

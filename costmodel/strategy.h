@@ -11,7 +11,13 @@
 /* Most node groups in a cluster. */
 #define MAX_GROUPS 16
 
-enum schedule { SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_COUNT };
+/* Interleaved 1F1B, interleaved zero bubble and ZB-V run vp > 1 virtual
+ * stages per rank (schedule_virtual); ZB-V exactly 2, in a V
+ * (strategy_rank). */
+enum schedule {
+	SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_INTERLEAVED_ZB,
+	SCHED_ZB_V, SCHED_COUNT
+};
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 /* The attention kernel the trainer runs: FlashAttention-2 or later (and
  * cuDNN / Transformer Engine fused attention), FlashAttention 1, Megatron's
@@ -21,8 +27,9 @@ enum attention { ATTN_FLASH, ATTN_FLASH1, ATTN_FUSED_SOFTMAX, ATTN_UNFUSED, ATTN
 
 /* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
  * layers [first[k], first[k+1]) of the model's layer list and runs on
- * pipeline rank k % pp (Megatron's interleaved order), whose GPUs all belong
- * to node group group[k % pp]. Plain value type: copy with '='. */
+ * pipeline rank strategy_rank(s, k) (k % pp, Megatron's interleaved order,
+ * or ZB-V's V), whose GPUs all belong to node group group[that rank]. Plain
+ * value type: copy with '='. */
 struct strategy {
 	int tp, cp, pp, dp, ep;	/* ep divides dp * cp; 1 for dense models */
 	int vp;			/* virtual stages per pipeline rank (1 = none) */
@@ -58,7 +65,8 @@ struct strategy {
 	unsigned char group[MAX_STAGES];
 };
 
-/* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe";
+/* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe",
+ * "interleaved-zb", "zb-v";
  * "none", "selective", "full"; "flash", "flash1", "fused-softmax",
  * "unfused". */
 const char *schedule_name(enum schedule s);
@@ -71,6 +79,38 @@ const char *grad_dtype_name(const struct strategy *s, bool fp16);
 int schedule_parse(const char *name);
 int recompute_parse(const char *name);
 int attention_parse(const char *name);
+
+/* Whether schedule sc runs several virtual stages per pipeline rank. */
+static inline bool schedule_virtual(enum schedule sc)
+{
+	return sc == SCHED_INTERLEAVED || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V;
+}
+
+/* The pipeline rank of virtual stage k: k % pp, or under ZB-V (Qi et al.
+ * 2024 Sec. 5; torch.distributed.pipelining's "v" style) stage k on rank
+ * k for k < pp and on rank 2 pp - 1 - k after, so that rank r holds stages
+ * r and 2 pp - 1 - r and the last stage sits beside the first. */
+static inline int strategy_rank(const struct strategy *s, int k)
+{
+	if (s->schedule == SCHED_ZB_V && k >= s->pp)
+		return 2 * s->pp - 1 - k;
+	return k % s->pp;
+}
+
+/* Virtual stages per pipeline rank, vp read as 1 when unset (0). */
+static inline int strategy_vp(const struct strategy *s)
+{
+	return s->vp > 0 ? s->vp : 1;
+}
+
+/* The j-th virtual stage (0 <= j < vp) of pipeline rank q, in the order
+ * of the model's layers: the inverse of strategy_rank. */
+static inline int strategy_stage(const struct strategy *s, int q, int j)
+{
+	if (s->schedule == SCHED_ZB_V && j > 0)
+		return 2 * s->pp - 1 - q;
+	return q + j * s->pp;
+}
 
 /* Layers in virtual stage k. */
 static inline int stage_layers(const struct strategy *s, int k)

@@ -384,7 +384,7 @@ void emit_nodes_txt(struct emit_ctx *x)
 		emit_printf(b, "# pipeline rank %d (node rank%s ", p, hi > lo ? "s" : "");
 		range(b, lo, hi);
 		emit_printf(b, "): ");
-		for (int k = p; k < s->n_stages; k += s->pp) {
+		for (int j = 0, k = p; j < strategy_vp(s) && k < s->n_stages; k = strategy_stage(s, p, ++j)) {
 			emit_printf(b, "%sstage %d ", k > p ? ", " : "", k);
 			stage_range(b, s, k);
 		}

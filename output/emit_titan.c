@@ -144,7 +144,8 @@ static void toml(struct emit_ctx *x)
 	const struct strategy *s = x->s;
 	static const char *const sched[SCHED_COUNT] = {
 		[SCHED_1F1B] = "1F1B", [SCHED_INTERLEAVED] = "Interleaved1F1B",
-		[SCHED_GPIPE] = "GPipe",
+		[SCHED_GPIPE] = "GPipe", [SCHED_INTERLEAVED_ZB] = "InterleavedZeroBubble",
+		[SCHED_ZB_V] = "ZBVZeroBubble",
 	};
 	static const char *const ac[RECOMPUTE_COUNT] = {
 		[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
@@ -207,6 +208,10 @@ static void toml(struct emit_ctx *x)
 			    "context_parallel_rotate_method = \"alltoall\"\n");
 	emit_printf(b, "pipeline_parallel_degree = %d\n", s->pp);
 	if (s->pp > 1) {
+		if (s->schedule == SCHED_ZB_V)
+			emit_printf(b, "# ZB-V: the model parts below in stage order; torchtitan places\n"
+				    "# stages r and %d - r on pipeline rank r (its \"v\" style)\n",
+				    2 * s->pp - 1);
 		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
 			    "pipeline_parallel_microbatch_size = %d\n",
 			    sched[s->schedule], s->mbs);

@@ -153,7 +153,7 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 	char layers[64], groups[48], sched[24], mem[48], who[40];
 	double usd_iter, usd_mtok;
 
-	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-14s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
+	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-17s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
 		"FP8", "layers/stage", "GPUs/stage", "iter s", "tokens/s", "MFU%", "mem GiB");
 	if (priced(c))
@@ -167,7 +167,7 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		report_groups(groups, sizeof groups - 28, row, c);
 		schedule_label(sched, sizeof sched, s);
 		report_fullest(mem, sizeof mem, &row->r);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-14s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
+		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
 			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
 			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
 			row->r.iter_s,
@@ -244,7 +244,7 @@ static void rank_layout(char *buf, size_t n, const struct strategy *s, const str
 	size_t at = 0;
 
 	buf[0] = '\0';
-	for (int k = q; k < s->n_stages; k += s->pp) {
+	for (int j = 0, k = q; j < strategy_vp(s) && k < s->n_stages; k = strategy_stage(s, q, ++j)) {
 		if (k > q)
 			append(buf, n, &at, ",");
 		stage_layout(buf, n, &at, s, m, k);
@@ -639,17 +639,17 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 		cost_layers_free(&lc);
 	}
 	for (int k = 0; k < s->n_stages; k++) {
-		const struct node_group *g = &c->group[s->group[k % s->pp]];
+		const struct node_group *g = &c->group[s->group[strategy_rank(s, k)]];
 		cJSON *o = cJSON_CreateObject();
 
 		cJSON_AddNumberToObject(o, "stage", k);
-		cJSON_AddNumberToObject(o, "pipeline_rank", k % s->pp);
+		cJSON_AddNumberToObject(o, "pipeline_rank", strategy_rank(s, k));
 		cJSON_AddNumberToObject(o, "first_layer", s->first[k]);
 		cJSON_AddNumberToObject(o, "layers", stage_layers(s, k));
 		cJSON_AddStringToObject(o, "group", g->name);
 		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
 		if (x) {
-			const struct cost_rank *y = &x[k % s->pp];
+			const struct cost_rank *y = &x[strategy_rank(s, k)];
 			const struct cost_mem *mm = &y->mem;
 			const char *kn[] = {
 				"fwd_ms", "bwd_ms", "p2p_ms", "rank_fwd_ms", "rank_bwd_ms",

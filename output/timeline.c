@@ -16,12 +16,57 @@
 #include "plan.h"
 #include "util.h"
 
+/* The virtual stage of rank r's chunk c and the rank of virtual stage k:
+ * strategy_stage and strategy_rank on in's schedule and pp (ZB-V's V or
+ * Megatron's looped order). */
+static int op_stage(const struct timeline_in *in, int r, int c)
+{
+	const struct strategy s = { .schedule = in->schedule, .pp = in->pp };
+
+	return strategy_stage(&s, r, c);
+}
+
+static int stage_rank(const struct timeline_in *in, int k)
+{
+	const struct strategy s = { .schedule = in->schedule, .pp = in->pp };
+
+	return strategy_rank(&s, k);
+}
+
+/* Whether the schedule splits the backward into B and W passes. */
+static bool has_w(enum schedule sc)
+{
+	return sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V;
+}
+
 /* Appends pass (kind, chunk, mb) of rank r to ops[*n]. */
 static void push(struct timeline_op *ops, int *n, int r, enum timeline_kind kind, int chunk,
 		 int mb)
 {
 	ops[*n] = (struct timeline_op){ .rank = r, .chunk = chunk, .mb = mb, .kind = kind };
 	(*n)++;
+}
+
+/* The W passes a rank owes: the B passes it ran (chunk, micro-batch) in
+ * order, b of them, of which the first w have their W pushed. */
+struct w_queue {
+	int *chunk, *mb;
+	int b, w;
+};
+
+/* Appends the B pass (chunk, mb) of rank r and, with zero bubble, the W
+ * passes of its oldest B passes while more than hold are pending: ZB-H1's
+ * rule (Qi et al. 2024 Sec. 3.1, Fig. 3), hold = r. */
+static void push_b(struct timeline_op *ops, int *n, int r, int chunk, int mb, struct w_queue *q,
+		   int hold)
+{
+	push(ops, n, r, TIMELINE_B, chunk, mb);
+	if (!q)
+		return;
+	q->chunk[q->b] = chunk;
+	q->mb[q->b++] = mb;
+	for (; q->b - q->w > hold; q->w++)
+		push(ops, n, r, TIMELINE_W, q->chunk[q->w], q->mb[q->w]);
 }
 
 /* Interleaved (Megatron-LM forward_backward_pipelining_with_interleaving):
@@ -36,14 +81,30 @@ static void push(struct timeline_op *ops, int *n, int r, enum timeline_kind kind
  * without the passes of the micro-batches that do not exist: a pass depends
  * only on passes of its own micro-batch, so this order cannot wait on
  * itself (taking the short last group as it comes, with the same warm-up,
- * can: pp 4, vp 3, m 5). */
+ * can: pp 4, vp 3, m 5).
+ * Interleaved zero bubble (torch.distributed.pipelining's
+ * ScheduleInterleavedZeroBubble runs interleaved 1F1B with the backward
+ * split in B and W): the same order of F and B, each B followed by W
+ * passes as ZB-H1 does it on rank r (push_b, hold r): r W passes held back
+ * fill the end where the rank would idle (its last backward ends about r
+ * chunk backwards before rank 0's), the rest follow their B at once, which
+ * fills the gaps between the cool-down's B passes. A simplification of
+ * torch's order (which also moves W passes into the warm-up's bubbles);
+ * each W after its own B on the same rank, so it cannot wait on itself
+ * either. */
 static void order_interleaved(const struct timeline_in *in, int r, struct timeline_op *ops,
 			      int *n)
 {
 	int pp = in->pp, v = in->vp, m = in->m, mp = (m + pp - 1) / pp * pp, total = mp * v, j = 0;
 	int warm = 2 * (pp - r - 1) + (v - 1) * pp;
 	int *mb = xcalloc((size_t)total, sizeof *mb), *ch = xcalloc((size_t)total, sizeof *ch);
+	struct w_queue wq = { 0 }, *q = NULL;
 
+	if (in->schedule == SCHED_INTERLEAVED_ZB) {
+		wq.chunk = xcalloc((size_t)total, sizeof *wq.chunk);
+		wq.mb = xcalloc((size_t)total, sizeof *wq.mb);
+		q = &wq;
+	}
 	for (int g0 = 0; g0 < mp; g0 += pp)
 		for (int c = 0; c < v; c++)
 			for (int i = g0; i < g0 + pp; i++, j++) {
@@ -59,13 +120,120 @@ static void order_interleaved(const struct timeline_in *in, int r, struct timeli
 		if (mb[warm + j] < m)
 			push(ops, n, r, TIMELINE_F, ch[warm + j], mb[warm + j]);
 		if (mb[j] < m)
-			push(ops, n, r, TIMELINE_B, v - 1 - ch[j], mb[j]);
+			push_b(ops, n, r, v - 1 - ch[j], mb[j], q, r);
 	}
 	for (j = total - warm; j < total; j++)
 		if (mb[j] < m)
-			push(ops, n, r, TIMELINE_B, v - 1 - ch[j], mb[j]);
+			push_b(ops, n, r, v - 1 - ch[j], mb[j], q, r);
+	for (; q && q->w < q->b; q->w++)
+		push(ops, n, r, TIMELINE_W, q->chunk[q->w], q->mb[q->w]);
 	free(mb);
 	free(ch);
+	free(wq.chunk);
+	free(wq.mb);
+}
+
+/* order_zb_v's unit-time steps: whether the pass of t [k * m + i] (its
+ * step + 1, 0 before it ran) ran before step. */
+static bool ran_by(const int *t, int m, int k, int i, int step)
+{
+	int at = t[(size_t)k * m + i];
+
+	return at > 0 && at <= step;
+}
+
+/* Whether B of micro-batch i on stage k may run at step: the next stage's
+ * B ran, or on the last stage (of S) its own F. */
+static bool b_ready(const int *tf, const int *tb, int S, int m, int k, int i, int step)
+{
+	return k == S - 1 ? ran_by(tf, m, k, i, step) : ran_by(tb, m, k + 1, i, step);
+}
+
+/* ZB-V (Qi et al. 2024 Sec. 5; torch.distributed.pipelining's
+ * ScheduleZBVZeroBubble): the orders of all ranks at once, from a list
+ * schedule in unit time (every F, B and W one step, p2p free): at each step
+ * each rank runs, of the passes whose inputs were there at the end of the
+ * previous step,
+ *   1. a B, the older micro-batch first (the first leg's);
+ *   2. else an F, the second leg's (stage 2 pp - 1 - r) first, if the rank
+ *      holds fewer than 2 pp chunk activations (1F1B's peak over the V's
+ *      2 pp stages, schedule_inflight; held from the F until the W, which
+ *      still reads them), the first leg's only below 2 pp - 1, which keeps
+ *      a place for the second leg;
+ *   3. else the W of its oldest B.
+ * Each stage takes its micro-batches in order. Rank r so runs up to
+ * 2 (pp - r) - 1 forwards down the first leg until micro-batch 0 comes back
+ * up the second, then F, B and W in turn as the held activations allow,
+ * and its last W passes fill the cool-down: the paper's shape. On balanced
+ * stages with t_F = t_B = t_W it ends within a few passes of the bound
+ * 6 m + pp - 1 (rank pp - 1 waits pp - 1 forwards for its first input).
+ * It cannot stall: every pass of the micro-batches before the oldest
+ * unfinished one, i, is done, so a rank holds only chunks of i or later;
+ * i's next F finds none of its own stage held (stages run in order) and
+ * at most 2 pp - 1 of the first leg, its next B and W need no room, so a
+ * step never passes with all ranks idle. Each pass follows its inputs in
+ * unit time, so the event simulation cannot wait on itself whatever the
+ * real times. Rank r's passes go to ops[first[r] .. first[r] + 6 m).
+ * Returns 0, or -1 if a step ran nothing (not expected). */
+static int order_zb_v(const struct timeline_in *in, struct timeline_op *ops, const int *first)
+{
+	int pp = in->pp, m = in->m, S = 2 * pp, step = 0, left = 3 * S * m, rc = 0;
+	int nf[MAX_STAGES] = { 0 }, nb[MAX_STAGES] = { 0 }, held[MAX_STAGES] = { 0 };
+	int cnt[MAX_STAGES] = { 0 }, wh[MAX_STAGES] = { 0 }, wt[MAX_STAGES] = { 0 };
+	/* tf, tb [k * m + i]: step + 1 when F / B of micro-batch i on stage k
+	 * ran, 0 before; wk, wi [r * 2m + j]: rank r's j-th B (stage, mb) */
+	int *tf = xcalloc((size_t)S * m * 2, sizeof *tf), *tb = tf + (size_t)S * m;
+	int *wk = xcalloc((size_t)pp * 2 * m * 2, sizeof *wk), *wi = wk + (size_t)pp * 2 * m;
+
+	for (; left > 0; step++) {
+		int ran = 0;
+
+		for (int r = 0; r < pp; r++) {
+			int k0 = r, k1 = S - 1 - r, k = -1, i;
+			enum timeline_kind kind = TIMELINE_W;
+
+			if (nb[k0] < m && b_ready(tf, tb, S, m, k0, nb[k0], step))
+				k = k0;
+			else if (nb[k1] < m && b_ready(tf, tb, S, m, k1, nb[k1], step))
+				k = k1;
+			if (k >= 0) {
+				kind = TIMELINE_B;
+			} else if (held[r] < S && nf[k1] < m && ran_by(tf, m, k1 - 1, nf[k1], step)) {
+				k = k1;
+				kind = TIMELINE_F;
+			} else if (held[r] < S - 1 && nf[k0] < m &&
+				   (k0 == 0 || ran_by(tf, m, k0 - 1, nf[k0], step))) {
+				k = k0;
+				kind = TIMELINE_F;
+			}
+			if (k < 0 && wh[r] == wt[r])
+				continue;
+			if (kind == TIMELINE_B) {
+				i = nb[k]++;
+				tb[(size_t)k * m + i] = step + 1;
+				wk[(size_t)r * 2 * m + wt[r]] = k;
+				wi[(size_t)r * 2 * m + wt[r]++] = i;
+			} else if (kind == TIMELINE_F) {
+				i = nf[k]++;
+				tf[(size_t)k * m + i] = step + 1;
+				held[r]++;
+			} else {
+				k = wk[(size_t)r * 2 * m + wh[r]];
+				i = wi[(size_t)r * 2 * m + wh[r]++];
+				held[r]--;
+			}
+			push(ops + first[r], &cnt[r], r, kind, k == k0 ? 0 : 1, i);
+			ran++;
+		}
+		if (!ran) {
+			rc = -1;
+			break;
+		}
+		left -= ran;
+	}
+	free(tf);
+	free(wk);
+	return rc;
 }
 
 /* Rank r's passes in the order it runs them (timeline.h). 1F1B and ZB-H1
@@ -73,13 +241,15 @@ static void order_interleaved(const struct timeline_in *in, int r, struct timeli
  * any is left) and a backward at a time. ZB-H1 (Qi et al. 2024 Sec. 3.1,
  * Fig. 3) follows each B with a W as soon as more than r are pending, so
  * rank r holds r W passes back and runs them at the end, where 1F1B's
- * cool-down leaves rank r idle; its bubble is (pp - 1)(t_F + t_B - t_W). */
+ * cool-down leaves rank r idle; its bubble is (pp - 1)(t_F + t_B - t_W).
+ * ZB-V: order_zb_v, all ranks at once. */
 static void rank_order(const struct timeline_in *in, int r, struct timeline_op *ops, int *n)
 {
 	int m = in->m, warm = in->pp - r - 1 < m ? in->pp - r - 1 : m, nf = 0, nb = 0, nw = 0;
 
 	switch (in->schedule) {
 	case SCHED_INTERLEAVED:
+	case SCHED_INTERLEAVED_ZB:
 		order_interleaved(in, r, ops, n);
 		return;
 	case SCHED_GPIPE:
@@ -115,12 +285,16 @@ static int check_in(const struct timeline_in *in, struct err *e)
 	    S > MAX_STAGES)
 		return err_set(e, "pp %d, vp %d, m %d: need pp, vp, m >= 1 and pp x vp <= %d",
 			       in->pp, in->vp, in->m, MAX_STAGES);
-	if ((in->schedule == SCHED_INTERLEAVED) != (in->vp > 1))
-		return err_set(e, "vp %d with schedule %s: virtual stages go with interleaved only",
-			       in->vp, schedule_name(in->schedule));
-	if (in->schedule == SCHED_INTERLEAVED && in->m < in->pp)
-		return err_set(e, "interleaved needs micro-batches (%d) >= pp (%d)", in->m, in->pp);
-	ops = (double)S * in->m * (in->schedule == SCHED_ZB_H1 ? 3 : 2);
+	if (schedule_virtual(in->schedule) != (in->vp > 1))
+		return err_set(e, "vp %d with schedule %s: virtual stages go with interleaved, "
+			       "interleaved-zb and zb-v only", in->vp, schedule_name(in->schedule));
+	if (in->schedule == SCHED_ZB_V && in->vp != 2)
+		return err_set(e, "vp %d with schedule zb-v: it runs 2 stages per rank", in->vp);
+	if ((in->schedule == SCHED_INTERLEAVED || in->schedule == SCHED_INTERLEAVED_ZB) &&
+	    in->m < in->pp)
+		return err_set(e, "%s needs micro-batches (%d) >= pp (%d)", schedule_name(in->schedule),
+			       in->m, in->pp);
+	ops = (double)S * in->m * (has_w(in->schedule) ? 3 : 2);
 	if (ops > TIMELINE_MAX_OPS)
 		return err_set(e, "%.0f passes (pp %d x vp %d x %d micro-batches) are too many "
 			       "to draw (at most %d)", ops, in->pp, in->vp, in->m, TIMELINE_MAX_OPS);
@@ -138,7 +312,7 @@ static int check_in(const struct timeline_in *in, struct err *e)
 /* The pass's duration. */
 static double op_time(const struct timeline_in *in, const struct timeline_op *o)
 {
-	int k = o->chunk * in->pp + o->rank;
+	int k = op_stage(in, o->rank, o->chunk);
 
 	return o->kind == TIMELINE_F ? in->fwd[k] : o->kind == TIMELINE_B ? in->bwd[k] : in->wgt[k];
 }
@@ -146,11 +320,14 @@ static double op_time(const struct timeline_in *in, const struct timeline_op *o)
 /* When op o's input is there: *ready, and *sent the time it left another
  * rank (or -1 when it comes from the same rank). Returns false if the pass it
  * needs has not run yet. fend / bend: [k * m + mb] end of the forward /
- * backward of micro-batch mb on virtual stage k, -1 before it ran. */
+ * backward of micro-batch mb on virtual stage k, -1 before it ran. F of
+ * stage k follows F of k - 1, B of k follows B of k + 1 (on the last stage
+ * its own F), W its own B; a boundary between two stages of one rank (ZB-V's
+ * turn, pp 1) sends nothing. */
 static bool op_ready(const struct timeline_in *in, const struct timeline_op *o,
 		     const double *fend, const double *bend, double *ready, double *sent)
 {
-	int pp = in->pp, S = pp * in->vp, k = o->chunk * pp + o->rank, m = in->m;
+	int pp = in->pp, S = pp * in->vp, k = op_stage(in, o->rank, o->chunk), m = in->m, from;
 	double t;
 
 	*sent = -1;
@@ -163,7 +340,8 @@ static bool op_ready(const struct timeline_in *in, const struct timeline_op *o,
 		t = fend[(size_t)(k - 1) * m + o->mb];
 		if (t < 0)
 			return false;
-		*ready = t + in->send[k] / 2;
+		from = k - 1;
+		*ready = t + (stage_rank(in, from) != o->rank ? in->send[k] / 2 : 0);
 		break;
 	case TIMELINE_B:
 		if (k == S - 1) {
@@ -174,14 +352,15 @@ static bool op_ready(const struct timeline_in *in, const struct timeline_op *o,
 		t = bend[(size_t)(k + 1) * m + o->mb];
 		if (t < 0)
 			return false;
-		*ready = t + in->send[k + 1] / 2;
+		from = k + 1;
+		*ready = t + (stage_rank(in, from) != o->rank ? in->send[k + 1] / 2 : 0);
 		break;
 	case TIMELINE_W:
 	default:
 		*ready = bend[(size_t)k * m + o->mb];
 		return *ready >= 0;
 	}
-	if (pp > 1)
+	if (stage_rank(in, from) != o->rank)
 		*sent = t;
 	return true;
 }
@@ -200,13 +379,25 @@ int timeline_simulate(struct timeline_sim *out, const struct timeline_in *in, st
 		return -1;
 	S = pp * in->vp;
 	out->op = xcalloc((size_t)S * m * 3, sizeof *out->op);
+	if (in->schedule == SCHED_ZB_V) {
+		for (int r = 0; r <= pp; r++)
+			out->first[r] = r * 6 * m;
+		out->n_op = 6 * m * pp;
+		if (order_zb_v(in, out->op, out->first) < 0) {
+			timeline_sim_free(out);
+			return err_set(e, "the zb-v list schedule stalled (pp %d, m %d)", pp, m);
+		}
+	} else {
+		for (int r = 0; r < pp; r++) {
+			out->first[r] = out->n_op;
+			rank_order(in, r, out->op, &out->n_op);
+		}
+		out->first[pp] = out->n_op;
+	}
 	for (int r = 0; r < pp; r++) {
-		out->first[r] = out->n_op;
-		rank_order(in, r, out->op, &out->n_op);
 		pos[r] = out->first[r];
 		free_at[r] = 0;
 	}
-	out->first[pp] = out->n_op;
 	fend = xcalloc((size_t)S * m * 2, sizeof *fend);
 	bend = fend + (size_t)S * m;
 	for (size_t i = 0; i < (size_t)S * m * 2; i++)
@@ -218,7 +409,7 @@ int timeline_simulate(struct timeline_sim *out, const struct timeline_in *in, st
 			for (; pos[r] < out->first[r + 1]; pos[r]++, progress++) {
 				struct timeline_op *o = &out->op[pos[r]];
 				double ready, sent;
-				size_t at = (size_t)(o->chunk * pp + r) * m + o->mb;
+				size_t at = (size_t)op_stage(in, r, o->chunk) * m + o->mb;
 
 				if (!op_ready(in, o, fend, bend, &ready, &sent))
 					break;
@@ -334,7 +525,8 @@ static bool op_wait(const struct timeline_op *o, double *a, double *b)
 
 /* A row of few enough passes: one rect each, with the micro-batch number
  * where it fits and a tooltip. */
-static void row_exact(FILE *f, const struct timeline_sim *sim, int r, const struct timeline_geom *g)
+static void row_exact(FILE *f, const struct timeline_in *in, const struct timeline_sim *sim, int r,
+		      const struct timeline_geom *g)
 {
 	static const char kind_name[] = "FBW";
 	double y = g->y[r];
@@ -350,10 +542,10 @@ static void row_exact(FILE *f, const struct timeline_sim *sim, int r, const stru
 		if (w <= 0)
 			continue;
 		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s>"
-			"<title>%c%d chunk %d: %.6g-%.6g s</title></rect>\n",
+			"<title>%c%d chunk %d (stage %d): %.6g-%.6g s</title></rect>\n",
 			x, y, w, g->row_h, cat_color[op_cat(o)],
 			w >= 4 ? " stroke=\"#ffffff\" stroke-width=\"0.5\"" : "", kind_name[o->kind],
-			o->mb, o->chunk, o->start, o->end);
+			o->mb, o->chunk, op_stage(in, r, o->chunk), o->start, o->end);
 		snprintf(num, sizeof num, "%d", o->mb);
 		if (w >= 6.5 * (double)strlen(num) + 4)
 			fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" text-anchor=\"middle\" "
@@ -434,14 +626,16 @@ static void legend(FILE *f, const struct timeline_in *in)
 	} item[10];
 	int n = 0;
 	double x = 10;
-	bool zb = in->schedule == SCHED_ZB_H1;
+	bool zb = has_w(in->schedule);
 
 	item[n++] = (struct legend_item){ TIMELINE_COLOR_F, "forward" };
 	item[n++] = (struct legend_item){ TIMELINE_COLOR_B,
 					  zb ? "backward B (input gradients)" : "backward" };
 	if (zb)
 		item[n++] = (struct legend_item){ TIMELINE_COLOR_W, "W (weight gradients)" };
-	if (in->vp > 1)
+	if (in->schedule == SCHED_ZB_V)
+		item[n++] = (struct legend_item){ TIMELINE_COLOR_F2, "V's second leg (lighter)" };
+	else if (in->vp > 1)
 		item[n++] = (struct legend_item){ TIMELINE_COLOR_F2, "odd virtual stage (lighter)" };
 	item[n++] = (struct legend_item){ TIMELINE_COLOR_P2P, "waiting for p2p (exposed)" };
 	item[n++] = (struct legend_item){ TIMELINE_COLOR_DP, "DP reduction (exposed)" };
@@ -506,7 +700,7 @@ char *timeline_svg(const struct timeline_in *in, const struct timeline_sim *sim,
 		if (sim->first[r + 1] - sim->first[r] > npx / 2)
 			row_raster(f, sim, r, &g, npx);
 		else
-			row_exact(f, sim, r, &g);
+			row_exact(f, in, sim, r, &g);
 		if (k->dp_s > 0)
 			rect(f, g.x0 + t * g.px_per_s, y, k->dp_s * g.px_per_s, g.row_h, TIMELINE_COLOR_DP);
 		if (k->opt_s > 0)
@@ -549,10 +743,11 @@ static void stage_text(char *buf, size_t n, const struct strategy *s, const stru
 }
 
 /* The simulation's input for row: per virtual stage the forward, backward
- * and send seconds of cost_stages; with ZB-H1 the backward split as the
- * cost model splits it (schedule_weights: t_B = t_W, recomputation in B):
- * W = (backward - recomputation) / 2 of the rank (one stage per rank),
- * B = the rest; per rank the DP tail, optimizer step, peak memory and
+ * and send seconds of cost_stages; with the zero-bubble schedules the
+ * backward split as the cost model splits it (schedule_weights: t_B = t_W,
+ * recomputation in B): W = (backward - recomputation) / 2 of the rank,
+ * shared over its chunks in proportion to their backward (cost_ranks has
+ * the recomputation per rank only), B = the rest; per rank the DP tail, optimizer step, peak memory and
  * capacity of cost_ranks, and its labels. */
 static int timeline_input(struct timeline_in *in, const struct plan_row *row,
 			  const struct model *m, const struct cluster *c, struct err *e)
@@ -578,8 +773,9 @@ static int timeline_input(struct timeline_in *in, const struct plan_row *row,
 		in->fwd[k] = st[k].fwd;
 		in->bwd[k] = st[k].bwd;
 		in->send[k] = st[k].send;
-		if (s->schedule == SCHED_ZB_H1 && in->vp == 1) {
-			double w = (rk[k].bwd - rk[k].recompute) / 2;
+		if (has_w(s->schedule)) {
+			const struct cost_rank *x = &rk[strategy_rank(s, k)];
+			double w = x->bwd > 0 ? (x->bwd - x->recompute) / 2 * st[k].bwd / x->bwd : 0;
 
 			in->wgt[k] = w > 0 ? w : 0;
 			in->bwd[k] -= in->wgt[k];
@@ -592,7 +788,7 @@ static int timeline_input(struct timeline_in *in, const struct plan_row *row,
 		snprintf(x->label, sizeof x->label, "rank %d: %s", r, c->gpu[rk[r].gpu].name);
 		at = (size_t)snprintf(x->detail, sizeof x->detail, "%s, layers ",
 				      c->group[rk[r].group].name);
-		for (int k = r; k < n && at < sizeof x->detail; k += s->pp) {
+		for (int j = 0, k = r; j < strategy_vp(s) && k < n && at < sizeof x->detail; k = strategy_stage(s, r, ++j)) {
 			char one[32];
 
 			stage_text(one, sizeof one, s, m, k);

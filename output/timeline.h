@@ -44,21 +44,26 @@ struct timeline_rank {
 };
 
 /* What the simulation needs: the schedule, pp ranks with vp virtual stages
- * each (virtual stage k on rank k % pp, Megatron's order), m micro-batches,
- * and per virtual stage k the seconds per micro-batch of its passes. Plain
+ * each (virtual stage k on rank strategy_rank's: k % pp, Megatron's order,
+ * or with ZB-V k for k < pp and 2 pp - 1 - k after), m micro-batches, and
+ * per virtual stage k the seconds per micro-batch of its passes. Plain
  * value type (large: allocate it). */
 struct timeline_in {
-	enum schedule schedule;	/* SCHED_INTERLEAVED needs vp >= 2 and
-				   m >= pp; the others vp = 1 */
+	enum schedule schedule;	/* interleaved and interleaved-zb need
+				   vp >= 2 and m >= pp, zb-v vp = 2, the
+				   others vp = 1 */
 	int pp, vp, m;
 	double fwd[MAX_STAGES];	/* forward pass */
-	double bwd[MAX_STAGES];	/* backward pass; with ZB-H1 only its
-				   input-gradient part B */
-	double wgt[MAX_STAGES];	/* ZB-H1: the weight-gradient part W
+	double bwd[MAX_STAGES];	/* backward pass; with the zero-bubble
+				   schedules (zb-h1, interleaved-zb, zb-v)
+				   only its input-gradient part B */
+	double wgt[MAX_STAGES];	/* zero bubble: the weight-gradient part W
 				   (Qi et al. 2024); ignored otherwise */
 	double send[MAX_STAGES];	/* p2p into stage k from stage k - 1,
 					   forward and backward together (half
-					   each way); send[0] unused */
+					   each way); send[0] unused, and
+					   ignored between two stages of one
+					   rank (ZB-V's turn) */
 	struct timeline_rank rank[MAX_STAGES];
 	char title[256];	/* first line of the title */
 	char subtitle[256];	/* second line */
@@ -66,8 +71,9 @@ struct timeline_in {
 
 enum timeline_kind { TIMELINE_F, TIMELINE_B, TIMELINE_W };
 
-/* One pass as simulated: on `rank`, of its chunk (virtual stage
- * chunk * pp + rank), for micro-batch mb (0-based). The rank was free from
+/* One pass as simulated: on `rank`, of its chunk (its chunk-th virtual
+ * stage, strategy_stage's: chunk * pp + rank, or with ZB-V chunk 1 the V's
+ * second leg, stage 2 pp - 1 - rank), for micro-batch mb (0-based). The rank was free from
  * `free` (its previous pass ended); its input left the neighbour stage at
  * `sent` (when it came over p2p; else sent = start) and the pass ran over
  * [start, end). */
@@ -98,11 +104,15 @@ struct timeline_sim {
  * of pp per chunk (its get_schedule_table; m not a multiple of pp: the order
  * of the next multiple, less the missing micro-batches); ZB-H1 as Qi et al.
  * 2024 Fig. 3: 1F1B with each W after its B, rank r holding back r of its
- * W passes to the end), then runs them: a pass starts when its rank is free and its input
- * has arrived (a forward: the previous stage's forward of the micro-batch
- * plus half that boundary's send; a backward: the next stage's backward
- * plus half its send, or on the last stage its own forward; a W: its B).
- * p2p transfers overlap compute (asynchronous sends). Returns 0 with *out
+ * W passes to the end; interleaved zero bubble: interleaved's order with
+ * ZB-H1's W rule; ZB-V (Qi et al. Sec. 5): a list schedule in unit time,
+ * B first, then F while the rank holds fewer than 2 pp chunk activations,
+ * then W), then runs them: a pass starts when its rank is free and its
+ * input has arrived (a forward: the previous stage's forward of the
+ * micro-batch plus half that boundary's send; a backward: the next stage's
+ * backward plus half its send, or on the last stage its own forward; a W:
+ * its B; no send between two stages of one rank). p2p transfers overlap
+ * compute (asynchronous sends). Returns 0 with *out
  * filled (free with timeline_sim_free), or -1 with e set when the input is
  * out of range (pp, vp, m, a negative time) or has more than
  * TIMELINE_MAX_OPS passes. */

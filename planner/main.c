@@ -37,7 +37,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
 	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP and the experts)") \
 	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
-	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe") \
+	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v") \
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
 	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
 	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
@@ -307,7 +307,7 @@ static int layout_vp(const struct plan_opts *o)
 	int stages = 1;
 
 	if (!o->layout || o->vp || !o->pp ||
-	    (o->schedule >= 0 && o->schedule != SCHED_INTERLEAVED))
+	    (o->schedule >= 0 && !schedule_virtual((enum schedule)o->schedule)))
 		return 0;
 	for (const char *p = o->layout; *p; p++)
 		stages += *p == '|';

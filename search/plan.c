@@ -49,7 +49,7 @@ void plan_opts_complete(struct plan_opts *o)
 	if (o->zero < 0)
 		o->zero = 0;
 	if (!o->vp)
-		o->vp = o->schedule == SCHED_INTERLEAVED ? 2 : 1;
+		o->vp = schedule_virtual((enum schedule)o->schedule) ? 2 : 1;
 	if (o->fp8 < 0)
 		o->fp8 = 0;
 	if (o->tp_overlap < 0)
@@ -611,8 +611,8 @@ static void why_not(struct search *S, struct plan_row *row)
 
 /* The gap_pct of a row that fits (plan.h): best and r its strategy and
  * result; small: whether the joint placement DP placed it. With virtual
- * stages the bound takes cost_evaluate's weights over the ranks' totals,
- * m - 1/v and 1/v (cost.c pipe_terms). */
+ * stages the bound takes cost_evaluate's weights over the ranks' totals
+ * (the frame's ra, rb; cost.c pipe_terms). */
 static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
 		  bool small)
 {
@@ -626,8 +626,8 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 		return 0;
 	cost_frame(&f, S->m, S->c, best);
 	if (best->vp > 1) {
-		f.a = best->micro_batches - 1.0 / best->vp;
-		f.b = 1.0 / best->vp;
+		f.a = f.ra;
+		f.b = f.rb;
 	}
 	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb) || lb >= r->iter_s)
 		return 0;
@@ -793,10 +793,16 @@ static bool each_schedule(struct search *S, struct strategy *s)
 				     : sc == SCHED_GPIPE || (s->pp == 1 && sc != SCHED_1F1B))
 			continue;
 		for (int vp = o->vp ? o->vp : 1; vp <= (o->vp ? o->vp : 4); vp++) {
-			if ((sc == SCHED_INTERLEAVED) != (vp > 1))
+			/* ZB-V has 2 stages per rank; interleaved zero bubble
+			 * is searched at 2 (more with --vp), which keeps the
+			 * search within its time targets */
+			if (schedule_virtual((enum schedule)sc) != (vp > 1) ||
+			    (sc == SCHED_ZB_V && vp != 2) ||
+			    (sc == SCHED_INTERLEAVED_ZB && !o->vp && vp != 2))
 				continue;
 			/* Interleaving needs micro-batches >= pp (Megatron);
-			 * ZB-H1's bubble (Qi et al. 2024) assumes it too. */
+			 * the zero-bubble schedules (Qi et al. 2024) assume it
+			 * too. */
 			if ((vp > 1 || sc == SCHED_ZB_H1) && s->micro_batches < s->pp)
 				continue;
 			if (s->pp * vp > S->m->n_layer || s->pp * vp > MAX_STAGES)
@@ -1190,9 +1196,12 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			       o->gbs / o->dp);
 	if (o->cp > 1 && o->seq % (2 * o->cp))
 		return err_set(e, "--cp %d needs a sequence length divisible by %d", o->cp, 2 * o->cp);
-	if (o->vp && o->schedule >= 0 && (o->vp > 1) != (o->schedule == SCHED_INTERLEAVED))
-		return err_set(e, "--vp %d does not go with --schedule %s", o->vp,
-			       schedule_name((enum schedule)o->schedule));
+	if (o->vp && o->schedule >= 0 &&
+	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
+	     (o->schedule == SCHED_ZB_V && o->vp != 2)))
+		return err_set(e, "--vp %d does not go with --schedule %s%s", o->vp,
+			       schedule_name((enum schedule)o->schedule),
+			       o->schedule == SCHED_ZB_V ? " (ZB-V runs 2 stages per rank)" : "");
 	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))
 		return err_set(e, "--exhaustive is for at most 14 blocks and 64 GPUs (it tries every partition and placement)");
 	if (o->fp8 == 1)

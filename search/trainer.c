@@ -97,26 +97,36 @@ static int check_shape(enum trainer t, const struct model *m,
  *   vp > 1 (--num-virtual-stages-per-pipeline-rank or the layout); no GPipe
  *   and no zero-bubble schedule.
  * - torchtitan v0.2.2 (torch.distributed.pipelining): 1F1B, GPipe,
- *   Interleaved1F1B; its zero-bubble schedules InterleavedZeroBubble (looped,
- *   several stages per rank) and ZBVZeroBubble (two stages per rank in a V)
- *   are not ZB-H1, which keeps one stage per rank: ampplan plans neither, so
- *   a zb-h1 plan runs on no trainer.
- * - DeepSpeed's pipeline engine: 1F1B with one stage per rank only. */
+ *   Interleaved1F1B, and the zero-bubble InterleavedZeroBubble (looped,
+ *   several stages per rank: interleaved-zb) and ZBVZeroBubble (two stages
+ *   per rank in a V: zb-v); no ZB-H1, which keeps one stage per rank.
+ * - DeepSpeed's pipeline engine: 1F1B with one stage per rank only.
+ * Every trainer: virtual stages go with the schedules that have them
+ * (schedule_virtual; ZB-V exactly 2), and need micro-batches >= pp. */
 static int check_schedule(enum trainer t, const struct strategy *s, struct err *e)
 {
+	bool zb = s->schedule == SCHED_INTERLEAVED_ZB || s->schedule == SCHED_ZB_V;
+
 	if (s->pp > 1) {
 		if (s->schedule == SCHED_ZB_H1 && t == TRAINER_TORCHTITAN)
-			return refuse(e, t, "schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with 1f1b, interleaved or gpipe");
+			return refuse(e, t, "schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v");
 		if (s->schedule == SCHED_ZB_H1)
 			return refuse(e, t, "schedule 'zb-h1' is a planning option only, with no %s flag or config; plan with 1f1b or interleaved",
 				      names[t]);
+		if (zb && t != TRAINER_TORCHTITAN)
+			return refuse(e, t, "schedule '%s' has no %s flag or config (torchtitan runs it); plan with 1f1b%s",
+				      schedule_name(s->schedule), names[t],
+				      t == TRAINER_DEEPSPEED ? "" : " or interleaved");
 		if (s->schedule == SCHED_GPIPE && t != TRAINER_TORCHTITAN)
 			return refuse(e, t, "schedule 'gpipe' has no %s flag or config (its pipeline runs 1F1B); plan with 1f1b",
 				      names[t]);
-		if (s->schedule == SCHED_INTERLEAVED && s->vp < 2)
-			return refuse(e, t, "schedule 'interleaved' needs vp > 1, not %d", s->vp);
-		if (s->schedule != SCHED_INTERLEAVED && s->vp > 1)
-			return refuse(e, t, "vp %d needs schedule 'interleaved', not '%s'",
+		if (schedule_virtual(s->schedule) && s->vp < 2)
+			return refuse(e, t, "schedule '%s' needs vp > 1, not %d",
+				      schedule_name(s->schedule), s->vp);
+		if (s->schedule == SCHED_ZB_V && s->vp != 2)
+			return refuse(e, t, "schedule 'zb-v' runs 2 stages per rank, not vp %d", s->vp);
+		if (!schedule_virtual(s->schedule) && s->vp > 1)
+			return refuse(e, t, "vp %d needs schedule 'interleaved', 'interleaved-zb' or 'zb-v', not '%s'",
 				      s->vp, schedule_name(s->schedule));
 	}
 	if (s->vp > 1 && t == TRAINER_DEEPSPEED)

@@ -1527,6 +1527,60 @@ END_TEST
  *           3.33e8.
  * On a 1e9-byte GPU the frame's even per-chunk cap (5e8) is below chunk
  * 0, yet rank 0 fits as a whole; on 8.8e8 bytes it does not. */
+/* ZB-V's V (strategy_rank): the toy, pp 2, vp 2, m = 4, zero 0, the
+ * user's allowance 0, virtual stages [0,3), [3,4), [4,5), [5,6) on ranks
+ * 0, 1, 1, 0, rank 0 on group 0 and rank 1 on group 1. Stages 1 and 2 sit
+ * on one rank: no p2p between them; 0 -> 1 and 2 -> 3 cross the groups.
+ * In flight (schedule_inflight): rank 0 2 (p - 0) - 1 = 3 on stage 0 and
+ * 2 * 0 + 1 = 1 on stage 3; rank 1 1 on stage 1 and 3 on stage 2.
+ *   rank 0: 18 x 2.5e7 + 3 x 68e6 = 6.54e8, 18 x 5e6 + 1 x 4e6 + 6e6
+ *           logits = 1e8: 7.54e8;
+ *   rank 1: 18 x 1e7 + 1 x 34e6 = 2.14e8, 18 x 1e7 + 3 x 34e6 = 2.82e8:
+ *           4.96e8 (the same blocks as test_fit_interleaved_chunks). */
+START_TEST(test_zb_v_placement)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct pipeline_frame f;
+	struct cost_result r;
+	struct cost_rank x[2];
+
+	toy();
+	toy_cluster();
+	s.schedule = SCHED_ZB_V;
+	s.vp = 2;
+	s.n_stages = 4;
+	s.first[1] = 3;
+	s.first[2] = 4;
+	s.first[3] = 5;
+	s.first[4] = 6;
+	s.group[1] = 1;
+	gpus[0].mem_bytes = 1e9;
+	ck_assert_int_eq(strategy_rank(&s, 3), 0);
+	ck_assert_int_eq(strategy_stage(&s, 1, 1), 2);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s);
+	ck_assert_int_eq(f.group[0], 0);
+	ck_assert_int_eq(f.group[1], 1);
+	ck_assert_int_eq(f.group[2], 1);
+	ck_assert_int_eq(f.group[3], 0);
+	ck_assert(f.send[1] > 0 && f.send[1] == f.link[0][1]);
+	ck_assert(f.send[2] == 0);
+	ck_assert(f.send[3] > 0 && f.send[3] == f.link[1][0]);
+	ck_assert_rel(f.inflight[0], 3, 0);
+	ck_assert_rel(f.inflight[1], 1, 0);
+	ck_assert_rel(f.inflight[2], 3, 0);
+	ck_assert_rel(f.inflight[3], 1, 0);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert(r.fits);
+	ck_assert_int_eq(r.heaviest_rank, 0);
+	ck_assert_rel(r.peak_bytes, 7.54e8, 1e-12);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	ck_assert_rel(x[1].peak_bytes, 4.96e8, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 START_TEST(test_fit_interleaved_chunks)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
@@ -1767,6 +1821,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fp8);
 	tcase_add_test(tc, test_allowance);
 	tcase_add_test(tc, test_fit_interleaved_chunks);
+	tcase_add_test(tc, test_zb_v_placement);
 	tcase_add_test(tc, test_tied_single_stage);
 	tcase_add_test(tc, test_frame_interleaved);
 	tcase_add_test(tc, test_frame_zb_h1);

@@ -51,10 +51,11 @@ struct fix {
 
 /* The plans: HOMO and HETERO are demo-like (HETERO the demo's model and
  * cluster with 1F1B), MOE a MoE plan with EP, LONG a long-context plan with
- * CP, INTERLEAVED interleaved 1F1B, ZERO3 ZeRO-3 data parallelism. */
-enum { HOMO, HETERO, INTERLEAVED, OVERLAP_FP8, MOE, LONG, ZERO3, N_CASE };
+ * CP, INTERLEAVED interleaved 1F1B, ZERO3 ZeRO-3 data parallelism, ZBV the
+ * ZB-V schedule (torchtitan only). */
+enum { HOMO, HETERO, INTERLEAVED, OVERLAP_FP8, MOE, LONG, ZERO3, ZBV, N_CASE };
 static const char *const case_names[N_CASE] = { "homo", "hetero", "interleaved", "overlap-fp8",
-						"moe", "long", "zero3" };
+						"moe", "long", "zero3", "zb-v" };
 
 /* Llama 3 dimensions (model_hparams.csv) and the fields of
  * meta-llama/Meta-Llama-3-8B's config.json: rms_norm_eps 1e-5, rope_theta
@@ -146,6 +147,14 @@ static void fixture(struct fix *f, int which)
 		cluster(f, "dgx-h100");
 		group(f, 0, "h100", 2, 8, 0);
 		plan(f, 2, 2, 2, 2, 2, 1, 64, (const int[]){ 1 + 7, 8, 8, 9 + 1 }, g00);
+		break;
+	case ZBV: /* INTERLEAVED's plan under ZB-V: rank 0 holds stages 0 and 3
+		     (E+7 and 8+L), rank 1 stages 1 and 2 (8 and 9) */
+		llama3(&f->m, "llama3-8b", 4096, 32, 32, 14336);
+		cluster(f, "dgx-h100");
+		group(f, 0, "h100", 2, 8, 0);
+		plan(f, 2, 2, 2, 2, 2, 1, 64, (const int[]){ 1 + 7, 8, 9, 8 + 1 }, g00);
+		f->s.schedule = SCHED_ZB_V;
 		break;
 	case OVERLAP_FP8: /* the homogeneous plan with every overlap, FP8 GEMMs
 			     and bf16 gradients */
@@ -348,6 +357,12 @@ static const char *golden_refusal(int cs, int fm)
 {
 	if (cs == INTERLEAVED && fm == EMIT_DEEPSPEED)
 		return "deepspeed: no interleaved pipeline (vp 2): the pipeline engine runs one stage per rank";
+	if (cs == ZBV && (fm == EMIT_MEGATRON || fm == EMIT_SLURM))
+		return "megatron: schedule 'zb-v' has no megatron flag or config (torchtitan runs it); plan with 1f1b or interleaved";
+	if (cs == ZBV && fm == EMIT_NEMO)
+		return "nemo: schedule 'zb-v' has no nemo flag or config (torchtitan runs it); plan with 1f1b or interleaved";
+	if (cs == ZBV && fm == EMIT_DEEPSPEED)
+		return "deepspeed: schedule 'zb-v' has no deepspeed flag or config (torchtitan runs it); plan with 1f1b";
 	if (cs == LONG && fm == EMIT_DEEPSPEED)
 		return "deepspeed: no context parallelism (cp 4)";
 	if (cs == ZERO3 && (fm == EMIT_MEGATRON || fm == EMIT_SLURM))
@@ -851,7 +866,9 @@ START_TEST(test_titan_read_back)
 		ck_assert_int_eq(atoi(q + 8), blocks++);
 	ck_assert_int_eq(lists, f.s.n_stages);
 	ck_assert_int_eq(blocks, f.m.layers);
-	ck_assert_ptr_nonnull(strstr(toml, f.s.vp > 1 ? "\"Interleaved1F1B\"" : "\"1F1B\""));
+	ck_assert_ptr_nonnull(strstr(toml, f.s.schedule == SCHED_ZB_V ? "\"ZBVZeroBubble\""
+					   : f.s.vp > 1		  ? "\"Interleaved1F1B\""
+								  : "\"1F1B\""));
 	free(parts);
 done:
 	free(script);
@@ -2052,7 +2069,7 @@ static const struct rule {
 	{ TRAINER_DEEPSPEED, r_zb_h1, "deepspeed: schedule 'zb-h1' is a planning option only" },
 	{ TRAINER_NEMO, r_gpipe, "nemo: schedule 'gpipe' has no nemo flag or config (its pipeline runs 1F1B)" },
 	{ TRAINER_MEGATRON, r_interleaved_vp1, "megatron: schedule 'interleaved' needs vp > 1, not 1" },
-	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', not '1f1b'" },
+	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', 'interleaved-zb' or 'zb-v', not '1f1b'" },
 	{ TRAINER_DEEPSPEED, r_vp, "deepspeed: no interleaved pipeline (vp 2)" },
 	{ TRAINER_MEGATRON, r_interleave_mb, "megatron: interleaving (vp 2) needs micro-batches (1) >= pp (2)" },
 	{ TRAINER_MEGATRON, r_gbs, "megatron: global batch (510) must be divisible by micro batch (1) * dp (4)" },

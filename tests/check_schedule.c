@@ -123,6 +123,64 @@ START_TEST(test_inflight)
 }
 END_TEST
 
+/* Interleaved zero bubble, p = 2, v = 2, m = 4, chunks of c = 3 split F
+ * 1, B 1, W 1 (rho = 1/3): ZB-H1's bubble (p-1)(F + B - W) = 1 over chunks,
+ * after m v chunk-passes of 3 each: 4*2*3 + 1 = 25. Chunk weights a = m v -
+ * rho = 23/3, b = rho/v = 1/6: 23/3 * 3 + 1/6 * 12 = 23 + 2 = 25. Rank
+ * weights over C = 6: a = m - rho/v = 23/6, b = 1/6: 23 + 2 = 25. With
+ * rho = 1 it is interleaved 1F1B's (m v - 1, 1/v). */
+START_TEST(test_interleaved_zb)
+{
+	double a, b, ia, ib, c4[4] = {3, 3, 3, 3}, r2[2] = {6, 6};
+
+	schedule_weights(SCHED_INTERLEAVED_ZB, 4, 2, 1.0 / 3, &a, &b);
+	ck_assert_rel(a, 23.0 / 3, 1e-12);
+	ck_assert_rel(b, 1.0 / 6, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 25, 1e-12);
+	schedule_rank_weights(SCHED_INTERLEAVED_ZB, 4, 2, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, r2, 2), 25, 1e-12);
+	schedule_weights(SCHED_INTERLEAVED_ZB, 4, 2, 1, &a, &b);
+	schedule_weights(SCHED_INTERLEAVED, 4, 2, 0, &ia, &ib);
+	ck_assert_rel(a, ia, 1e-12);
+	ck_assert_rel(b, ib, 1e-12);
+}
+END_TEST
+
+/* ZB-V, p = 2 (4 chunks), m = 4, chunk c = 3 split F 1, B 1, W 1 (rho =
+ * 1/3): with a flush every iteration rank 1 starts after one chunk forward
+ * and then runs its 2 m c = 24 of work: T = 25 (the paper's (p-1)(F + B -
+ * 2W) = 0 bubble needs the next iteration to fill the start). a = 2m - rho =
+ * 23/3, b = rho/2 = 1/6: 23 + 2 = 25. With F = 1.5, B = W = 0.75 (rho 1/2):
+ * 24 + 1.5 = 25.5, a = 7.5, b = 0.25: 22.5 + 3 = 25.5; over the ranks' C =
+ * 6: a = m - 0.25, b = 0.25: 22.5 + 3 = 25.5. */
+START_TEST(test_zb_v)
+{
+	double a, b, c4[4] = {3, 3, 3, 3}, r2[2] = {6, 6};
+
+	schedule_weights(SCHED_ZB_V, 4, 2, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 25, 1e-12);
+	schedule_weights(SCHED_ZB_V, 4, 2, 0.5, &a, &b);
+	ck_assert_rel(a, 7.5, 1e-12);
+	ck_assert_rel(b, 0.25, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 25.5, 1e-12);
+	schedule_rank_weights(SCHED_ZB_V, 4, 2, 0.5, &a, &b);
+	ck_assert_rel(schedule_time(a, b, r2, 2), 25.5, 1e-12);
+	/* ZB-V in flight, p = 4, m = 8: rank r holds 2 (p - r) - 1 on its first
+	 * stage r and 2 r + 1 on its second, 2 p - 1 - r: 8 = 2p chunk
+	 * micro-batches each (1F1B's p stage micro-batches). */
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 0), 7, 0);
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 7), 1, 0);
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 1), 5, 0);
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 6), 3, 0);
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 3), 1, 0);
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 4), 7, 0);
+	/* at most m */
+	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 4, 0), 4, 0);
+	/* interleaved zero bubble keeps interleaving's warm-up */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED_ZB, 4, 2, 8, 0), 5.5, 1e-12);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -133,6 +191,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_interleaved);
 	tcase_add_test(tc, test_zb_h1);
 	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_interleaved_zb);
+	tcase_add_test(tc, test_zb_v);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -339,6 +339,23 @@ START_TEST(interleaved_never_better)
 }
 END_TEST
 
+/* The zero-bubble schedules with virtual stages (interleaved-zb at vp 2,
+ * ZB-V's V of 2 stages per rank): like interleaving, the search minimises
+ * an upper bound in the partition DP, so it is held to never beat
+ * --exhaustive and to stay within its reported gap of it. */
+START_TEST(zero_bubble_virtual_never_better)
+{
+	int rows = 0;
+
+	gaps = 0;
+	for (unsigned seed = 1; seed <= 20; seed++) {
+		never_better(seed * 2971215073u, SCHED_INTERLEAVED_ZB, 20000, &rows);
+		never_better(seed * 433494437u, SCHED_ZB_V, 20000, &rows);
+	}
+	ck_assert_int_gt(rows, 20);
+}
+END_TEST
+
 START_TEST(search_is_exact_1f1b)
 {
 	int n = 0;
@@ -646,6 +663,7 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, ilp_placements_never_better);
 	tcase_add_test(tc, candidate_placements_never_better_zb_gpipe);
 	tcase_add_test(tc, deep_pipelines_within_gap);
+	tcase_add_test(tc, zero_bubble_virtual_never_better);
 	tcase_add_test(tc, interleaved_never_better);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(opts, 60);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "schedule.h"
 #include "testutil.h"
 #include "timeline.h"
 #include "util.h"
@@ -200,6 +201,247 @@ START_TEST(test_zb_h1_order)
 }
 END_TEST
 
+/* Interleaved zero bubble, p = 2, v = 2, m = 4, every chunk t_F = t_B =
+ * t_W = 1: interleaved's order of F and B (test_interleaved_order), each B
+ * followed by W passes while more than r are pending on rank r (ZB-H1's
+ * rule): rank 0 runs each W right after its B, rank 1 one B later, its
+ * last W at the end. Stages: rank 0 c0 = 0, c1 = 2; rank 1 c0 = 1,
+ * c1 = 3. Starts worked out by hand:
+ *
+ *   rank 0  F0c0 0  F1c0 1  F0c1 2  F1c1 3  F2c0 4  B0c1 5  W0c1 6  F3c0 7
+ *           B1c1 8  W1c1 9  F2c1 10 B0c0 11 W0c0 12 F3c1 13 B1c0 14 W1c0 15
+ *           B2c1 16 W2c1 17 B3c1 19 W3c1 20 B2c0 21 W2c0 22 B3c0 23 W3c0 24
+ *   rank 1  F0c0 1  F1c0 2  F0c1 3  B0c1 4  F1c1 5  B1c1 6  W0c1 7  F2c0 8
+ *           B0c0 9  W1c1 10 F3c0 11 B1c0 12 W0c0 13 F2c1 14 B2c1 15 W1c0 16
+ *           F3c1 17 B3c1 18 W2c1 19 B2c0 20 W3c1 21 B3c0 22 W2c0 23 W3c0 24
+ *
+ * (rank 0 waits 18-19 for B3c1's gradient from stage 3). Both end at 25 =
+ * m v c_chunk + (p - 1) rho c_chunk = 4 x 2 x 3 + 1 x 1/3 x 3 (schedule.c,
+ * c_chunk = t_F + t_B + t_W = 3, rho = 1/3). */
+START_TEST(test_interleaved_zb_order)
+{
+	struct timeline_in *in = balanced(SCHED_INTERLEAVED_ZB, 2, 2, 4, 1, 1, 1);
+	struct timeline_sim sim;
+	double s0[24], s1[24];
+	char buf[512];
+
+	for (int i = 0; i < 24; i++) {
+		s0[i] = i < 18 ? i : i + 1;
+		s1[i] = i + 1;
+	}
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0c0 F1c0 F0c1 F1c1 F2c0 B0c1 W0c1 F3c0 B1c1 W1c1 F2c1 B0c0 "
+			      "W0c0 F3c1 B1c0 W1c0 B2c1 W2c1 B3c1 W3c1 B2c0 W2c0 B3c0 W3c0");
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0c0 F1c0 F0c1 B0c1 F1c1 B1c1 W0c1 F2c0 B0c0 W1c1 F3c0 B1c0 "
+			      "W0c0 F2c1 B2c1 W1c0 F3c1 B3c1 W2c1 B2c0 W3c1 B3c0 W2c0 W3c0");
+	starts_are(&sim, 0, s0, 24);
+	starts_are(&sim, 1, s1, 24);
+	ck_assert_rel(sim.makespan, 25, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* ZB-V, p = 2, m = 2, every chunk t_F = t_B = t_W = 1. Rank 0 holds stages
+ * 0 (c0) and 3 (c1), rank 1 stages 1 (c0) and 2 (c1). The unit-time list
+ * schedule (B first; then F, the second leg's first, while fewer than
+ * 2 p = 4 chunks are held from F to W, the first leg's below 3; then the
+ * oldest B's W), step by step:
+ *
+ *   step   0    1    2    3    4    5    6    7    8    9    10   11   12
+ *   rank 0 F0c0 F1c0 -    F0c1 B0c1 F1c1 B1c1 B0c0 W0c1 B1c0 W1c1 W0c0 W1c0
+ *   rank 1 -    F0c0 F0c1 F1c0 F1c1 B0c1 B0c0 B1c1 B1c0 W0c1 W0c0 W1c1 W1c0
+ *
+ * (rank 0 has nothing at step 2: stage 0 is through both micro-batches and
+ * stage 3 waits on stage 2; rank 1 at step 4 holds 3 chunks and may take
+ * the second leg's F1). Run in real time with the same unit times the
+ * passes start at those steps and end at 13 = 6 m + (p - 1): rank 1 cannot
+ * start before its input (1) and has 6 m passes. One rank (p = 1) runs the
+ * V's two stages back to back, one micro-batch at a time (2 chunks held):
+ * F0c0 F0c1 B0c1 B0c0 W0c1 W0c0 F1c0 ..., 6 m = 12. */
+START_TEST(test_zb_v_order)
+{
+	struct timeline_in *in = balanced(SCHED_ZB_V, 2, 2, 2, 1, 1, 1);
+	struct timeline_sim sim;
+	double s0[] = { 0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	double s1[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
+	char buf[512];
+
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0c0 F1c0 F0c1 B0c1 F1c1 B1c1 B0c0 W0c1 B1c0 W1c1 W0c0 W1c0");
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0c0 F0c1 F1c0 F1c1 B0c1 B0c0 B1c1 B1c0 W0c1 W0c0 W1c1 W1c0");
+	starts_are(&sim, 0, s0, 12);
+	starts_are(&sim, 1, s1, 12);
+	ck_assert_rel(sim.makespan, 13, 1e-12);
+	timeline_sim_free(&sim);
+
+	in->pp = 1;
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 0);
+	ck_assert_str_eq(buf, "F0c0 F0c1 B0c1 B0c0 W0c1 W0c0 F1c0 F1c1 B1c1 B1c0 W1c1 W1c0");
+	ck_assert_rel(sim.makespan, 12, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* The virtual stage of rank r's chunk c, as strategy.h places them: ZB-V's
+ * V (chunk 1 of rank r is stage 2 pp - 1 - r), else looped (c pp + r). */
+static int stage_of(const struct timeline_in *in, int r, int c)
+{
+	return in->schedule == SCHED_ZB_V && c ? 2 * in->pp - 1 - r : c * in->pp + r;
+}
+
+/* The rank of virtual stage k: the inverse. */
+static int rank_of(const struct timeline_in *in, int k)
+{
+	return in->schedule == SCHED_ZB_V && k >= in->pp ? 2 * in->pp - 1 - k : k % in->pp;
+}
+
+/* Checks sim against in: every pass (kind, stage, micro-batch) exactly
+ * once (W only with the zero-bubble schedules) on its stage's rank; a
+ * rank's passes one after another; none starts before its input: F after
+ * F of the stage before, B after B of the stage after (the last stage: its
+ * own F), W after its B, plus half the boundary's send between ranks.
+ * With ZB-V, no rank holds more than 2 pp chunks (F run, W not yet). */
+static void check_deps(const struct timeline_in *in, const struct timeline_sim *sim)
+{
+	int pp = in->pp, S = pp * in->vp, m = in->m, zb = in->schedule == SCHED_ZB_H1 ||
+		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V;
+	double *end = xcalloc((size_t)3 * S * m, sizeof *end);
+	int *seen = xcalloc((size_t)3 * S * m, sizeof *seen);
+
+	ck_assert_int_eq(sim->n_op, S * m * (zb ? 3 : 2));
+	for (int r = 0; r < pp; r++)
+		for (int i = sim->first[r]; i < sim->first[r + 1]; i++) {
+			const struct timeline_op *o = &sim->op[i];
+			int k = stage_of(in, r, o->chunk);
+
+			ck_assert_int_eq(o->rank, r);
+			ck_assert(o->chunk >= 0 && o->chunk < in->vp && o->mb >= 0 && o->mb < m);
+			seen[((size_t)o->kind * S + k) * m + o->mb]++;
+			end[((size_t)o->kind * S + k) * m + o->mb] = o->end;
+			if (i > sim->first[r])
+				ck_assert(o->start >= sim->op[i - 1].end - 1e-12);
+		}
+	for (size_t j = 0; j < (size_t)3 * S * m; j++)
+		ck_assert_int_eq(seen[j], j < (size_t)2 * S * m || zb ? 1 : 0);
+	for (int r = 0; r < pp; r++) {
+		int held = 0, most = 0;
+
+		for (int i = sim->first[r]; i < sim->first[r + 1]; i++) {
+			const struct timeline_op *o = &sim->op[i];
+			int k = stage_of(in, r, o->chunk), from = -1;
+			double need = 0;
+
+			if (o->kind == TIMELINE_F && k > 0)
+				from = k - 1;
+			else if (o->kind == TIMELINE_B && k < S - 1)
+				from = k + 1;
+			if (from >= 0) {
+				bool p2p = rank_of(in, from) != r;
+
+				need = end[((size_t)o->kind * S + from) * m + o->mb] +
+				       (p2p ? in->send[o->kind == TIMELINE_F ? k : k + 1] / 2 : 0);
+			} else if (o->kind == TIMELINE_B) {
+				need = end[((size_t)TIMELINE_F * S + k) * m + o->mb];
+			} else if (o->kind == TIMELINE_W) {
+				need = end[((size_t)TIMELINE_B * S + k) * m + o->mb];
+			}
+			ck_assert_msg(o->start >= need - 1e-12, "%s pp %d m %d rank %d pass %d "
+				      "starts at %g before its input (%g)", schedule_name(in->schedule),
+				      pp, m, r, i - sim->first[r], o->start, need);
+			held += o->kind == TIMELINE_F ? 1 : o->kind == TIMELINE_W ? -1 : 0;
+			most = held > most ? held : most;
+		}
+		if (in->schedule == SCHED_ZB_V)
+			ck_assert_msg(most <= 2 * pp, "zb-v pp %d m %d rank %d holds %d", pp, m, r,
+				      most);
+	}
+	free(end);
+	free(seen);
+}
+
+/* Every schedule on uneven stages (times from a fixed pseudo-random
+ * sequence, some sends, zero times included) and on balanced ones: all
+ * passes run (no order waits on itself), each after its input; ZB-V
+ * within 2 pp chunks held, for pp 1 to 8 and m from pp (1 for ZB-V) to
+ * 3 pp + 1. */
+START_TEST(test_dependencies)
+{
+	static const enum schedule scheds[] = { SCHED_1F1B, SCHED_GPIPE, SCHED_ZB_H1,
+						SCHED_INTERLEAVED, SCHED_INTERLEAVED_ZB, SCHED_ZB_V };
+	unsigned x = 12345;
+
+	for (int si = 0; si < 6; si++)
+		for (int pp = 1; pp <= 8; pp++)
+			for (int m = scheds[si] == SCHED_ZB_V ? 1 : pp; m <= 3 * pp + 1; m++)
+				for (int uneven = 0; uneven < 2; uneven++) {
+					enum schedule sc = scheds[si];
+					int vp = sc == SCHED_ZB_V ? 2 : schedule_virtual(sc) ? 2 + m % 2 : 1;
+					struct timeline_in *in = balanced(sc, pp, vp, m, 1, 1, 1);
+					struct timeline_sim sim;
+
+					for (int k = 0; uneven && k < pp * vp; k++) {
+						x = x * 1103515245u + 12345u;
+						in->fwd[k] = (x >> 16) % 5 * 0.5;
+						in->bwd[k] = (x >> 8) % 7 * 0.5;
+						in->wgt[k] = (x >> 4) % 3 * 0.5;
+						in->send[k] = k && x % 3 == 0 ? 0.75 : 0;
+					}
+					simulate(&sim, in);
+					check_deps(in, &sim);
+					timeline_sim_free(&sim);
+					free(in);
+				}
+}
+END_TEST
+
+/* The zero-bubble schedules on balanced chunks, t_F = t_B = t_W = 1, against
+ * schedule.c's closed forms (c_chunk = 3, rho = 1/3):
+ * - interleaved zero bubble, m a multiple of p: m v c_chunk + (p - 1) rho
+ *   c_chunk = 3 m v + p - 1, equal;
+ * - ZB-V: 2 m c_chunk + (p - 1) kappa c_chunk with kappa = max(0,
+ *   (3 rho - 1) / 2) = 0: 6 m. No order reaches it for p > 1: rank p - 1
+ *   holds 6 m passes and its first input comes after p - 1 forwards, so
+ *   T >= 6 m + p - 1 (the paper's "zero bubble" leaves out that start).
+ *   The list schedule stays within twice that start: T <= 6 m + 2 (p - 1),
+ *   i.e. within 2 (p - 1) of the closed form. */
+START_TEST(test_zb_closed_forms)
+{
+	for (int p = 1; p <= 6; p++)
+		for (int m = p; m <= 4 * p + 1; m++) {
+			struct timeline_in *in = balanced(SCHED_ZB_V, p, 2, m, 1, 1, 1);
+			struct timeline_sim sim;
+			double a, b, c[2 * MAX_STAGES], closed;
+
+			simulate(&sim, in);
+			for (int k = 0; k < 2 * p; k++)
+				c[k] = 3;
+			schedule_weights(SCHED_ZB_V, m, 2, 1.0 / 3, &a, &b);
+			closed = schedule_time(a, b, c, 2 * p);
+			ck_assert_msg(sim.makespan >= 6.0 * m + p - 1 - 1e-9 &&
+				      sim.makespan <= 6.0 * m + 2 * (p - 1) + 1e-9 &&
+				      fabs(sim.makespan - closed) <= 2 * (p - 1) + 1e-9,
+				      "zb-v p %d m %d: %g (closed form %g)", p, m, sim.makespan, closed);
+			timeline_sim_free(&sim);
+			free(in);
+			for (int v = 2; v <= 3 && m % p == 0; v++) {
+				in = balanced(SCHED_INTERLEAVED_ZB, p, v, m, 1, 1, 1);
+				simulate(&sim, in);
+				ck_assert_msg(fabs(sim.makespan - (3.0 * m * v + p - 1)) < 1e-9,
+					      "interleaved-zb p %d v %d m %d: %g", p, v, m, sim.makespan);
+				timeline_sim_free(&sim);
+				free(in);
+			}
+		}
+}
+END_TEST
+
 /* Interleaved with m not a multiple of pp (pp 4, vp 3, m 5; pp 5, vp 2,
  * m 7): Megatron's warm-up on a short last group would wait on itself
  * (rank 0's forward step 14, micro-batch 4 on chunk 2, needs rank 3's
@@ -312,9 +554,22 @@ START_TEST(test_bad_input)
 
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "micro-batches (3) >= pp (4)"));
+	in->schedule = SCHED_INTERLEAVED_ZB;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved-zb needs micro-batches (3) >= pp (4)"));
+	in->schedule = SCHED_ZB_V;
+	in->vp = 3;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "zb-v: it runs 2 stages per rank"));
+	in->vp = 2;
 	in->schedule = SCHED_1F1B;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
-	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved only"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb and zb-v only"));
+	in->schedule = SCHED_ZB_V;
+	in->vp = 1;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb and zb-v only"));
+	in->schedule = SCHED_1F1B;
 	in->vp = 1;
 	in->m = TIMELINE_MAX_OPS;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
@@ -493,6 +748,115 @@ START_TEST(test_render_dense)
 }
 END_TEST
 
+/* ZB-V, p = 2, m = 2, t_F = t_B = t_W = 1 (test_zb_v_order's timeline),
+ * rendered: rank 0 runs F0c0 0-1 (stage 0: forward), idles 2-3, then
+ * F0c1 3-4 and B0c1 4-5 (stage 3, the V's second leg: the light colours),
+ * B0c0 7-8 (first leg: backward), W0c1 8-9 (light W), W0c0 11-12 (W);
+ * rank 1 idles 0-1 and runs F0c1 (stage 2) 2-3. The legend names the
+ * second leg and the W passes, a tooltip the stage. */
+START_TEST(test_render_zb_v)
+{
+	struct timeline_in *in = balanced(SCHED_ZB_V, 2, 2, 2, 1, 1, 1);
+	struct timeline_sim sim;
+	struct timeline_geom g;
+	double t0[] = { 0.5, 2.5, 3.5, 4.5, 7.5, 8.5, 11.5 };
+	const char *want[] = { TIMELINE_COLOR_F, TIMELINE_COLOR_IDLE, TIMELINE_COLOR_F2,
+			       TIMELINE_COLOR_B2, TIMELINE_COLOR_B, TIMELINE_COLOR_W2,
+			       TIMELINE_COLOR_W, TIMELINE_COLOR_IDLE, TIMELINE_COLOR_F2 };
+	int pts[18], w, h;
+	char color[9][8], *svg;
+	size_t len;
+
+	if (!have_rsvg())
+		return;
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 13, 1e-12);
+	timeline_geometry(&g, in, &sim);
+	for (int i = 0; i < 7; i++)
+		at(&g, 0, t0[i], pts + 2 * i);
+	at(&g, 1, 0.5, pts + 14);
+	at(&g, 1, 2.5, pts + 16);
+	svg = timeline_svg(in, &sim, &len);
+	ck_assert_ptr_nonnull(strstr(svg, "V's second leg (lighter)"));
+	ck_assert_ptr_nonnull(strstr(svg, "W (weight gradients)"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>F0 chunk 1 (stage 3): 3-4 s</title>"));
+	render(svg, len, pts, 9, &w, &h, color);
+	ck_assert_int_eq(w, (int)g.width);
+	for (int i = 0; i < 9; i++)
+		ck_assert_msg(strcmp(color[i], want[i]) == 0, "point %d: %s, want %s", i, color[i],
+			      want[i]);
+	free(svg);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* --timeline of the new schedules through the CLI: the planner's best
+ * zb-v plan of Llama 3 8B on DGX H100 at global batch 64 draws and renders;
+ * a what-if zb-v layout puts stages 0 and 7 on rank 0 (E+1, 4+L), 1 and 6
+ * on rank 1 (2, 7), 3 and 4 on rank 3 (4, 5), the V of strategy_rank;
+ * interleaved-zb draws its W passes. */
+START_TEST(test_cli_zb)
+{
+	char dir[] = "/tmp/check_timeline-zb-XXXXXX", args[1024], cmd[1200], *out, *err, *svg;
+	int rc;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(args, sizeof args,
+		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --gbs 64 "
+		 "--schedule zb-v --timeline %s/v.svg", dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/v.svg", dir);
+	svg = read_file(cmd);
+	ck_assert_ptr_nonnull(svg);
+	ck_assert_ptr_nonnull(strstr(svg, "zb-v/v2"));
+	ck_assert_ptr_nonnull(strstr(svg, "s simulated"));
+	ck_assert_ptr_nonnull(strstr(svg, "W (weight gradients)"));
+	free(svg);
+	if (have_rsvg()) {
+		snprintf(cmd, sizeof cmd, "rsvg-convert -f png -o %s/v.png %s/v.svg", dir, dir);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+
+	snprintf(args, sizeof args,
+		 "--model profiles/llama3-8b.json --cluster clusters/dgx-a100.json --tp 8 --pp 4 "
+		 "--dp 4 --cp 1 --mbs 1 --gbs 32 --seq 2048 --schedule zb-v "
+		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg", dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/w.svg", dir);
+	svg = read_file(cmd);
+	ck_assert_ptr_nonnull(svg);
+	ck_assert_ptr_nonnull(strstr(svg, "8 micro-batches, zb-v/v2"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers E+1, 4+L<"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers 2, 7<"));
+	ck_assert_ptr_nonnull(strstr(svg, ">dgx-a100, layers 4, 5<"));
+	ck_assert_ptr_nonnull(strstr(svg, "(stage 7)"));
+	free(svg);
+
+	snprintf(args, sizeof args,
+		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --gbs 64 --pp 4 "
+		 "--schedule interleaved-zb --timeline %s/i.svg", dir);
+	rc = run_ampplan(args, &out, &err);
+	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s/i.svg", dir);
+	svg = read_file(cmd);
+	ck_assert_ptr_nonnull(svg);
+	ck_assert_ptr_nonnull(strstr(svg, "interleaved-zb/v2"));
+	ck_assert_ptr_nonnull(strstr(svg, "<title>W0 chunk 1"));
+	free(svg);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* --timeline through the CLI: the demo writes an SVG of its top plan (at
  * least two pipeline ranks on the mixed cluster) that renders; with
  * --pick 2 and a missing directory it is exit 1 and the CSV of the same
@@ -579,13 +943,19 @@ int main(void)
 	tcase_add_test(tc, test_unbalanced_1f1b_gpipe);
 	tcase_add_test(tc, test_interleaved_order);
 	tcase_add_test(tc, test_zb_h1_order);
+	tcase_add_test(tc, test_interleaved_zb_order);
+	tcase_add_test(tc, test_zb_v_order);
+	tcase_add_test(tc, test_dependencies);
+	tcase_add_test(tc, test_zb_closed_forms);
 	tcase_add_test(tc, test_interleaved_short_group);
 	tcase_add_test(tc, test_balanced_closed_forms);
 	tcase_add_test(tc, test_send_and_tails);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_render_dense);
+	tcase_add_test(tc, test_render_zb_v);
 	tcase_add_test(tc, test_cli);
+	tcase_add_test(tc, test_cli_zb);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
