@@ -617,6 +617,18 @@ static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 	}
 }
 
+/* A number of the JSON as the CSV writes it (6 digits, row_fields), null
+ * when empty or not finite; added raw, which spares cJSON's printing. */
+static void json_number(cJSON *o, const char *name, const char *text)
+{
+	double v = strtod(text, NULL);
+
+	if (!text[0] || !isfinite(v))
+		cJSON_AddNullToObject(o, name);
+	else
+		cJSON_AddRawToObject(o, name, text);
+}
+
 /* The per-stage details of a row: layers, pipeline rank, node group, GPU;
  * the virtual stage's ms per micro-batch (cost_stages) and, on the first
  * virtual stage of each pipeline rank (stage k < pp), the rank's time and
@@ -675,7 +687,7 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 
 				/* 6 digits, as the columns (row_fields) */
 				snprintf(x, sizeof x, "%.6g", kv[i]);
-				cJSON_AddNumberToObject(o, kn[i], strtod(x, NULL));
+				json_number(o, kn[i], x);
 			}
 		}
 		cJSON_AddItemToArray(a, o);
@@ -685,12 +697,16 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 	return a;
 }
 
-static char *json_ranking(const struct plan *p, const struct model *m,
-			  const struct cluster *c)
+/* Writes the ranking to f: the summary keys, then "strategies", one
+ * object per line, each built, printed and freed in turn, so that memory
+ * holds one row's tree at a time (a ranking can have 100,000 rows). */
+static void write_json(FILE *f, const struct plan *p, const struct model *m,
+		       const struct cluster *c)
 {
 	static char fields[N_COLUMNS][FIELD_MAX];
-	cJSON *doc = cJSON_CreateObject(), *rows = cJSON_CreateArray();
+	cJSON *doc = cJSON_CreateObject();
 	char *text;
+	size_t n;
 
 	cJSON_AddStringToObject(doc, "model", m->name);
 	cJSON_AddStringToObject(doc, "cluster", c->name);
@@ -700,15 +716,18 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 	cJSON_AddNumberToObject(doc, "degrees", p->degrees);
 	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
 	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
+	text = cJSON_PrintUnformatted(doc);
+	n = strlen(text);	/* an object's text ends with its '}' */
+	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
+	cJSON_free(text);
+	cJSON_Delete(doc);
 	for (int r = 0; r < p->n_row; r++) {
 		cJSON *o = cJSON_CreateObject();
 
 		row_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
 		for (size_t i = 0; i < N_COLUMNS; i++) {
-			if (columns[i].kind == COL_NUM && !fields[i][0])
-				cJSON_AddNullToObject(o, columns[i].name);
-			else if (columns[i].kind == COL_NUM)
-				cJSON_AddNumberToObject(o, columns[i].name, strtod(fields[i], NULL));
+			if (columns[i].kind == COL_NUM)
+				json_number(o, columns[i].name, fields[i]);
 			else if (columns[i].kind == COL_BOOL)
 				cJSON_AddBoolToObject(o, columns[i].name, strcmp(fields[i], "1") == 0);
 			else
@@ -719,12 +738,12 @@ static char *json_ranking(const struct plan *p, const struct model *m,
 			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
 		else
 			cJSON_AddNullToObject(o, "gap_pct");
-		cJSON_AddItemToArray(rows, o);
+		text = cJSON_PrintUnformatted(o);
+		fprintf(f, "%s\n%s", r ? "," : "", text);
+		cJSON_free(text);
+		cJSON_Delete(o);
 	}
-	cJSON_AddItemToObject(doc, "strategies", rows);
-	text = cJSON_Print(doc);
-	cJSON_Delete(doc);
-	return text;
+	fputs("]}\n", f);
 }
 
 /* Renders body into memory and adds it to t as path ("-" for stdout). */
@@ -777,11 +796,8 @@ static void csv_body(FILE *f, const void *arg)
 static void json_body(FILE *f, const void *arg)
 {
 	const struct output *o = arg;
-	char *text = json_ranking(o->p, o->m, o->c);
 
-	fputs(text, f);
-	fputc('\n', f);
-	cJSON_free(text);
+	write_json(f, o->p, o->m, o->c);
 }
 
 int report_csv(const char *path, const struct plan *p, const struct model *m,

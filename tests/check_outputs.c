@@ -377,7 +377,7 @@ START_TEST(nodes_txt_round_trips_spaces)
 END_TEST
 
 struct table {
-	char *cell[4][64];
+	char *cell[4][96];
 	int rows, cols;
 };
 
@@ -385,7 +385,7 @@ static void t_field(void *s, size_t n, void *arg)
 {
 	struct table *t = arg;
 
-	if (t->rows < 4 && t->cols < 64) {
+	if (t->rows < 4 && t->cols < 96) {
 		t->cell[t->rows][t->cols] = xmalloc(n + 1);
 		memcpy(t->cell[t->rows][t->cols], s, n);
 		t->cell[t->rows][t->cols][n] = '\0';
@@ -404,7 +404,7 @@ static void t_row(int c, void *arg)
 
 static const char *cell(const struct table *t, int row, const char *name)
 {
-	for (int i = 0; i < 64 && t->cell[0][i]; i++)
+	for (int i = 0; i < 96 && t->cell[0][i]; i++)
 		if (strcmp(t->cell[0][i], name) == 0)
 			return t->cell[row][i];
 	ck_abort_msg("no column '%s'", name);
@@ -438,9 +438,9 @@ START_TEST(csv_formula_neutralised)
 	ck_assert(strchr("0123456789", cell(&t, 1, "iteration_s")[0]));
 	free(text);
 	text = read_file(json);
-	ck_assert_ptr_nonnull(strstr(text, "\"gpu\":\t\"-T4\""));
+	ck_assert_ptr_nonnull(strstr(text, "\"gpu\":\"-T4\""));
 	for (int r = 0; r < 4; r++)
-		for (int i = 0; i < 64; i++)
+		for (int i = 0; i < 96; i++)
 			free(t.cell[r][i]);
 	free(text);
 	free(csv);
