@@ -225,29 +225,74 @@ double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
 	return 0;
 }
 
+/* Heads per GPU under TP: query heads h/t and KV heads max(1, g/t) (each
+ * TP rank runs its own CP over its heads), and the head dimension. */
+static void cp_heads(const struct model *m, const struct strategy *s, double *q, double *kv,
+		     double *d)
+{
+	int heads = m->heads > 0 ? m->heads : 1;
+
+	*q = (double)heads / s->tp;
+	*kv = (m->kv_heads > 0 ? m->kv_heads : heads) / (double)s->tp;
+	if (*kv < 1)
+		*kv = 1;
+	*d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / heads;
+}
+
+int comm_cp_ring_steps(const struct strategy *s)
+{
+	if (s->cp <= 1 || s->cp_comm == CP_A2A)
+		return 0;
+	if (s->cp_comm == CP_A2A_P2P && s->cp_a2a > 1)
+		return s->cp / s->cp_a2a - 1;
+	return s->cp - 1;
+}
+
 /* Ring attention (Liu et al. 2023, Sec. 3; Megatron context parallel),
  * forward pass of one block: c-1 steps, each passing a K,V shard of
  * 2 * b * (s/c) * g_gpu * d * dtype bytes to the next CP rank, where g_gpu =
- * max(1, g/t) is the KV heads a GPU holds under TP (each TP rank runs its
- * own CP ring over its heads). Before overlap with the attention compute
- * (the caller takes max(0, comm - attention core time)). The CP ring spans
- * tp*cp consecutive GPUs: link_span. 0 for non-blocks and cp = 1. */
-double comm_cp_fwd(const struct model *m, int l, const struct cluster *c,
-		   int g, const struct strategy *s)
+ * max(1, g/t) is the KV heads a GPU holds under TP. Under a2a+p2p a rank
+ * holds s a / c tokens of g_gpu / a heads after the all-to-all, the same
+ * bytes per step, over c/a - 1 steps. The ring spans tp*cp consecutive
+ * GPUs: link_span. 0 for non-blocks and cp = 1. */
+double comm_cp_step(const struct model *m, int l, const struct cluster *c, int g,
+		    const struct strategy *s)
 {
-	int heads = m->heads > 0 ? m->heads : 1;
-	double kv = m->kv_heads > 0 ? m->kv_heads : heads;
-	double d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / heads;
-	double S;
+	double q, kv, d;
 
-	if (s->cp <= 1 || m->layer[l].kind != LAYER_BLOCK)
+	if (comm_cp_ring_steps(s) == 0 || m->layer[l].kind != LAYER_BLOCK)
 		return 0;
-	kv /= s->tp;
-	if (kv < 1)
-		kv = 1;
-	S = 2.0 * s->mbs * ((double)s->seq / s->cp) * kv * d * dtype_bytes(m);
-	return (s->cp - 1) *
-	       coll_p2p(S, link_span(&c->group[g], s->tp * s->cp));
+	cp_heads(m, s, &q, &kv, &d);
+	return coll_p2p(2.0 * s->mbs * ((double)s->seq / s->cp) * kv * d * dtype_bytes(m),
+			link_span(&c->group[g], s->tp * s->cp));
+}
+
+double comm_cp_fwd(const struct model *m, int l, const struct cluster *c, int g,
+		   const struct strategy *s)
+{
+	return comm_cp_ring_steps(s) * comm_cp_step(m, l, c, g, s);
+}
+
+/* DeepSpeed-Ulysses (Jacobs et al. 2023 Sec. 3.2; Megatron's a2a CP),
+ * forward pass of one block: all-to-alls over the n = cp (a2a) or cp_a2a
+ * (a2a+p2p) ranks of the Q, K and V of the rank's tokens before the
+ * attention core and of its output after, b * s/c * (2 h_gpu + 2 g_gpu) *
+ * d * dtype bytes per GPU (the paper's 4 N h / P per link for h = g), not
+ * overlapped. The group's ranks sit tp apart (coll_per_node); under
+ * a2a+p2p the all-to-all runs within each group of cp_a2a ranks. 0 for
+ * non-blocks, cp = 1 and the ring. */
+double comm_cp_a2a(const struct model *m, int l, const struct cluster *c, int g,
+		   const struct strategy *s)
+{
+	int n = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a : 1;
+	double q, kv, d;
+
+	if (s->cp <= 1 || n <= 1 || m->layer[l].kind != LAYER_BLOCK)
+		return 0;
+	cp_heads(m, s, &q, &kv, &d);
+	return coll_hier_alltoall(&c->group[g], n, coll_per_node(&c->group[g], n, s->tp),
+				  (double)s->mbs * s->seq / s->cp * (2 * q + 2 * kv) * d *
+					  dtype_bytes(m));
 }
 
 /* MoE expert parallelism (GShard, Lepikhin et al. 2021; Megatron-Core

@@ -63,6 +63,17 @@ double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s);
 double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s);
+/* Context parallelism of block layer l, forward pass, by s->cp_comm:
+ * comm_cp_ring_steps ring steps (cp - 1; cp / cp_a2a - 1 under a2a+p2p; 0
+ * under a2a) of comm_cp_step seconds each (K and V of the rank's tokens to
+ * the next ring rank), comm_cp_fwd = their product, and comm_cp_a2a the
+ * all-to-alls of a2a and a2a+p2p (collective.c has the models and their
+ * sources). */
+int comm_cp_ring_steps(const struct strategy *s);
+double comm_cp_step(const struct model *m, int l, const struct cluster *c,
+		    int g, const struct strategy *s);
+double comm_cp_a2a(const struct model *m, int l, const struct cluster *c,
+		   int g, const struct strategy *s);
 double comm_cp_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s);
 double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,

@@ -80,11 +80,13 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
  * - TP: exposed, unless s->tp_overlap (tp_exposed; the backward's GEMMs
  *   are twice the forward's); full recomputation repeats the block's
  *   forward collectives;
- * - CP: ring attention overlapped with the attention core (Liu et al. 2023
- *   Sec. 3.1): forward max(0, comm - attn), backward max(0, 2 comm - the
- *   core's backward);
+ * - CP: the ring's n steps each overlapped with the attention core's work
+ *   on the block of K,V it holds (Liu et al. 2023 Sec. 3.1), a 1/(n+1)
+ *   share of the core: forward n max(0, step - attn/(n+1)), backward n
+ *   max(0, 2 step - the core's backward/(n+1)) (dK and dV go round too);
+ *   the all-to-alls of a2a and a2a+p2p exposed, the same volume backward;
  *   any recomputation of a block (full, or selective: the core itself)
- *   reruns the forward ring;
+ *   reruns the forward's;
  * - EP: dispatch + combine in forward and backward, exposed; full
  *   recomputation repeats the forward's;
  * - ZeRO-3: the parameter gather prefetched under the layer's compute,
@@ -96,7 +98,9 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 {
 	struct layer_time t;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
-	double tf, tb, cp, z3;
+	double tf, tb, step, a2a, ring_f, ring_b, z3;
+	bool rec;
+	int n;
 
 	if (compute_layer(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
 		return -1;
@@ -110,12 +114,18 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->tp_r = block && full ? p->tp_f : 0;
 	/* what the overlap hides: never below 0 (rounding of a difference) */
 	p->tp_h = fmax(0.0, tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r);
-	cp = comm_cp_fwd(m, l, c, g, s);
-	p->cp_f = exposed(cp, t.attn_fwd);
-	p->cp_b = exposed(2 * cp, t.attn_bwd);
-	p->cp_r = block && s->recompute != RECOMPUTE_NONE ? p->cp_f : 0;
-	p->cp_h = 3 * cp + (block && s->recompute != RECOMPUTE_NONE ? cp : 0) - p->cp_f -
-		  p->cp_b - p->cp_r;
+	n = comm_cp_ring_steps(s);
+	step = comm_cp_step(m, l, c, g, s);
+	a2a = comm_cp_a2a(m, l, c, g, s);
+	rec = block && s->recompute != RECOMPUTE_NONE;
+	ring_f = n * exposed(step, t.attn_fwd / (n + 1));
+	ring_b = n * exposed(2 * step, t.attn_bwd / (n + 1));
+	p->cp_f = ring_f + a2a;
+	p->cp_b = ring_b + a2a;
+	p->cp_r = rec ? p->cp_f : 0;
+	/* the ring's steps that the attention hides: 3 n step (forward and
+	 * the backward's two), n step more with recomputation */
+	p->cp_h = fmax(0.0, (rec ? 4 : 3) * n * step - ring_f - ring_b - (rec ? ring_f : 0));
 	p->ep_f = comm_ep_fwd(m, l, c, g, s);
 	p->ep_b = p->ep_f;
 	p->ep_r = block && full ? p->ep_f : 0;
@@ -124,6 +134,25 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->z3_b = exposed(z3, t.bwd);
 	p->z3_h = 2 * z3 - p->z3_f - p->z3_b;
 	return 0;
+}
+
+double cost_cp_exposed(const struct model *m, const struct cluster *c,
+		       const struct strategy *s)
+{
+	double x = 0;
+	int l = 0;
+
+	while (l < m->n_layer && m->layer[l].kind != LAYER_BLOCK)
+		l++;
+	if (s->cp <= 1 || l == m->n_layer)
+		return 0;
+	for (int g = 0; g < c->n_group; g++) {
+		struct parts p;
+
+		if (layer_parts(&p, m, l, c, g, s, NULL) == 0)
+			x += p.cp_f + p.cp_b + p.cp_r;
+	}
+	return x;
 }
 
 /* The forward side (forward compute and its exposed comm). */

@@ -44,6 +44,14 @@ struct layer_costs {
 	double *tail0;
 };
 
+/* Seconds of CP communication exposed per micro-batch by one transformer
+ * block of m under s (forward, backward and recomputation; s->cp_comm,
+ * cp_a2a, tp, cp, mbs, seq, recompute), summed over the node groups of c:
+ * what the search compares to pick the CP flavour of a strategy before it
+ * is placed. 0 without a block or with cp = 1. */
+double cost_cp_exposed(const struct model *m, const struct cluster *c,
+		       const struct strategy *s);
+
 /* Fills lc for strategy s (uses tp, cp, dp, ep, mbs, seq, recompute, zero,
  * sp; not the partition). Returns 0, or -1 with e set if a measured profile
  * is unusable. */

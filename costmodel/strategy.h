@@ -19,6 +19,12 @@ enum schedule {
 	SCHED_ZB_V, SCHED_COUNT
 };
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+/* How context parallelism moves the sequence (Megatron's --cp-comm-type):
+ * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
+ * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs
+ * et al. 2023), or all-to-alls within groups of cp_a2a ranks and a ring
+ * across the groups (a2a+p2p, with --hierarchical-context-parallel-sizes). */
+enum cp_comm { CP_P2P, CP_A2A, CP_A2A_P2P, CP_COMM_COUNT };
 /* The attention kernel the trainer runs: FlashAttention-2 or later (and
  * cuDNN / Transformer Engine fused attention), FlashAttention 1, Megatron's
  * fused scale-mask-softmax over materialised s x s scores, or eager
@@ -39,6 +45,9 @@ struct strategy {
 	int micro_batches;	/* per DP replica: gbs / (dp * mbs) */
 	enum schedule schedule;
 	enum recompute recompute;
+	enum cp_comm cp_comm;	/* with cp > 1 */
+	int cp_a2a;		/* CP_A2A_P2P: ranks of each all-to-all
+				   group (1 < cp_a2a < cp, divides cp) */
 	int zero;		/* 0 none, 1 distributed optimizer, 2, 3 */
 	bool sp;		/* sequence parallelism (tp > 1) */
 	enum attention attn;	/* attention kernel */
@@ -71,6 +80,9 @@ struct strategy {
  * "unfused". */
 const char *schedule_name(enum schedule s);
 const char *recompute_name(enum recompute r);
+/* "p2p", "a2a", "a2a+p2p" (Megatron's names). */
+const char *cp_comm_name(enum cp_comm x);
+int cp_comm_parse(const char *name);
 const char *attention_name(enum attention a);
 /* The gradients' dtype as printed: "fp32" for grad_bytes 4 (or unset),
  * else "fp16" when the model trains in fp16 (fp16 true), else "bf16". */

@@ -232,8 +232,11 @@ void emit_megatron(struct emit_ctx *x)
 	emit_printf(b, "\t--tensor-model-parallel-size %d\n\t--pipeline-model-parallel-size %d\n"
 		    "\t--context-parallel-size %d\n",
 		    s->tp, s->pp, s->cp);
-	if (s->cp > 1)	/* the ring of K/V blocks the cost model times */
-		emit_printf(b, "\t--cp-comm-type p2p\n");
+	if (s->cp > 1)	/* the CP flavour the cost model timed */
+		emit_printf(b, "\t--cp-comm-type %s\n", cp_comm_name(s->cp_comm));
+	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
+		emit_printf(b, "\t--hierarchical-context-parallel-sizes %d %d\n", s->cp_a2a,
+			    s->cp / s->cp_a2a);
 	if (s->sp)
 		emit_printf(b, "\t--sequence-parallel\n");
 	if (!emit_default_split(x)) {
@@ -420,7 +423,10 @@ void emit_nemo(struct emit_ctx *x)
 	emit_printf(b, "model.context_parallel_size=%d\n"
 		    "model.sequence_parallel=%s\n", s->cp, s->sp ? "true" : "false");
 	if (s->cp > 1)
-		emit_printf(b, "model.cp_comm_type=p2p\n");
+		emit_printf(b, "model.cp_comm_type=%s\n", cp_comm_name(s->cp_comm));
+	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
+		emit_printf(b, "model.hierarchical_context_parallel_sizes=[%d,%d]\n", s->cp_a2a,
+			    s->cp / s->cp_a2a);
 	if (x->m->experts > 0)
 		emit_printf(b, "model.expert_model_parallel_size=%d\n"
 			    "model.expert_tensor_parallel_size=%d\n", s->ep, s->tp);

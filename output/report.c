@@ -132,6 +132,19 @@ static void schedule_label(char *buf, size_t n, const struct strategy *s)
 
 /* Bytes as GiB with one decimal, or none when it is a whole number of
  * GiB to that precision ("80", "79.6"). */
+/* "CP 16 p2p", "CP 8 a2a", "CP 16 a2a+p2p (4 x 4)". */
+static const char *cp_label(const struct strategy *s)
+{
+	static char buf[64];
+
+	if (s->cp_comm == CP_A2A_P2P && s->cp_a2a > 1)
+		snprintf(buf, sizeof buf, "CP %d a2a+p2p (%d x %d)", s->cp, s->cp_a2a,
+			 s->cp / s->cp_a2a);
+	else
+		snprintf(buf, sizeof buf, "CP %d %s", s->cp, cp_comm_name(s->cp_comm));
+	return buf;
+}
+
 static void gib_label(char *buf, size_t n, double bytes)
 {
 	double x = bytes / GiB;
@@ -223,6 +236,11 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 		grad_dtype_name(s, m->fp16), s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs");
 	fprintf(out, "  overlaps: TP comm %s, gradient reduction %s, parameter gather %s\n",
 		on_off(s->tp_overlap), on_off(s->grad_overlap), on_off(s->param_overlap));
+	if (s->cp > 1)
+		fprintf(out, "  context parallelism: %s%s\n", cp_label(s),
+			s->cp_comm == CP_P2P ? " (ring, overlapped with attention)"
+			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
+					       : " (all-to-all inside groups, ring across them)");
 	fprintf(out, "  trainers that run it: %s\n",
 		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
 			      : "none (planning only)");
@@ -364,6 +382,8 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("micro-batch (seqs)", "%.0f", row->s.mbs);
 	NUM("micro-batches", "%.0f", row->s.micro_batches);
 	TEXT("schedule", schedule_label(L[nl].cell[i], CELL, &row->s));
+	TEXT("CP flavour", snprintf(L[nl].cell[i], CELL, "%s",
+				    row->s.cp > 1 ? cp_label(&row->s) + 3 : "-"));
 	TEXT("recompute", snprintf(L[nl].cell[i], CELL, "%s", recompute_name(row->s.recompute)));
 	NUM("ZeRO", "%.0f", row->s.zero);
 	TEXT("FP8", snprintf(L[nl].cell[i], CELL, "%s", on_off(row->s.fp8)));
@@ -480,6 +500,9 @@ static const struct column {
 	/* the trainers whose launch files run the strategy as planned,
 	 * comma-separated, or "none" when it is planning only */
 	{ "trainers", COL_STR },
+	/* context parallelism's flavour: p2p, a2a or a2a+p2p (empty without
+	 * CP), and the all-to-all's size for a2a+p2p (empty otherwise) */
+	{ "cp_comm_type", COL_STR }, { "cp_a2a_size", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -562,6 +585,11 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 		f[i++][0] = '\0';
 	}
 	trainer_mask_names(row->trainers, f[i++], FIELD_MAX);
+	snprintf(f[i++], FIELD_MAX, "%s", s->cp > 1 ? cp_comm_name(s->cp_comm) : "");
+	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
+		snprintf(f[i++], FIELD_MAX, "%d", s->cp_a2a);
+	else
+		f[i++][0] = '\0';
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting

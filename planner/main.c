@@ -41,6 +41,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
 	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
 	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
+	X(CP_COMM_TYPE, "cp-comm-type", 1, "NAME", "context parallelism: p2p (ring), a2a (Ulysses), a2a+p2p (default: the search picks)") \
 	X(NORM, "norm", 1, "NAME", "norm kernels: fused (default), unfused")               \
 	X(FP8, "fp8", 1, "on|off", "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)") \
 	X(SEQUENCE_PARALLEL, "sequence-parallel", 1, "on|off", "sequence parallelism (default: on where TP > 1)") \
@@ -223,6 +224,10 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		if ((o->attn = attention_parse(arg)) < 0)
 			return bad_value(name, "flash, flash1, fused-softmax or unfused", arg);
 		break;
+	case OPT_CP_COMM_TYPE:
+		if ((o->cp_comm = cp_comm_parse(arg)) < 0)
+			return bad_value(name, "p2p, a2a or a2a+p2p", arg);
+		break;
 	case OPT_NORM:
 		if (strcmp(arg, "fused") && strcmp(arg, "unfused"))
 			return bad_value(name, "fused or unfused", arg);
@@ -365,7 +370,7 @@ static bool strategy_option(int id)
 	switch (id) {
 	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_MBS:
 	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
-	case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
+	case OPT_CP_COMM_TYPE: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
 	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
 	case OPT_GRAD_DTYPE: case OPT_LAYOUT:
 		return true;
@@ -756,7 +761,11 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;
 	} else if (what_if && p->n_row && p->row[0].r.fits && !p->n_feasible) {
-		err_set(&e, "%s cannot run this strategy", trainer_name((enum trainer)cl->opts.trainer));
+		char why[256];
+
+		if (!trainer_refusal((enum trainer)cl->opts.trainer, m, c, &p->row[0].s, why, sizeof why))
+			snprintf(why, sizeof why, "%s", p->row[0].why);
+		err_set(&e, "%s", why);
 		rc = EXIT_INPUT;
 	} else if (!p->n_feasible) {
 		char why[256];

@@ -30,6 +30,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->zero = -1;
 	o->trainer = -1;
 	o->attn = ATTN_FLASH;
+	o->cp_comm = -1;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->grad_acc_fusion = -1;
 	o->ilp_node_limit = ILP_NODE_LIMIT;
@@ -818,6 +819,55 @@ static bool each_schedule(struct search *S, struct strategy *s)
 	return fits;
 }
 
+/* Whether an all-to-all over a CP ranks can split s's heads: the query
+ * heads and KV heads each GPU holds under TP divide among them (Megatron's
+ * a2a CP needs heads / tp and KV heads / tp divisible by its size). */
+static bool a2a_fits(const struct model *m, const struct strategy *s, int a)
+{
+	int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
+
+	return m->heads % s->tp == 0 && (m->heads / s->tp) % a == 0 && kv % s->tp == 0 &&
+	       (kv / s->tp) % a == 0;
+}
+
+/* The CP flavour of s (cp > 1): the one fixed by --cp-comm-type, else of
+ * the ring, the all-to-all (a2a) and the hierarchical mix (a2a+p2p with
+ * each proper divisor of cp as its all-to-all size) that the heads allow
+ * and the trainer runs (torchtitan: the ring only), the one that exposes
+ * least CP time in a block (cost_cp_exposed); the ring on ties. */
+static void choose_cp_comm(const struct search *S, struct strategy *s)
+{
+	const struct plan_opts *o = S->o;
+	struct strategy t = *s;
+	double best;
+
+	s->cp_comm = CP_P2P;
+	s->cp_a2a = 0;
+	if (s->cp <= 1)
+		return;
+	if (o->cp_comm >= 0 && o->cp_comm != CP_A2A_P2P) {
+		s->cp_comm = (enum cp_comm)o->cp_comm;
+		return;
+	}
+	best = o->cp_comm == CP_A2A_P2P ? INFINITY : cost_cp_exposed(S->m, S->c, s);
+	if (o->trainer == TRAINER_TORCHTITAN)
+		return;
+	for (int a = 2; a <= s->cp; a++) {
+		double x;
+
+		if (s->cp % a || !a2a_fits(S->m, s, a) || (a == s->cp && o->cp_comm == CP_A2A_P2P))
+			continue;
+		t.cp_comm = a == s->cp ? CP_A2A : CP_A2A_P2P;
+		t.cp_a2a = a == s->cp ? 0 : a;
+		x = cost_cp_exposed(S->m, S->c, &t);
+		if (x < best) {
+			best = x;
+			s->cp_comm = t.cp_comm;
+			s->cp_a2a = t.cp_a2a;
+		}
+	}
+}
+
 /* Micro-batch sizes dividing the per-replica batch, ascending. Memory grows
  * with the micro-batch size under every schedule, so once none fits the
  * larger ones are skipped: a safe pruning. */
@@ -830,6 +880,7 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 			continue;
 		s->mbs = mbs;
 		s->micro_batches = per_replica / mbs;
+		choose_cp_comm(S, s);
 		if (cost_layers(&S->lc, S->m, S->c, s, e)) {
 			S->err_at = S->count;
 			*rc = -1;

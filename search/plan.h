@@ -38,6 +38,8 @@ struct plan_opts {
 	int trainer;		/* enum trainer: rank only what it runs; -1 any */
 	/* Kernels and precision, set on every strategy. */
 	int attn;		/* enum attention (default ATTN_FLASH) */
+	int cp_comm;		/* enum cp_comm: fix the CP flavour; -1 the
+				   search picks it per strategy */
 	bool unfused_norm;	/* norms as separate kernels (default fused) */
 	int grad_bytes;		/* 4 or 2; 0: 2 with the DeepSpeed trainer
 				   (ZeRO keeps the training dtype), else 4

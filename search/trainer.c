@@ -178,14 +178,31 @@ static int check_tp(enum trainer t, const struct model *m, const struct cluster 
 	return 0;
 }
 
-static int check_cp(enum trainer t, const struct strategy *s, struct err *e)
+/* Context parallelism: DeepSpeed has none here; torchtitan rotates K and V
+ * round a ring (context_parallel_rotate_method), no all-to-all flavour;
+ * Megatron's a2a and a2a+p2p split the query and KV heads each GPU holds
+ * among the all-to-all's ranks (TRAINERS.md: --cp-comm-type,
+ * --hierarchical-context-parallel-sizes). */
+static int check_cp(enum trainer t, const struct model *m, const struct strategy *s,
+		    struct err *e)
 {
 	const struct vocab *v = &vocabs[t];
+	int a = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a : 1;
+	int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
 
 	if (s->cp == 1)
 		return 0;
 	if (t == TRAINER_DEEPSPEED)
 		return refuse(e, t, "no context parallelism (cp %d)", s->cp);
+	if (t == TRAINER_TORCHTITAN && s->cp_comm != CP_P2P)
+		return refuse(e, t, "context parallelism '%s': torchtitan passes K and V round a ring (p2p) only",
+			      cp_comm_name(s->cp_comm));
+	if (s->cp_comm == CP_A2A_P2P && (a < 2 || a >= s->cp || s->cp % a))
+		return refuse(e, t, "a2a+p2p needs an all-to-all size between 2 and cp (%d) that divides it, not %d",
+			      s->cp, a);
+	if (a > 1 && ((m->heads / s->tp) % a || kv % s->tp || (kv / s->tp) % a))
+		return refuse(e, t, "cp all-to-all over %d ranks needs heads / tp (%d) and kv heads / tp (%d) divisible by %d",
+			      a, m->heads / s->tp, kv / s->tp, a);
 	if (t == TRAINER_TORCHTITAN && s->seq % (s->tp * 2 * s->cp) != 0)
 		return refuse(e, t, "%s (%d) must be divisible by tp * 2 * cp (%d)",
 			      v->seq, s->seq, s->tp * 2 * s->cp);
@@ -405,7 +422,7 @@ int trainer_check(enum trainer t, const struct model *m, const struct cluster *c
 {
 	if (check_shape(t, m, c, s, e) || check_precision(t, s, e) || check_schedule(t, s, e) ||
 	    check_batch(t, s, e) || check_tp(t, m, c, s, e) ||
-	    check_cp(t, s, e) || check_moe(t, m, s, e) ||
+	    check_cp(t, m, s, e) || check_moe(t, m, s, e) ||
 	    check_zero(t, s, e) || check_model(t, m, s, e))
 		return -1;
 	if (nodes_fit(c, s, e)) {

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <csv.h>
 #include <glob.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,72 @@ START_TEST(nothing_fits_names_the_trainer_rule)
 		free(out);
 		free(err);
 	}
+}
+END_TEST
+
+/* The CP flavour: with --cp-comm-type each of p2p, a2a and a2a+p2p costs
+ * the strategy its own way; unset, the search keeps the cheapest of them
+ * (checked by running all three: a brute force; at 32,768 tokens over CP
+ * 16, two nodes, it is not the ring). The Megatron script carries the
+ * flavour, and torchtitan refuses the all-to-all ones. */
+static double cp_run(const char *flavour, char *type, size_t n)
+{
+	char args[512], *json;
+	double t;
+	cJSON *doc;
+	const cJSON *row;
+
+	snprintf(args, sizeof args,
+		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 --gbs 64 "
+		 "--tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full %s%s --json -",
+		 flavour[0] ? "--cp-comm-type " : "", flavour);
+	ck_assert_int_eq(run_ampplan(args, &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "strategies"), 0);
+	t = cJSON_GetObjectItemCaseSensitive(row, "iteration_s")->valuedouble;
+	snprintf(type, n, "%s", cJSON_GetObjectItemCaseSensitive(row, "cp_comm_type")->valuestring);
+	cJSON_Delete(doc);
+	free(json);
+	return t;
+}
+
+START_TEST(cp_flavour_is_the_cheapest)
+{
+	static const char *const flavours[] = { "p2p", "a2a", "a2a+p2p" };
+	char type[32], best_type[32] = "", *out, *err;
+	double best = INFINITY, t;
+	int a = 0, b = 0;
+
+	for (int i = 0; i < 3; i++) {
+		t = cp_run(flavours[i], type, sizeof type);
+		ck_assert_str_eq(type, flavours[i]);
+		if (t < best) {
+			best = t;
+			snprintf(best_type, sizeof best_type, "%s", type);
+		}
+	}
+	ck_assert_str_ne(best_type, "p2p");	/* the case exercises a choice */
+	t = cp_run("", type, sizeof type);
+	ck_assert_rel(t, best, 1e-12);
+	ck_assert_str_eq(type, best_type);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
+				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
+				     "--cp-comm-type a2a+p2p --emit megatron --out build/cp-a2a-p2p", &out, &err), 0);
+	free(out);
+	free(err);
+	out = read_file("build/cp-a2a-p2p/launch.sh");
+	ck_assert_ptr_nonnull(strstr(out, "\t--cp-comm-type a2a+p2p\n"));
+	ck_assert_int_eq(sscanf(strstr(out, "--hierarchical-context-parallel-sizes "),
+				"--hierarchical-context-parallel-sizes %d %d", &a, &b), 2);
+	ck_assert_int_eq(a * b, 16);
+	ck_assert(a > 1 && b > 1);
+	free(out);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
+				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
+				     "--cp-comm-type a2a --trainer torchtitan", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "torchtitan passes K and V round a ring (p2p) only"));
+	free(out);
+	free(err);
 }
 END_TEST
 
@@ -679,6 +746,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, launchable_plans_rank_first);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
+	tcase_add_test(tc, cp_flavour_is_the_cheapest);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);

@@ -152,6 +152,34 @@ START_TEST(test_cp)
 }
 END_TEST
 
+/* The CP flavours (collective.c), tp 2, cp 4, seq 8192, one node of 8:
+ * a2a (Ulysses, Jacobs et al. 2023 Sec. 3.2): Q and output of 32/2 = 16
+ * heads, K and V of 8/2 = 4, of 8192/4 tokens: 2048 * (2*16 + 2*4) * 128 *
+ * 2 = 20971520 bytes per GPU, all-to-all over 4 ranks inside the node:
+ * 3/4 * 20971520 / 240e9; no ring. a2a+p2p with groups of 2: the
+ * all-to-all over 2 ranks, 1/2 * 20971520 / 240e9, and a ring of 4/2 - 1
+ * = 1 step of test_cp's 4194304-byte shard. */
+START_TEST(test_cp_a2a)
+{
+	struct strategy s = strat(2, 4, 1, 1, 8192, true);
+
+	s.cp_comm = CP_A2A;
+	ck_assert_int_eq(comm_cp_ring_steps(&s), 0);
+	ck_assert_rel(comm_cp_fwd(&mod, 1, &clu, 0, &s), 0, 0);
+	ck_assert_rel(comm_cp_a2a(&mod, 1, &clu, 0, &s), 0.75 * 20971520.0 / 240e9, 1e-12);
+	s.cp_comm = CP_A2A_P2P;
+	s.cp_a2a = 2;
+	ck_assert_int_eq(comm_cp_ring_steps(&s), 1);
+	ck_assert_rel(comm_cp_a2a(&mod, 1, &clu, 0, &s), 0.5 * 20971520.0 / 240e9, 1e-12);
+	ck_assert_rel(comm_cp_fwd(&mod, 1, &clu, 0, &s), 4194304.0 / 240e9, 1e-12);
+	/* the ring has no all-to-all; not a block: nothing */
+	s.cp_comm = CP_P2P;
+	ck_assert_rel(comm_cp_a2a(&mod, 1, &clu, 0, &s), 0, 0);
+	s.cp_comm = CP_A2A;
+	ck_assert_rel(comm_cp_a2a(&mod, 2, &clu, 0, &s), 0, 0);
+}
+END_TEST
+
 START_TEST(test_ep)
 {
 	struct strategy s = strat(2, 1, 4, 4, 4096, true);
@@ -375,6 +403,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_link_span);
 	tcase_add_test(tc, test_tp);
 	tcase_add_test(tc, test_cp);
+	tcase_add_test(tc, test_cp_a2a);
 	tcase_add_test(tc, test_ep);
 	tcase_add_test(tc, test_pp);
 	tcase_add_test(tc, test_dp);
