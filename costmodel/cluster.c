@@ -252,21 +252,26 @@ fail:
 	return NULL;
 }
 
-/* Appends the catalogue's names to msg (at most n bytes, NUL included),
- * separated by commas. */
+/* Appends the catalogue's names to msg (a buffer of n bytes, NUL included),
+ * separated by commas, and a closing ')'; a list that does not fit is cut. */
 static void list_names(const cJSON *gpus, char *msg, size_t n)
 {
 	const cJSON *it;
 	size_t at = strlen(msg);
 
 	cJSON_ArrayForEach(it, gpus) {
-		int w = snprintf(msg + at, n - at, "%s%s", it == gpus->child ? "" : ", ",
-				 it->string);
+		int w;
 
+		if (at + 1 >= n)
+			return;
+		w = snprintf(msg + at, n - at, "%s%s", it == gpus->child ? "" : ", ",
+			     it->string);
 		if (w < 0 || (size_t)w >= n - at)
 			return;
 		at += (size_t)w;
 	}
+	if (at + 1 < n)
+		strcpy(msg + at, ")");
 }
 
 /* Builds gpu_types.<name> o with a "catalogue" reference into a new object:
@@ -296,8 +301,7 @@ static cJSON *from_catalogue(const cJSON *o, const char *where, const char *path
 	entry = cJSON_GetObjectItemCaseSensitive(gpus, name);
 	if (!entry) {
 		err_set(e, "%s.catalogue: unknown GPU '%s' (the catalogue has: ", where, name);
-		list_names(gpus, e->msg, sizeof e->msg - 1);
-		strcat(e->msg, ")");
+		list_names(gpus, e->msg, sizeof e->msg);
 		return NULL;
 	}
 	if (!cJSON_GetObjectItemCaseSensitive(o, "efficiency_max") &&

@@ -224,6 +224,8 @@ static const struct {
 	{"cluster-malformed.json", "cluster-malformed.json:7:25: malformed JSON"},
 	/* the catalogue: an unknown name lists the known ones */
 	{"cluster-catalogue-unknown.json", ": gpu_types.H100.catalogue: unknown GPU 'H100' (the catalogue has: H100-SXM5-80GB, H200-SXM-141GB, B200-SXM-180GB, GB200-186GB, MI300X-192GB, A100-SXM4-80GB, A100-SXM4-40GB, L40S-48GB, V100-SXM2-32GB, V100-SXM2-16GB, T4-16GB)"},
+	/* a name that fills the message: cut, never written past its end */
+	{"cluster-catalogue-long-name.json", ": gpu_types.H100.catalogue: unknown GPU 'HHHHHHHH"},
 	{"cluster-catalogue-uncalibrated.json", "missing field 'gpu_types.B200.efficiency_max': catalogue GPU 'B200-SXM-180GB' is not calibrated"},
 	/* NVIDIA and AMD: refused, naming the groups of each */
 	{"cluster-vendor-mix.json", ": groups: NVIDIA GPUs in 'h100', 'h100-b' and AMD GPUs in 'mi300x': NCCL and RCCL do not form one job (one collective library per job); plan each vendor's groups as a cluster of its own"},
