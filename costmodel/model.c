@@ -534,6 +534,14 @@ bool model_block_moe(const struct model *m, int i)
 	       (i + 1) % (m->moe_every > 0 ? m->moe_every : 1) == 0;
 }
 
+bool model_heads_split(const struct model *m, int tp, int a)
+{
+	int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
+
+	return m->heads % tp == 0 && (m->heads / tp) % a == 0 && kv % tp == 0 &&
+	       (kv / tp) % a == 0;
+}
+
 double model_attn_flops(const struct model *m, int l, int seq)
 {
 	int a = m->heads > 0 ? m->heads : 1;

@@ -137,6 +137,12 @@ void model_derive_layers(struct model *m);
 bool model_block_windowed(const struct model *m, int i);
 bool model_block_moe(const struct model *m, int i);
 
+/* Whether an all-to-all over a ranks can split the heads each of tp GPUs
+ * holds: heads and KV heads divisible by tp, and each quotient by a (the
+ * Ulysses all-to-all of context parallelism, Jacobs et al. 2023 Sec. 3.2;
+ * Megatron's --cp-comm-type a2a and a2a+p2p). */
+bool model_heads_split(const struct model *m, int tp, int a);
+
 /* Forward FLOPs per token of the attention core (QK^T and AV) of layer l of
  * m->layer at sequence length seq, 0 for the embedding and the head:
  * 2*a*(d_qk + d_v) * keys, d_qk = head_dim, d_v = v_head_dim with MLA else

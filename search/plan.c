@@ -819,43 +819,39 @@ static bool each_schedule(struct search *S, struct strategy *s)
 	return fits;
 }
 
-/* Whether an all-to-all over a CP ranks can split s's heads: the query
- * heads and KV heads each GPU holds under TP divide among them (Megatron's
- * a2a CP needs heads / tp and KV heads / tp divisible by its size). */
-static bool a2a_fits(const struct model *m, const struct strategy *s, int a)
-{
-	int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-
-	return m->heads % s->tp == 0 && (m->heads / s->tp) % a == 0 && kv % s->tp == 0 &&
-	       (kv / s->tp) % a == 0;
-}
-
 /* The CP flavour of s (cp > 1): the one fixed by --cp-comm-type, else of
  * the ring, the all-to-all (a2a) and the hierarchical mix (a2a+p2p with
  * each proper divisor of cp as its all-to-all size) that the heads allow
- * and the trainer runs (torchtitan: the ring only), the one that exposes
- * least CP time in a block (cost_cp_exposed); the ring on ties. */
-static void choose_cp_comm(const struct search *S, struct strategy *s)
+ * (model_heads_split) and the trainer runs (torchtitan: the ring only), the
+ * one that exposes least CP time in a block (cost_cp_exposed); the ring on
+ * ties. Returns false when the fixed flavour cannot run s (the heads do not
+ * split, no all-to-all size fits a2a+p2p, or the trainer has only the
+ * ring): the search skips s rather than cost another flavour. */
+static bool choose_cp_comm(const struct search *S, struct strategy *s)
 {
 	const struct plan_opts *o = S->o;
 	struct strategy t = *s;
+	bool ring_only = o->trainer == TRAINER_TORCHTITAN;
 	double best;
 
 	s->cp_comm = CP_P2P;
 	s->cp_a2a = 0;
 	if (s->cp <= 1)
-		return;
-	if (o->cp_comm >= 0 && o->cp_comm != CP_A2A_P2P) {
-		s->cp_comm = (enum cp_comm)o->cp_comm;
-		return;
+		return true;
+	if (o->cp_comm == CP_P2P)
+		return true;
+	if (o->cp_comm == CP_A2A) {
+		s->cp_comm = CP_A2A;
+		return !ring_only && model_heads_split(S->m, s->tp, s->cp);
 	}
 	best = o->cp_comm == CP_A2A_P2P ? INFINITY : cost_cp_exposed(S->m, S->c, s);
-	if (o->trainer == TRAINER_TORCHTITAN)
-		return;
+	if (ring_only)
+		return o->cp_comm < 0;
 	for (int a = 2; a <= s->cp; a++) {
 		double x;
 
-		if (s->cp % a || !a2a_fits(S->m, s, a) || (a == s->cp && o->cp_comm == CP_A2A_P2P))
+		if (s->cp % a || !model_heads_split(S->m, s->tp, a) ||
+		    (a == s->cp && o->cp_comm == CP_A2A_P2P))
 			continue;
 		t.cp_comm = a == s->cp ? CP_A2A : CP_A2A_P2P;
 		t.cp_a2a = a == s->cp ? 0 : a;
@@ -866,6 +862,7 @@ static void choose_cp_comm(const struct search *S, struct strategy *s)
 			s->cp_a2a = t.cp_a2a;
 		}
 	}
+	return best < INFINITY;
 }
 
 /* Micro-batch sizes dividing the per-replica batch, ascending. Memory grows
@@ -880,7 +877,8 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 			continue;
 		s->mbs = mbs;
 		s->micro_batches = per_replica / mbs;
-		choose_cp_comm(S, s);
+		if (!choose_cp_comm(S, s))
+			return;
 		if (cost_layers(&S->lc, S->m, S->c, s, e)) {
 			S->err_at = S->count;
 			*rc = -1;
@@ -1247,6 +1245,21 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			       o->gbs / o->dp);
 	if (o->cp > 1 && o->seq % (2 * o->cp))
 		return err_set(e, "--cp %d needs a sequence length divisible by %d", o->cp, 2 * o->cp);
+	if (o->cp_comm > CP_P2P && o->trainer == TRAINER_TORCHTITAN)
+		return err_set(e, "--cp-comm-type %s: torchtitan passes K and V round a ring (p2p) only",
+			       cp_comm_name((enum cp_comm)o->cp_comm));
+	if (o->cp_comm == CP_A2A && o->cp > 1 && o->tp && !model_heads_split(m, o->tp, o->cp))
+		return err_set(e, "--cp-comm-type a2a: an all-to-all over --cp %d ranks needs the heads (%d) and KV heads (%d) per --tp %d GPU divisible by %d",
+			       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, o->tp, o->cp);
+	if (o->cp_comm == CP_A2A_P2P && o->cp > 1 && o->tp) {
+		int a = 2;
+
+		while (a < o->cp && (o->cp % a || !model_heads_split(m, o->tp, a)))
+			a++;
+		if (a >= o->cp)
+			return err_set(e, "--cp-comm-type a2a+p2p: no all-to-all size between 2 and --cp %d divides it and splits the heads (%d) and KV heads (%d) per --tp %d GPU",
+				       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, o->tp);
+	}
 	if (o->vp && o->schedule >= 0 &&
 	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
 	     (o->schedule == SCHED_ZB_V && o->vp != 2)))

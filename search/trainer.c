@@ -200,7 +200,7 @@ static int check_cp(enum trainer t, const struct model *m, const struct strategy
 	if (s->cp_comm == CP_A2A_P2P && (a < 2 || a >= s->cp || s->cp % a))
 		return refuse(e, t, "a2a+p2p needs an all-to-all size between 2 and cp (%d) that divides it, not %d",
 			      s->cp, a);
-	if (a > 1 && ((m->heads / s->tp) % a || kv % s->tp || (kv / s->tp) % a))
+	if (a > 1 && !model_heads_split(m, s->tp, a))
 		return refuse(e, t, "cp all-to-all over %d ranks needs heads / tp (%d) and kv heads / tp (%d) divisible by %d",
 			      a, m->heads / s->tp, kv / s->tp, a);
 	if (t == TRAINER_TORCHTITAN && s->seq % (s->tp * 2 * s->cp) != 0)

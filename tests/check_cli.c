@@ -234,13 +234,16 @@ START_TEST(nothing_fits_names_the_trainer_rule)
 END_TEST
 
 /* The CP flavour: with --cp-comm-type each of p2p, a2a and a2a+p2p costs
- * the strategy its own way; unset, the search keeps the cheapest of them
- * (checked by running all three: a brute force; at 32,768 tokens over CP
- * 16, two nodes, it is not the ring). The Megatron script carries the
- * flavour, and torchtitan refuses the all-to-all ones. */
+ * the strategy its own way; unset, the search keeps the cheapest of those
+ * that can run (checked by running each: a brute force; at 32,768 tokens
+ * over CP 16, two nodes, it is not the ring). Llama-3-8B has 8 KV heads, so
+ * a plain all-to-all over 16 ranks cannot split them and is refused, never
+ * costed as another flavour. The Megatron script carries the flavour, and
+ * torchtitan refuses the all-to-all ones. Returns the top row's time, or
+ * -1 with its error in type when ampplan refuses. */
 static double cp_run(const char *flavour, char *type, size_t n)
 {
-	char args[512], *json;
+	char args[512], *json, *err;
 	double t;
 	cJSON *doc;
 	const cJSON *row;
@@ -249,7 +252,13 @@ static double cp_run(const char *flavour, char *type, size_t n)
 		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 --gbs 64 "
 		 "--tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full %s%s --json -",
 		 flavour[0] ? "--cp-comm-type " : "", flavour);
-	ck_assert_int_eq(run_ampplan(args, &json, NULL), 0);
+	if (run_ampplan(args, &json, &err)) {
+		snprintf(type, n, "%s", err);
+		free(json);
+		free(err);
+		return -1;
+	}
+	free(err);
 	doc = cJSON_Parse(json);
 	row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "strategies"), 0);
 	t = cJSON_GetObjectItemCaseSensitive(row, "iteration_s")->valuedouble;
@@ -261,12 +270,14 @@ static double cp_run(const char *flavour, char *type, size_t n)
 
 START_TEST(cp_flavour_is_the_cheapest)
 {
-	static const char *const flavours[] = { "p2p", "a2a", "a2a+p2p" };
-	char type[32], best_type[32] = "", *out, *err;
+	static const char *const flavours[] = { "p2p", "a2a+p2p" };
+	char type[512], best_type[512] = "", *out, *err;
 	double best = INFINITY, t;
 	int a = 0, b = 0;
 
-	for (int i = 0; i < 3; i++) {
+	ck_assert_double_eq(cp_run("a2a", type, sizeof type), -1);
+	ck_assert_ptr_nonnull(strstr(type, "--cp-comm-type a2a: an all-to-all over --cp 16 ranks needs the heads (32) and KV heads (8)"));
+	for (int i = 0; i < 2; i++) {
 		t = cp_run(flavours[i], type, sizeof type);
 		ck_assert_str_eq(type, flavours[i]);
 		if (t < best) {
@@ -292,10 +303,46 @@ START_TEST(cp_flavour_is_the_cheapest)
 	free(out);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
 				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
-				     "--cp-comm-type a2a --trainer torchtitan", &out, &err), 1);
+				     "--cp-comm-type a2a --trainer torchtitan", &out, &err), 2);
 	ck_assert_ptr_nonnull(strstr(err, "torchtitan passes K and V round a ring (p2p) only"));
 	free(out);
 	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
+				     "--tp 1 --cp 2 --cp-comm-type a2a+p2p", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "no all-to-all size between 2 and --cp 2"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* --cp-comm-type a2a with the CP degree searched: every row with CP runs
+ * the all-to-all, and only where the 8 KV heads per TP group split among
+ * the CP ranks ((8 / tp) % cp == 0); rows that cannot are skipped, not
+ * costed as a ring. */
+START_TEST(cp_a2a_only_where_heads_split)
+{
+	char *json;
+	cJSON *doc;
+	const cJSON *row;
+	int with_cp = 0;
+
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
+				     "--gbs 64 --cp-comm-type a2a --json -", &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
+		int tp = cJSON_GetObjectItemCaseSensitive(row, "tp")->valueint;
+		int cp = cJSON_GetObjectItemCaseSensitive(row, "cp")->valueint;
+
+		if (cp == 1)
+			continue;
+		with_cp++;
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(row, "cp_comm_type")->valuestring, "a2a");
+		ck_assert_int_eq(8 % tp, 0);
+		ck_assert_int_eq((8 / tp) % cp, 0);
+	}
+	ck_assert_int_gt(with_cp, 0);
+	cJSON_Delete(doc);
+	free(json);
 }
 END_TEST
 
@@ -747,6 +794,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, launchable_plans_rank_first);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, cp_flavour_is_the_cheapest);
+	tcase_add_test(tc, cp_a2a_only_where_heads_split);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);
