@@ -296,7 +296,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 		const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	int L = m->n_layer, G = c->n_group;
-	double *buf;
+	double *buf, fr, all;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = NULL;
@@ -304,6 +304,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	if (check_strategy(s, e) < 0)
 		return -1;
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 1), sizeof *buf);
+	fr = all = 0;
 	for (int g = 0; g < G; g++)
 		for (int l = 0; l < L; l++) {
 			struct parts p;
@@ -316,7 +317,12 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 			f = parts_fwd(&p);
 			buf[(size_t)g * L + l] = f + parts_rc(&p) + parts_bwd(&p);
 			buf[(size_t)(G + g) * L + l] = f;
+			if (g == 0) {
+				fr += f + parts_rc(&p);
+				all += buf[l];
+			}
 		}
+	lc->zb_rho = all > 0 ? fr / all : 1.0 / 3;
 	lc->time = buf;
 	lc->fwd = buf + (size_t)G * L;
 	lc->state_bytes = buf + (size_t)2 * G * L;
@@ -347,28 +353,6 @@ void cost_layers_free(struct layer_costs *lc)
 	lc->n_layer = lc->n_group = 0;
 }
 
-/* ZB-H1's rho (schedule_weights): (forward + recomputation) / (forward +
- * recomputation + backward), summed over all layers on the cluster's first
- * node group: a whole-model ratio, independent of the partition and of the
- * placement (the analytic ratio is the same on every group; measured
- * profiles may differ slightly).
- * 1/3 (backward = 2 x forward) if a measured profile is unusable. */
-static double zb_rho(const struct model *m, const struct cluster *c, int g,
-		     const struct strategy *s)
-{
-	double fr = 0, all = 0;
-
-	for (int l = 0; l < m->n_layer; l++) {
-		struct parts p;
-
-		if (layer_parts(&p, m, l, c, g, s, NULL) < 0)
-			return 1.0 / 3;
-		fr += parts_fwd(&p) + parts_rc(&p);
-		all += parts_fwd(&p) + parts_rc(&p) + parts_bwd(&p);
-	}
-	return all > 0 ? fr / all : 1.0 / 3;
-}
-
 /* Model-state bytes per GPU of the tied duplicate (tied_dense): the head's
  * states per parameter times V*h/t. */
 static double tied_bytes(const struct model *m, const struct strategy *s)
@@ -387,16 +371,18 @@ static double tied_bytes(const struct model *m, const struct strategy *s)
  * seconds per micro-batch from virtual stage k to k+1 (comm_pp_send; with
  * interleaving the boundaries between chunks, wrap-arounds from rank pp-1
  * to rank 0 included, so a rank sends v times per micro-batch), and the
- * memory cap per virtual stage: (GPU memory - context_bytes) / vp, the
- * rank's memory split evenly over its chunks (conservative when the chunks
- * differ; cost_evaluate tests the rank as a whole); a single stage that
- * holds tied embedding and head gets the duplicate's bytes back. */
+ * memory cap per virtual stage: (GPU memory - context_bytes) / vp x
+ * share[k], the rank's memory split over its chunks as an even split of
+ * the blocks would use it (conservative when the chunks differ;
+ * cost_evaluate tests the rank as a whole); a single stage that holds tied
+ * embedding and head gets the duplicate's bytes back. */
 void cost_frame(struct pipeline_frame *f, const struct model *m,
-		const struct cluster *c, const struct strategy *s)
+		const struct cluster *c, const struct strategy *s,
+		const struct layer_costs *lc)
 {
 	int pp = s->pp > 0 ? s->pp : 1, vp = s->vp > 0 ? s->vp : 1;
 	int n = s->n_stages > 0 ? s->n_stages : pp * vp, mb = micro_batches(s);
-	double rho = 1.0 / 3;
+	double rho = 1.0 / 3, st = 0, act = 0;
 
 	if (n > MAX_STAGES)
 		n = MAX_STAGES;
@@ -405,7 +391,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->group[k] = s->group[strategy_rank(s, k)];
 	if (s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_INTERLEAVED_ZB ||
 	    s->schedule == SCHED_ZB_V)
-		rho = zb_rho(m, c, 0, s);
+		rho = lc->zb_rho;
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
 	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
 	f->n_group = c->n_group;
@@ -415,13 +401,27 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
+	if (s->schedule == SCHED_ZB_V)
+		for (int l = 1; l < lc->n_layer - 1; l++) {
+			st += lc->state_bytes[l] + lc->extra_bytes[l];
+			act += lc->act_bytes[l];
+		}
+	f->hops = 0;
 	for (int k = 0; k < n; k++) {
+		bool hop = k && strategy_rank(s, k - 1) != strategy_rank(s, k);
+
 		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k);
 		/* none between the two stages of one rank (ZB-V's turn) */
-		f->send[k] = k && strategy_rank(s, k - 1) != strategy_rank(s, k)
-				     ? f->link[f->group[k - 1]][f->group[k]]
-				     : 0;
-		f->cap[k] = f->cap_of[f->group[k]];
+		f->send[k] = hop ? f->link[f->group[k - 1]][f->group[k]] : 0;
+		f->hops += hop;
+	}
+	for (int k = 0; k < n; k++) {
+		double pair = f->inflight[k] + f->inflight[n - 1 - k];
+
+		f->share[k] = s->schedule == SCHED_ZB_V && st + pair * act > 0
+				      ? 2 * (st + f->inflight[k] * act) / (2 * st + pair * act)
+				      : 1;
+		f->cap[k] = f->cap_of[f->group[k]] * f->share[k];
 	}
 	if (n == 1)
 		f->cap[0] += tied_bytes(m, s);
@@ -448,7 +448,7 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 
 	t->mb = micro_batches(s);
 	t->send_all = 0;
-	cost_frame(f, m, c, s);
+	cost_frame(f, m, c, s, lc);
 	for (int q = 0; q < pp; q++)
 		t->rank_c[q] = t->rank_mem[q] = t->rank_send[q] = 0;
 	for (int k = 0; k < f->n_stages; k++) {
@@ -661,7 +661,7 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
 	struct pipeline_frame f;
 	int L = lc->n_layer;
 
-	cost_frame(&f, m, c, s);
+	cost_frame(&f, m, c, s, lc);
 	for (int k = 0; k < f.n_stages; k++) {
 		struct cost_stage *x = &out[k];
 		int g = f.group[k];

@@ -42,6 +42,12 @@ struct layer_costs {
 	 * exposed DP gradient reduction + optimizer step. iter_s = T_pipe +
 	 * this (cost_evaluate). */
 	double *tail0;
+	/* The zero-bubble schedules' rho (schedule_weights): (forward +
+	 * recomputation) / (forward + recomputation + backward) over all
+	 * layers on the cluster's first node group, a whole-model ratio
+	 * independent of the partition and the placement; 1/3 (backward =
+	 * 2 x forward) without layers. */
+	double zb_rho;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer
@@ -71,6 +77,9 @@ void cost_layers_free(struct layer_costs *lc);
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
 struct pipeline_frame {
 	int n_stages, n_group, vp;
+	int hops;			/* p2p boundaries a micro-batch crosses:
+					   n_stages - 1, ZB-V's turn on one rank
+					   not counted */
 	double a, b;			/* schedule weights over the stages
 					   (schedule_weights) */
 	double ra, rb;			/* ... over the ranks' totals
@@ -80,7 +89,15 @@ struct pipeline_frame {
 					   stage k from stage k - 1 (0 for k = 0):
 					   link[group[k-1]][group[k]] */
 	double cap[MAX_STAGES];		/* bytes available for the stage's
-					   layers on one GPU: cap_of[group[k]] */
+					   layers on one GPU: cap_of[group[k]]
+					   x share[k] */
+	/* Stage k's part of its rank's memory, times vp: 1 but under ZB-V,
+	 * whose two stages per rank hold different numbers of micro-batches
+	 * (2(p-r)-1 and 2r+1): there each gets what an even split of the
+	 * blocks would use, (S + i_k A) / (2S + (i_0 + i_1) A) x 2 for a
+	 * block's states S and activations A (sums over the blocks), so an
+	 * even split that fits the rank fits its stages. */
+	double share[MAX_STAGES];
 	int group[MAX_STAGES];		/* node group of virtual stage k */
 	/* Placement-free terms, for a search that also places the ranks:
 	 * link[g][h] the p2p seconds per micro-batch (forward and backward)
@@ -89,12 +106,14 @@ struct pipeline_frame {
 	double link[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
 };
-/* Fills f for strategy s: weights a, b (schedule), in-flight micro-batches
- * per stage, the caps and links per group, and send[] / cap[] / group[]
- * for s->group (the placement may be unset when only the placement-free
- * terms are used). Never fails. */
+/* Fills f for strategy s: weights a, b (schedule, with lc->zb_rho),
+ * in-flight micro-batches per stage, the caps and links per group, the
+ * stages' shares of their rank's memory (from lc's bytes), and send[] /
+ * cap[] / group[] for s->group (the placement may be unset when only the
+ * placement-free terms are used). lc is cost_layers' for s. Never fails. */
 void cost_frame(struct pipeline_frame *f, const struct model *m,
-		const struct cluster *c, const struct strategy *s);
+		const struct cluster *c, const struct strategy *s,
+		const struct layer_costs *lc);
 
 /* Seconds per iteration. The first nine are exposed on the critical path
  * and add up to iter_s; compute and recompute include the memory-bound

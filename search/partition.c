@@ -117,7 +117,7 @@ static void fill_jm(struct dp *d)
 		for (int g = 0; g < d->G; g++) {
 			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
 			int lim = n - (K - 1 - k);
-			double cap = d->ranks ? d->f->cap_of[g] : d->f->cap[k];
+			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
 
 			if (!d->ranks && g != d->f->group[k])
@@ -793,7 +793,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		}
 		sum = fill_fastest(t, take, by, nb, nm);
 		if (sum < INFINITY)
-			best = fmin(best, a * u + b * (ends + sum + (K - 1) * link) + tail);
+			best = fmin(best, a * u + b * (ends + sum + f->hops * link) + tail);
 	}
 	if (best == INFINITY)
 		return -1;

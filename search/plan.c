@@ -397,7 +397,7 @@ static double try_placement(struct search *S, struct strategy *s,
 	if (S->fixed) {
 		memcpy(s->first, S->layout, sizeof s->first);
 	} else {
-		cost_frame(&f, S->m, S->c, s);
+		cost_frame(&f, S->m, S->c, s, &S->lc);
 		if (partition_solve(&S->lc, &f, s->first, &t)) {
 			if (s->vp == 1)
 				return INFINITY;
@@ -489,16 +489,22 @@ static pthread_mutex_t glpk_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool ilp_placement(struct search *S, struct strategy *s)
 {
 	struct pipeline_frame f;
-	double cap[MAX_GROUPS];
+	double cap[MAX_GROUPS], inflight[MAX_STAGES] = { 0 };
 	int group[MAX_STAGES];
 	enum ilp_status st;
 
-	cost_frame(&f, S->m, S->c, s);
+	cost_frame(&f, S->m, S->c, s, &S->lc);
 	for (int g = 0; g < S->c->n_group; g++)
 		cap[g] = f.cap_of[g] * s->vp;
+	/* the ILP sees a rank whole: its chunks' mean micro-batches in flight
+	 * (ZB-V's 2(p-r)-1 and 2r+1 average p) and the weights over the
+	 * ranks' totals */
+	for (int k = 0; k < f.n_stages; k++)
+		inflight[strategy_rank(s, k)] += f.inflight[k] / s->vp;
 	struct placement_problem pb = {
-		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks,
-		.lc = &S->lc, .a = f.a, .b = f.b, .inflight = f.inflight, .cap = cap,
+		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks, .lc = &S->lc,
+		.a = s->vp > 1 ? f.ra : f.a, .b = s->vp > 1 ? f.rb : f.b,
+		.inflight = inflight, .cap = cap,
 	};
 	pthread_mutex_lock(&glpk_lock);	/* GLPK is not thread safe */
 	st = ilp_place_limits(&pb, group, S->o->ilp_time_limit_s, S->o->ilp_node_limit);
@@ -548,7 +554,7 @@ static void fit_placement(struct search *S, struct strategy *s, struct strategy 
 
 	if (partition_place_work(S->ranks, S->c->n_group, n, s->pp) > FIT_DP_MAX)
 		return;
-	cost_frame(&f, S->m, S->c, s);
+	cost_frame(&f, S->m, S->c, s, &S->lc);
 	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
 		return;
 	zero = xcalloc((size_t)S->c->n_group * (size_t)(n + 1), sizeof *zero);
@@ -574,7 +580,7 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 	int group[MAX_STAGES];
 	double t;
 
-	cost_frame(&f, S->m, S->c, s);
+	cost_frame(&f, S->m, S->c, s, &S->lc);
 	if (partition_place(&S->lc, &f, S->ranks, group, s->first, &t))
 		return;
 	for (int k = 0; k < s->pp; k++)
@@ -625,7 +631,7 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 		n += S->ranks[g] > 0;
 	if (S->o->exhaustive || (best->vp == 1 && (n == 1 || (small && !S->fixed))))
 		return 0;
-	cost_frame(&f, S->m, S->c, best);
+	cost_frame(&f, S->m, S->c, best, &S->lc);
 	if (best->vp > 1) {
 		f.a = f.ra;
 		f.b = f.rb;

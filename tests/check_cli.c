@@ -719,6 +719,28 @@ START_TEST(layout_is_evaluated)
 }
 END_TEST
 
+/* The searched partition is never worse than one that fits: under ZB-V
+ * (Llama-3-70B, TP 8, PP 4, DP 4 on 16 DGX H100 nodes, 16 micro-batches,
+ * selective recomputation) the even split E+10|...|10+L fits, so the
+ * search, which also tries it, must cost at most its time. Rank 0 holds
+ * 7 micro-batches of its first stage and 1 of its last: splitting each
+ * rank's memory evenly over its two stages rejected the even split. */
+START_TEST(zb_v_search_no_worse_than_even_split)
+{
+	const char *base = "--model profiles/llama70b.json --cluster clusters/dgx-h100.json --tp 8 --pp 4 "
+			   "--dp 4 --cp 1 --mbs 1 --schedule zb-v --recompute selective --gbs 64";
+	char args[512], *out = what_if(base);
+	double searched = value_of(out, NULL, "  iteration "), even;
+
+	free(out);
+	snprintf(args, sizeof args, "%s --layout 'E+10|10|10|10|10|10|10|10+L'", base);
+	out = what_if(args);
+	even = value_of(out, NULL, "  iteration ");
+	free(out);
+	ck_assert_msg(searched <= even, "searched %.3f s, even split %.3f s", searched, even);
+}
+END_TEST
+
 /* On the mixed cluster the placement is still searched under a fixed
  * layout. Llama-3-70B at TP 8: a block has 2 h^2 + 2 h (8 x 128) + 3 h f
  * = 856e6 parameters, 107e6 per GPU, 1.8 GiB of states (18 bytes each);
@@ -811,6 +833,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, overlaps_hide_communication);
 	tcase_add_test(tc, layout_is_evaluated);
 	tcase_add_test(tc, layout_keeps_searching_the_placement);
+	tcase_add_test(tc, zb_v_search_no_worse_than_even_split);
 	tcase_add_test(tc, what_if_that_does_not_fit);
 	suite_add_tcase(s, tc);
 	return s;

@@ -565,7 +565,7 @@ START_TEST(test_memory_overflow)
 	for (int k = 0; k <= 8; k++)
 		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98 : 1 + 12 * k);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 83751862272.0, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
@@ -1482,7 +1482,7 @@ START_TEST(test_allowance)
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
 	ck_assert_rel(lc.act_bytes[1], 34e6, 1e-12);
 	ck_assert_rel(lc.extra_bytes[5], 6e6, 1e-12);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], body + 0.5 * MEM_CONTEXT_BYTES + 1e3, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.mem.allowance, 0.5 * MEM_CONTEXT_BYTES, 0);
@@ -1504,7 +1504,7 @@ START_TEST(test_allowance)
 	ck_assert_rel(lc.act_bytes[1], 34e6 * (1 + MEM_FRAG_SHARE), 1e-12);
 	ck_assert_rel(lc.extra_bytes[5], 6e6 * (1 + MEM_FRAG_SHARE), 1e-12);
 	ck_assert_rel(lc.state_bytes[1], 18e7, 1e-12);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], body + 1e3, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.mem.allowance, MEM_CONTEXT_BYTES + MEM_FRAG_SHARE * 1.46e8, 1e-12);
@@ -1560,7 +1560,7 @@ START_TEST(test_zb_v_placement)
 	ck_assert_int_eq(strategy_rank(&s, 3), 0);
 	ck_assert_int_eq(strategy_stage(&s, 1, 1), 2);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_int_eq(f.group[0], 0);
 	ck_assert_int_eq(f.group[1], 1);
 	ck_assert_int_eq(f.group[2], 1);
@@ -1572,6 +1572,14 @@ START_TEST(test_zb_v_placement)
 	ck_assert_rel(f.inflight[1], 1, 0);
 	ck_assert_rel(f.inflight[2], 3, 0);
 	ck_assert_rel(f.inflight[3], 1, 0);
+	/* the caps: each rank's memory / 2 per chunk times its share, from
+	 * the 4 blocks' states 4 x 18e7 = 7.2e8 and activations 4 x 34e6 =
+	 * 1.36e8, 2 (S + i A) / (2 S + (3 + 1) A): 2.256e9 / 1.984e9 for the
+	 * chunk holding 3 micro-batches, 1.712e9 / 1.984e9 for the other
+	 * (rank 0: 1e9 bytes; rank 1 on group 1: the shares' ratio) */
+	ck_assert_rel(f.cap[0], 5e8 * 2.256e9 / 1.984e9, 1e-12);
+	ck_assert_rel(f.cap[3], 5e8 * 1.712e9 / 1.984e9, 1e-12);
+	ck_assert_rel(f.cap[2] / f.cap[1], 2.256 / 1.712, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(r.fits);
 	ck_assert_int_eq(r.heaviest_rank, 0);
@@ -1601,7 +1609,7 @@ START_TEST(test_fit_interleaved_chunks)
 	s.first[4] = 6;
 	gpus[0].mem_bytes = 1e9;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 5e8, 1e-12);
 	ck_assert_rel(f.inflight[0], 2.5, 1e-12);
 	ck_assert_rel(f.inflight[1], 1.5, 1e-12);
@@ -1659,7 +1667,7 @@ START_TEST(test_tied_single_stage)
 	s.first[1] = 6;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
 	ck_assert_rel(lc.state_bytes[5], 18 * (1e6 + 1e3), 1e-12);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8 + 18e6, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.mem.weights, 2 * P, 1e-12);
@@ -1674,7 +1682,7 @@ START_TEST(test_tied_single_stage)
 
 	mod.tied = false;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.mem.weights, 2 * (P + 1e6), 1e-12);
@@ -1688,7 +1696,7 @@ START_TEST(test_tied_single_stage)
 	mod.tied = true;
 	lay[5].params = 0;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.mem.weights, 2 * 4.1e7, 1e-12);
@@ -1699,8 +1707,10 @@ START_TEST(test_tied_single_stage)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	cost_frame(&f, &mod, &clu, &s);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[1], 8.9e8, 1e-12);
+	cost_layers_free(&lc);
 }
 END_TEST
 
@@ -1714,6 +1724,7 @@ END_TEST
 START_TEST(test_frame_interleaved)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
 	struct pipeline_frame f;
 
 	toy();
@@ -1723,7 +1734,8 @@ START_TEST(test_frame_interleaved)
 	s.vp = 2;
 	s.n_stages = 4;
 	s.group[1] = 1;
-	cost_frame(&f, &mod, &clu, &s);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_int_eq(f.n_stages, 4);
 	ck_assert_rel(f.a, 7, 0);
 	ck_assert_rel(f.b, 0.5, 0);
@@ -1736,6 +1748,7 @@ START_TEST(test_frame_interleaved)
 	ck_assert_rel(f.inflight[2], 2.5, 1e-12);
 	ck_assert_rel(f.inflight[1], 1.5, 1e-12);
 	ck_assert_rel(f.cap[1], 39 * GiB, 1e-12);
+	cost_layers_free(&lc);
 }
 END_TEST
 
@@ -1746,6 +1759,7 @@ END_TEST
 START_TEST(test_frame_zb_h1)
 {
 	struct strategy s = strat(1, 1, 2, 1, 1, 8, 1000);
+	struct layer_costs lc = {0};
 	struct pipeline_frame f;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part H = toy_head(1e12, 1e12, 1, 1, false);
@@ -1756,16 +1770,20 @@ START_TEST(test_frame_zb_h1)
 	toy();
 	toy_cluster();
 	s.schedule = SCHED_ZB_H1;
-	cost_frame(&f, &mod, &clu, &s);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.a, 8 - rho, 1e-12);
 	ck_assert_rel(f.b, rho, 1e-12);
 	ck_assert_rel(f.inflight[0], 2, 0);
 	ck_assert_rel(f.inflight[1], 1, 0);
 	s.recompute = RECOMPUTE_FULL;
 	rho = (fw + 4 * B.fwd) / (all + 4 * B.fwd);
-	cost_frame(&f, &mod, &clu, &s);
+	cost_layers_free(&lc);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.a, 8 - rho, 1e-12);
 	ck_assert_rel(f.b, rho, 1e-12);
+	cost_layers_free(&lc);
 }
 END_TEST
 

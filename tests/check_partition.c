@@ -32,6 +32,9 @@ static void inst_init(struct inst *in, int n, int G, int K)
 	in->lc.act_bytes = in->act;
 	in->lc.extra_bytes = in->extra;
 	in->f.n_stages = K;
+	in->f.hops = K - 1;
+	for (int k = 0; k < MAX_STAGES; k++)
+		in->f.share[k] = 1;
 }
 
 static uint64_t rng_state;
@@ -250,6 +253,13 @@ START_TEST(test_place_bound_by_hand)
 	in.f.cap_of[0] = in.f.cap_of[1] = 0.5;
 	ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 3, 1, &lb), 0);
 	ck_assert_double_eq_tol(lb, 16, 1e-12);
+	/* every link 1 s: ZB-V's 4 stages on 2 ranks send twice (0 -> 1 and
+	 * 2 -> 3; 1 -> 2 is the turn on one rank), b x 2 more */
+	for (int g = 0; g < 2; g++)
+		in.f.link[g][0] = in.f.link[g][1] = 1;
+	in.f.hops = 2;
+	ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 3, 1, &lb), 0);
+	ck_assert_double_eq_tol(lb, 18, 1e-12);
 }
 END_TEST
 
