@@ -812,6 +812,10 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			 * too. */
 			if ((vp > 1 || sc == SCHED_ZB_H1) && s->micro_batches < s->pp)
 				continue;
+			/* virtual stages need a pipeline (Megatron: the
+			 * interleaved schedule needs pipeline size > 1) */
+			if (vp > 1 && s->pp == 1)
+				continue;
 			if (s->pp * vp > S->m->n_layer || s->pp * vp > MAX_STAGES)
 				continue;
 			if (spent(S))
@@ -1266,6 +1270,10 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			return err_set(e, "--cp-comm-type a2a+p2p: no all-to-all size between 2 and --cp %d divides it and splits the heads (%d) and KV heads (%d) per --tp %d GPU",
 				       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, o->tp);
 	}
+	if (o->pp == 1 && ((o->schedule >= 0 && schedule_virtual((enum schedule)o->schedule)) ||
+			   o->vp > 1))
+		return err_set(e, "--pp 1 has no pipeline to interleave: --schedule %s and --vp need --pp > 1",
+			       o->schedule >= 0 ? schedule_name((enum schedule)o->schedule) : "interleaved");
 	if (o->vp && o->schedule >= 0 &&
 	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
 	     (o->schedule == SCHED_ZB_V && o->vp != 2)))

@@ -516,6 +516,7 @@ static const struct {
 	{ DEMO " --tp-comm-overlap on --sequence-parallel off", "--tp-comm-overlap on needs sequence parallelism" },
 	{ DEMO " --overlap-grad-reduce enabled", "--overlap-grad-reduce needs on or off, not 'enabled'" },
 	{ DEMO " --overlap-param-gather ON", "--overlap-param-gather needs on or off, not 'ON'" },
+	{ DEMO " --pp 1 --schedule zb-v", "--pp 1 has no pipeline to interleave: --schedule zb-v and --vp need --pp > 1" },
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
 	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
 	{ DEMO " --work-budget 0", "--work-budget needs a positive number of strategies, not '0'" },
@@ -741,6 +742,29 @@ START_TEST(zb_v_search_no_worse_than_even_split)
 }
 END_TEST
 
+/* A schedule with virtual stages needs a pipeline: asked for ZB-V, the
+ * search ranks only PP > 1 strategies, each with 2 stages per rank. */
+START_TEST(virtual_schedules_need_a_pipeline)
+{
+	char *json;
+	cJSON *doc;
+	const cJSON *row;
+	int n = 0;
+
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
+				     "--schedule zb-v --json -", &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
+		ck_assert_int_gt(cJSON_GetObjectItemCaseSensitive(row, "pp")->valueint, 1);
+		ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(row, "virtual_stages")->valueint, 2);
+		n++;
+	}
+	ck_assert_int_gt(n, 0);
+	cJSON_Delete(doc);
+	free(json);
+}
+END_TEST
+
 /* On the mixed cluster the placement is still searched under a fixed
  * layout. Llama-3-70B at TP 8: a block has 2 h^2 + 2 h (8 x 128) + 3 h f
  * = 856e6 parameters, 107e6 per GPU, 1.8 GiB of states (18 bytes each);
@@ -834,6 +858,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, layout_is_evaluated);
 	tcase_add_test(tc, layout_keeps_searching_the_placement);
 	tcase_add_test(tc, zb_v_search_no_worse_than_even_split);
+	tcase_add_test(tc, virtual_schedules_need_a_pipeline);
 	tcase_add_test(tc, what_if_that_does_not_fit);
 	suite_add_tcase(s, tc);
 	return s;
