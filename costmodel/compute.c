@@ -301,6 +301,8 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	} else if (wa > 0) {
 		double sm = bw > 0 ? score_bytes_per_token(m, s) * tok / bw : 0;
 
+		/* the scores are computed whole, masked keys and windows too */
+		wa = model_attn_flops_all(m, l, s->seq) * n;
 		attn_f = wa / (g->peak_flops * compute_eff(g, wa)) + sm;
 		attn_b = 2 * (attn_f - sm) + MEM_BWD * sm;
 	}

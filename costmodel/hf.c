@@ -237,23 +237,30 @@ static int read_qwen2_moe(struct model *m, const cJSON *doc, struct err *e)
 	return 0;
 }
 
-/* Qwen3: Llama with an RMSNorm of head_dim on each q and k head (2*d
- * weights a block). */
-static int read_qwen3(struct model *m, const cJSON *doc, struct err *e)
+/* Qwen3 and Qwen3-MoE (type: the model_type, for the messages): Llama
+ * with an RMSNorm of head_dim on each q and k head (2*d weights a
+ * block). */
+static int read_qwen3_like(struct model *m, const cJSON *doc, const char *type,
+			   struct err *e)
 {
-	if (read_llama_like(m, doc, "qwen3", &hf_keys, false, e) ||
-	    read_qwen_window(doc, "qwen3", e))
+	if (read_llama_like(m, doc, type, &hf_keys, false, e) ||
+	    read_qwen_window(doc, type, e))
 		return -1;
 	m->qk_norm = true;
 	m->qk_norm_params = 2 * m->head_dim;
 	return 0;
 }
 
+static int read_qwen3(struct model *m, const cJSON *doc, struct err *e)
+{
+	return read_qwen3_like(m, doc, "qwen3", e);
+}
+
 /* Qwen3-MoE: Qwen3 with num_experts of moe_intermediate_size, no shared
  * expert. */
 static int read_qwen3_moe(struct model *m, const cJSON *doc, struct err *e)
 {
-	return read_qwen3(m, doc, e) ||
+	return read_qwen3_like(m, doc, "qwen3_moe", e) ||
 	       read_moe(m, doc, "num_experts", "moe_intermediate_size", e) ||
 	       read_qwen_sparse(m, doc, "qwen3_moe", e) ? -1 : 0;
 }
@@ -271,14 +278,18 @@ static int read_gemma2(struct model *m, const cJSON *doc, struct err *e)
 
 /* Gemma 3 (text): Gemma 2's block with an RMSNorm of head_dim on each q and
  * k head (2*d weights), full attention on every sliding_window_pattern-th
- * block (default 6) and a window on the others, or the layout "layer_types"
- * lists ("sliding_attention" / "full_attention"), which must be such a
- * pattern. rope_theta is the full-attention blocks' base (the windowed ones
- * use rope_local_base_freq, which a launch file cannot set apart). */
+ * block (default 6) and a window on the others (Gemma3DecoderLayer:
+ * is_sliding = (layer_idx + 1) % pattern, so a pattern of 1 is full
+ * attention everywhere), or the layout "layer_types" lists
+ * ("sliding_attention" / "full_attention"), which must be such a pattern
+ * or all sliding. rope_theta is the full-attention blocks' base (the
+ * windowed ones use rope_local_base_freq, which a launch file cannot set
+ * apart). */
 static int read_gemma3_text(struct model *m, const cJSON *doc, struct err *e)
 {
 	const cJSON *types = cJSON_GetObjectItemCaseSensitive(doc, "layer_types"), *it;
 	int k = 6, i = 0, first_full = 0;
+	bool all_full;
 
 	m->block_norms = 4;
 	if (read_llama_like(m, doc, "gemma3_text", &hf_keys, true, e) ||
@@ -298,8 +309,11 @@ static int read_gemma3_text(struct model *m, const cJSON *doc, struct err *e)
 		}
 		k = first_full ? first_full : 1;
 	}
+	all_full = types && !cJSON_IsNull(types) ? first_full == 1 : k == 1;
 	if (read_window(m, doc, k, e))
 		return -1;
+	if (all_full)
+		m->sliding_window = m->sliding_every = 0;
 	i = 0;
 	cJSON_ArrayForEach(it, types) {
 		const char *want = model_block_windowed(m, i) ?
@@ -309,7 +323,7 @@ static int read_gemma3_text(struct model *m, const cJSON *doc, struct err *e)
 			return err_set(e, "field 'layer_types[%d]' must be '%s': "
 				       "full attention on the blocks i with "
 				       "(i + 1) %% %d == 0, a window on the others",
-				       i, want, k);
+				       i, want, all_full ? 1 : k);
 		i++;
 	}
 	return 0;

@@ -214,7 +214,7 @@ static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
 	    json_int(doc, "", "rotary_dim", false, 1, m->head_dim, &m->rotary_dim, e) ||
 	    json_bool(doc, "", "qkv_bias", false, &m->qkv_bias, e) ||
 	    json_bool(doc, "", "qk_norm", false, &m->qk_norm, e) ||
-	    json_int(doc, "", "sliding_window", false, 1, MAX_SEQ,
+	    json_int(doc, "", "sliding_window", false, 1, MAX_POS,
 		     &m->sliding_window, e) ||
 	    json_int(doc, "", "sliding_window_every", false, 1, MAX_LAYERS,
 		     &m->sliding_every, e) ||
@@ -542,7 +542,9 @@ bool model_heads_split(const struct model *m, int tp, int a)
 	       (kv / tp) % a == 0;
 }
 
-double model_attn_flops(const struct model *m, int l, int seq)
+/* model_attn_flops, and with windowed = false every block's keys counted
+ * as full attention (model_attn_flops_all). */
+static double attn_flops(const struct model *m, int l, int seq, bool windowed)
 {
 	int a = m->heads > 0 ? m->heads : 1;
 	double d = m->head_dim > 0 ? m->head_dim : (double)m->hidden / a;
@@ -551,11 +553,19 @@ double model_attn_flops(const struct model *m, int l, int seq)
 
 	if (m->layer[l].kind != LAYER_BLOCK)
 		return 0;
-	if (model_block_windowed(m, l - 1) && w < seq)
+	if (windowed && model_block_windowed(m, l - 1) && w < seq)
 		keys = w * (2.0 * seq - w + 1) / (seq + 1.0);
-	if (dv == d)
-		return 4.0 * keys * a * d;
 	return 2.0 * keys * a * (d + dv);
+}
+
+double model_attn_flops(const struct model *m, int l, int seq)
+{
+	return attn_flops(m, l, seq, true);
+}
+
+double model_attn_flops_all(const struct model *m, int l, int seq)
+{
+	return attn_flops(m, l, seq, false);
 }
 
 double model_mla_weights(const struct model *m, double *norms)

@@ -153,6 +153,12 @@ bool model_heads_split(const struct model *m, int tp, int a);
  * count scaled by the share of the causal work a window leaves. */
 double model_attn_flops(const struct model *m, int l, int seq);
 
+/* The same with every key of every query computed, windows or not: what a
+ * kernel that materialises the s x s scores and masks them runs (fused
+ * softmax, eager attention), unlike flash attention, which skips the
+ * masked blocks. */
+double model_attn_flops_all(const struct model *m, int l, int seq);
+
 /* Multi-head latent attention (DeepSeek-V2, Sec. 2.1; HF
  * DeepseekV3Attention) with h hidden, a heads, r_q = q_lora_rank (0: a plain
  * h x a*d_q query), r_kv = kv_lora_rank, d_q = qk_nope + qk_rope (head_dim),

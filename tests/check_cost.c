@@ -1200,6 +1200,18 @@ START_TEST(test_attention_kernels)
 	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
 	ck_assert_rel(t.attn_fwd, core + sm, 1e-12);
 	ck_assert_rel(t.bwd, 2 * x.gemm + 2 * core + MEM_BWD * sm + MEM_BWD * (x.mem + O), 1e-12);
+	/* a window of 512 on the block: flash attention visits 512 (2 x 2048
+	 * - 512 + 1) / 2049 keys a query instead of 2048; the unfused kernel
+	 * still computes and masks all 2048 */
+	mod.sliding_window = 512;
+	mod.sliding_every = 1;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.attn_fwd, core + sm, 1e-12);
+	s.attn = ATTN_FLASH;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.attn_fwd, CAUSAL_SHARE * wa * (512.0 * 3585 / 2049 / 2048) / (P * FLASH_RATE * 0.5),
+		      1e-12);
+	mod.sliding_window = mod.sliding_every = 0;
 	/* the head and the embedding have no attention core: the kernel does
 	 * not change them. */
 	{

@@ -329,6 +329,47 @@ START_TEST(test_gemma3_window)
 }
 END_TEST
 
+/* Gemma 3 with full attention everywhere, said either way: a
+ * sliding_window_pattern of 1 (HF: is_sliding = (i + 1) % 1, never) or
+ * "layer_types" all "full_attention". Every block then costs the full
+ * attention of test_gemma3_window, 53673984 + 33554432 FLOPs a token. */
+START_TEST(test_gemma3_all_full)
+{
+	for (int way = 0; way < 2; way++) {
+		char path[] = "/tmp/check_hf-g3f-XXXXXX";
+		int fd = mkstemp(path);
+		struct model *m = NULL;
+		struct err e = {""};
+		FILE *f;
+
+		ck_assert_int_ge(fd, 0);
+		f = fdopen(fd, "w");
+		fputs("{\"model_type\": \"gemma3_text\", \"hidden_size\": 1152, "
+		      "\"intermediate_size\": 6912, \"num_attention_heads\": 4, "
+		      "\"num_key_value_heads\": 1, \"head_dim\": 256, "
+		      "\"num_hidden_layers\": 26, \"vocab_size\": 262144, "
+		      "\"max_position_embeddings\": 32768, \"sliding_window\": 512", f);
+		if (way == 0) {
+			fputs(", \"sliding_window_pattern\": 1}", f);
+		} else {
+			fputs(", \"layer_types\": [", f);
+			for (int i = 0; i < 26; i++)
+				fprintf(f, "%s\"full_attention\"", i ? ", " : "");
+			fputs("]}", f);
+		}
+		fclose(f);
+		ck_assert_msg(model_load(&m, path, &e) == 0, "%s", e.msg);
+		ck_assert_int_eq(model_set_seq(m, 8192, &e), 0);
+		for (int i = 0; i < m->layers; i++) {
+			ck_assert(!model_block_windowed(m, i));
+			ck_assert_rel(m->layer[i + 1].flops_per_token, 53673984.0 + 33554432.0, 1e-14);
+		}
+		model_free(m);
+		remove(path);
+	}
+}
+END_TEST
+
 /* DeepSeek-R1 at seq 8192: MLA, 3 dense blocks, then 58 MoE blocks with a
  * shared expert (params in configs[]). Matmul weights of MLA: 187107328 -
  * 2048 norm weights = 187105280. Dense block: 2*(187105280 + 396361728) =
@@ -622,6 +663,7 @@ static Suite *hf_suite(void)
 	tcase_add_test(tc, test_qwen2_fields);
 	tcase_add_test(tc, test_gemma2_window);
 	tcase_add_test(tc, test_gemma3_window);
+	tcase_add_test(tc, test_gemma3_all_full);
 	tcase_add_test(tc, test_deepseek_mla);
 	tcase_add_test(tc, test_qwen2_moe_shared);
 	tcase_add_test(tc, test_llama4_fields);
