@@ -136,9 +136,12 @@ static void model_lines(struct emit_buf *b, const struct model *m)
 			    m->v_head_dim);
 	else
 		emit_printf(b, "#   attention %d heads, %d kv heads", m->heads, kv);
-	if (m->sliding_window > 0)
-		emit_printf(b, ", sliding window %d on every %s layer", m->sliding_window,
-			    m->sliding_every == 2 ? "2nd" : "");
+	if (m->sliding_window > 0 && m->sliding_every <= 1)
+		emit_printf(b, ", sliding window %d on every layer", m->sliding_window);
+	else if (m->sliding_window > 0)
+		emit_printf(b, ", sliding window %d but full attention on every %d%s layer",
+			    m->sliding_window, m->sliding_every,
+			    m->sliding_every == 2 ? "nd" : m->sliding_every == 3 ? "rd" : "th");
 	emit_printf(b, "\n#   MLP %s, embeddings %s, vocabulary %d unpadded\n",
 		    m->ffn_kind == FFN_SWIGLU ? "SwiGLU" : m->ffn_kind == FFN_GELU ? "GeLU" : "squared ReLU",
 		    m->tied ? "tied" : "untied", m->vocab);

@@ -130,8 +130,6 @@ static void schedule_label(char *buf, size_t n, const struct strategy *s)
 		snprintf(buf, n, "%s", schedule_name(s->schedule));
 }
 
-/* Bytes as GiB with one decimal, or none when it is a whole number of
- * GiB to that precision ("80", "79.6"). */
 /* "CP 16 p2p", "CP 8 a2a", "CP 16 a2a+p2p (4 x 4)". */
 static const char *cp_label(const struct strategy *s)
 {
@@ -145,6 +143,8 @@ static const char *cp_label(const struct strategy *s)
 	return buf;
 }
 
+/* Bytes as GiB with one decimal, or none when it is a whole number of
+ * GiB to that precision ("80", "79.6"). */
 static void gib_label(char *buf, size_t n, double bytes)
 {
 	double x = bytes / GiB;
@@ -326,13 +326,12 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 	free(x);
 }
 
-#define COMPARE_MAX 8
 #define CELL 96
 
 /* report_compare's cells: a label and one text per strategy. */
 struct compare_line {
 	char label[32];
-	char cell[COMPARE_MAX][CELL];
+	char cell[REPORT_COMPARE_MAX][CELL];
 };
 
 /* Appends a line labelled label to L[*n] with cell i printed by fmt
@@ -350,11 +349,11 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 		    const struct model *m, const struct cluster *c)
 {
 	static struct compare_line L[64];
-	int nl = 0, width[COMPARE_MAX];
-	double v[COMPARE_MAX] = { 0 };
+	int nl = 0, width[REPORT_COMPARE_MAX];
+	double v[REPORT_COMPARE_MAX] = { 0 };
 
-	if (n > COMPARE_MAX)
-		n = COMPARE_MAX;
+	if (n > REPORT_COMPARE_MAX)
+		n = REPORT_COMPARE_MAX;
 #define NUM(lab, fmt, expr)                                    \
 	do {                                                   \
 		for (int i = 0; i < n; i++) {                  \

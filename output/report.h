@@ -65,7 +65,11 @@ void report_fullest(char *buf, size_t n, const struct cost_result *r);
 void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 		  const struct cluster *c);
 
-/* Prints n evaluated strategies (rows[i], n <= 8) side by side, one column
+/* Most strategies report_compare sets side by side (--compare). */
+#define REPORT_COMPARE_MAX 8
+
+/* Prints n evaluated strategies (rows[i], n <= REPORT_COMPARE_MAX) side by
+ * side, one column
  * each: the strategy, the iteration time and its parts, tokens/s, MFU, the
  * fullest GPU (used/capacity GiB), the heaviest rank's GiB, the slowest
  * rank and its ms per micro-batch, and whether it fits (else the first

@@ -85,9 +85,6 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* Most --compare strategies. */
-#define MAX_COMPARE 8
-
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
 	const char *timeline;	/* --timeline FILE.svg */
@@ -99,10 +96,10 @@ struct cli {
 	bool headroom_pct;
 	/* --compare: the specs as given and their options (the command
 	 * line's with the spec's keys applied) */
-	const char *compare[MAX_COMPARE];
-	char *compare_text[MAX_COMPARE];	/* malloc'd copies the layouts
+	const char *compare[REPORT_COMPARE_MAX];
+	char *compare_text[REPORT_COMPARE_MAX];	/* malloc'd copies the layouts
 						   point into */
-	struct plan_opts compare_opts[MAX_COMPARE];
+	struct plan_opts compare_opts[REPORT_COMPARE_MAX];
 	int n_compare;
 	struct plan_opts opts;
 };
@@ -269,7 +266,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		break;
 	}
 	case OPT_COMPARE:
-		if (cl->n_compare == MAX_COMPARE)
+		if (cl->n_compare == REPORT_COMPARE_MAX)
 			return usage("--compare is for at most %s strategies", "8");
 		cl->compare[cl->n_compare++] = arg;
 		break;
@@ -404,7 +401,7 @@ static int parse_compare(struct cli *cl, int i)
 					id = k;
 		}
 		if (id < 0 || !strategy_option(id)) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}
@@ -644,8 +641,8 @@ static void print_headroom(FILE *out, const struct cli *cl, const struct cluster
  * 1 when one does not fit (after printing all) or cannot run. */
 static int run_compare(const struct cli *cl, struct model *m, const struct cluster *c)
 {
-	struct plan *p[MAX_COMPARE] = { 0 };
-	const struct plan_row *rows[MAX_COMPARE];
+	struct plan *p[REPORT_COMPARE_MAX] = { 0 };
+	const struct plan_row *rows[REPORT_COMPARE_MAX];
 	struct err e = { "" };
 	int rc = EXIT_OK, n = 0;
 
