@@ -549,21 +549,61 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 	       mem->allowance;
 }
 
+/* The tail the iteration adds after the pipeline: the latest end of a
+ * rank's DP tail (rank_tail, dp + optimizer) counted from rank 0's last
+ * backward. The last micro-batch's backward runs from the last stage down
+ * to stage 0, so pipeline rank r's last backward (its stage r) ends
+ * lead_r = sum over stages k < r of (backward_k + send_{k+1} / 2) before
+ * rank 0's: tail = max_r (dp_r + opt_r - lead_r) >= rank 0's. Under 1F1B
+ * rank 0's usually is the latest, but a later rank's reduction over a
+ * slower network, or its larger step, can end after it (the event
+ * simulation of timeline.c ends each rank the same way). The zero-bubble
+ * schedules' deferred weight-gradient passes are counted in backward_k
+ * (they shorten the lead a little). Splits it into *dp (exposed DP) and
+ * *opt (the step, at most the tail), *hidden that rank's overlapped DP,
+ * *rank that rank. */
+static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const struct model *m,
+		      const struct cluster *c, const struct strategy *s,
+		      const struct layer_costs *lc, const struct pipeline_frame *f)
+{
+	double lead = 0, tail = -INFINITY;
+	int L = lc->n_layer;
+
+	*dp = *hidden = *opt = 0;
+	*rank = 0;
+	for (int q = 0; q < s->pp; q++) {
+		double d, h, o;
+		int g = f->group[q];
+
+		rank_tail(&d, &h, &o, m, c, s, lc, f->n_stages, q);
+		if (d + o - lead > tail) {
+			tail = d + o - lead;
+			*opt = o < tail ? o : tail;
+			*dp = tail - *opt;
+			*hidden = h;
+			*rank = q;
+		}
+		for (int l = s->first[q]; l < s->first[q + 1]; l++)
+			lead += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
+		if (q + 1 < f->n_stages)
+			lead += f->send[q + 1] / 2;
+	}
+}
+
 /* Evaluation of a placed and partitioned strategy (cost.h):
  * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
  *   times on its group plus its send; with interleaving over the ranks'
  *   totals (pipe_terms);
- * - iter_s = T_pipe + the tail (exposed DP + optimizer) of pipeline rank 0:
- *   under 1F1B rank 0 runs the iteration's last backward and the next
- *   iteration's first forward; the other ranks' tails hide under the next
- *   pipeline fill (they finish their last backward earlier);
+ * - iter_s = T_pipe + the latest tail (exposed DP + optimizer) counted
+ *   from rank 0's last backward (iter_tail): under 1F1B rank 0 runs the
+ *   iteration's last backward, the other ranks finish theirs earlier;
  * - breakdown: compute, recompute, tp, cp, ep = m x the parts of the
  *   bottleneck rank (largest per-micro-batch time, all its chunks); pp =
  *   the p2p's share of T_pipe (its weights a, b applied to the sends: the
  *   bottleneck rank's and all of them); bubble = the rest of T_pipe (>= 0
- *   for every schedule); dp = m x its exposed ZeRO-3 gathers + rank 0's DP
- *   tail, optimizer rank 0's; the _hidden parts likewise from the
- *   bottleneck rank and rank 0's tail;
+ *   for every schedule); dp = m x its exposed ZeRO-3 gathers + the tail's
+ *   DP part, optimizer its step; the _hidden parts likewise from the
+ *   bottleneck rank and the rank that sets the tail;
  * - mfu (model FLOPs, Narayanan 2021 Sec. 5.1; COSTMODEL.md):
  *   3 * gbs * seq * sum_l F_l / (iter_s * sum of the peaks of the
  *   tp*cp*dp GPUs of every rank), F_l the forward FLOPs per token (no
@@ -598,7 +638,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		}
 	}
 
-	rank_tail(&tail_dp, &tail_hid, &tail_opt, m, c, s, lc, f->n_stages, 0);
+	iter_tail(&tail_dp, &tail_hid, &tail_opt, &r->tail_rank, m, c, s, lc, f);
 	for (int q = 0; q < pp; q++) {
 		double gpu_mem = c->gpu[c->group[s->group[q]].gpu].mem_bytes;
 		double share = (P.rank_mem[q] + context_bytes(c)) / gpu_mem;

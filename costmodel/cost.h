@@ -155,6 +155,9 @@ struct cost_result {
 	 * their exposed communication) and p2p (as cost_rank). */
 	int bottleneck_rank;
 	double bottleneck_fwd, bottleneck_bwd, bottleneck_send;
+	/* The pipeline rank whose DP tail ends the iteration (rank 0 unless
+	 * a later one ends after it: cost.c iter_tail). */
+	int tail_rank;
 };
 
 /* Evaluates strategy s (partition and placement set) with the layer costs lc
@@ -194,8 +197,8 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
  *   busy = m x (fwd + bwd + send), busy + idle = pipeline_s,
  *   the parts of mem add up to peak_bytes.
  * The rank runs busy seconds of the pipeline_s and sits idle (its bubble)
- * for the rest; then its tail, dp + optimizer (rank 0's is the iteration's:
- * cost_evaluate; the others' hide under the next pipeline fill). */
+ * for the rest; then its tail, dp + optimizer (the one that ends last,
+ * counted from rank 0's last backward, is the iteration's: cost_evaluate). */
 struct cost_rank {
 	int rank;		/* pipeline rank */
 	int group;		/* node group (index into cluster.group) */

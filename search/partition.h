@@ -10,9 +10,10 @@ struct pipeline_frame;
  * f->n_stages contiguous, non-empty stages:
  *   T = f->a * max_k c_k + f->b * sum_k c_k + tail,
  * c_k the stage's layer times on its group plus the p2p into it, tail =
- * lc->tail0 of the first stage when f->vp == 1 and lc->tail0 is set (the
- * iteration time cost_evaluate gives, for vp == 1), else 0. Every stage
- * must fit its memory cap. */
+ * lc->tail0 of the first stage when f->vp == 1 and lc->tail0 is set, else
+ * 0. For vp == 1 it is cost_evaluate's iteration time where rank 0's tail
+ * ends last, else a lower bound on it (cost.c iter_tail). Every stage must
+ * fit its memory cap. */
 
 /* Partitions with the placement f->group[] fixed (c_k uses f->send[k], the
  * cap f->cap[k]). Exact. Returns 0 with first[0..n_stages] (first[0] = 0,

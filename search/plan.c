@@ -174,6 +174,10 @@ struct search {
 	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
 					   costed without virtual stages */
 	bool have_v1;
+	double dp_value;		/* the last partition DP's optimum (vp 1):
+					   pipeline time + rank 0's tail, a lower
+					   bound on cost_evaluate's over the
+					   partitions (placements) it searched */
 	unsigned char ilp_group[MAX_STAGES]; /* the ILP's placement for this
 					   (TP, CP, PP, DP), from its first
 					   strategy */
@@ -387,12 +391,48 @@ static bool next_perm(int *a, int n)
  * vp, stricter than cost_evaluate's test of the rank's chunks together:
  * when the DP finds nothing, Megatron's default split may still fit.
  * Returns the iteration time costed (seconds), INFINITY if nothing fits. */
+/* Where the partition DP's optimum t (pipeline time + rank 0's tail) is
+ * below the evaluated r (vp 1): a later rank's tail ends after rank 0's
+ * (cost.c iter_tail), which the DP does not see. While it helps, moves a
+ * layer from the rank that sets the tail (r->tail_rank) to the stage
+ * before it, which lengthens its lead, or to the stage after it, which
+ * shrinks its reduction; s and r take the result. */
+static void climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t)
+{
+	if (s->vp != 1 || !r->fits || !(t < r->iter_s * (1 - 1e-9)))
+		return;
+	while (r->tail_rank > 0) {
+		struct strategy b = *s;
+		struct cost_result br = *r;
+		int q = r->tail_rank;
+
+		for (int d = 0; d < 2; d++) {
+			struct strategy x = *s;
+			struct cost_result xr;
+			int k = q + d, at = x.first[k] + (d ? -1 : 1);
+
+			if (k >= x.n_stages || at <= x.first[k - 1] || at >= x.first[k + 1])
+				continue;
+			x.first[k] = (unsigned short)at;
+			cost_evaluate(&xr, S->m, S->c, &x, &S->lc);
+			if (xr.fits && xr.iter_s < br.iter_s * (1 - 1e-12)) {
+				b = x;
+				br = xr;
+			}
+		}
+		if (!(br.iter_s < r->iter_s))
+			return;
+		*s = b;
+		*r = br;
+	}
+}
+
 static double try_placement(struct search *S, struct strategy *s,
 			  struct strategy *best, struct cost_result *best_r)
 {
 	struct pipeline_frame f;
 	struct cost_result r;
-	double t;
+	double t = INFINITY;
 
 	if (S->fixed) {
 		memcpy(s->first, S->layout, sizeof s->first);
@@ -403,8 +443,11 @@ static double try_placement(struct search *S, struct strategy *s,
 				return INFINITY;
 			default_split(s, S->m->n_layer);
 		}
+		S->dp_value = t;
 	}
 	cost_evaluate(&r, S->m, S->c, s, &S->lc);
+	if (!S->fixed)
+		climb_tail(S, s, &r, t);
 	if (!r.fits)
 		return INFINITY;
 	if (!best_r->fits || r.iter_s < best_r->iter_s) {
@@ -583,9 +626,11 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 	cost_frame(&f, S->m, S->c, s, &S->lc);
 	if (partition_place(&S->lc, &f, S->ranks, group, s->first, &t))
 		return;
+	S->dp_value = t;
 	for (int k = 0; k < s->pp; k++)
 		s->group[k] = (unsigned char)group[k];
 	cost_evaluate(&r, S->m, S->c, s, &S->lc);
+	climb_tail(S, s, &r, t);
 	if (r.fits && (!best_r->fits || r.iter_s < best_r->iter_s)) {
 		*best = *s;
 		*best_r = r;
@@ -617,9 +662,13 @@ static void why_not(struct search *S, struct plan_row *row)
 }
 
 /* The gap_pct of a row that fits (plan.h): best and r its strategy and
- * result; small: whether the joint placement DP placed it. With virtual
- * stages the bound takes cost_evaluate's weights over the ranks' totals
- * (the frame's ra, rb; cost.c pipe_terms). */
+ * result; small: whether the joint placement DP placed it. Where the DP
+ * searched every partition (one group) or every placement and partition
+ * (small) without virtual stages, its optimum bounds the iteration from
+ * below: the gap is 0 but where a later rank's tail ends after rank 0's
+ * (cost.c iter_tail), which the DP does not see. Elsewhere
+ * partition_place_bound; with virtual stages it takes cost_evaluate's
+ * weights over the ranks' totals (the frame's ra, rb; cost.c pipe_terms). */
 static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
 		  bool small)
 {
@@ -629,8 +678,12 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 
 	for (int g = 0; g < S->c->n_group; g++)
 		n += S->ranks[g] > 0;
-	if (S->o->exhaustive || (best->vp == 1 && (n == 1 || (small && !S->fixed))))
+	if (S->o->exhaustive)
 		return 0;
+	if (best->vp == 1 && (n == 1 || (small && !S->fixed)))
+		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
+			       ? 0
+			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
 	cost_frame(&f, S->m, S->c, best, &S->lc);
 	if (best->vp > 1) {
 		f.a = f.ra;
@@ -669,6 +722,7 @@ static bool evaluate(struct search *S, struct strategy *s)
 		     S->o->place_dp_max;
 
 	S->count++;
+	S->dp_value = INFINITY;
 	if (S->count % 16 == 0)
 		budget_refresh(S);
 	for (int g = 0; g < S->c->n_group; g++)
@@ -1462,3 +1516,4 @@ void plan_free(struct plan *p)
 	free(p->row);
 	free(p);
 }
+

@@ -707,6 +707,26 @@ START_TEST(test_evaluate_toy)
 	ck_assert_rel(r.time.bubble, c0, 1e-9);
 	ck_assert_rel(r.time.pp, 4 * 8e-5, 1e-9);
 	ck_assert_rel(r.mfu, 3 * 8000 * 4.516e9 / ((T + 1e-3 + opt) * 3e12), 1e-12);
+
+	/* A later rank's tail: group 1's GPUs 1e4 times slower to each other
+	 * (1e7 B/s), so rank 1's all-reduce of its 2.5e7 parameters takes
+	 * 2 * 1/2 * 4 * 2.5e7 / 1e7 = 10 s. Its last backward ends lead =
+	 * E.bwd + 2 B.bwd (stage 0's) + half the send, 4e-5, before rank 0's,
+	 * so the iteration ends 10 + opt - lead after the pipeline, not
+	 * rank 0's 1e-3 + opt: the DP part 10 - lead, the optimizer opt. */
+	groups[1].intra_bw = 1e7;
+	cost_layers_free(&lc);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	{
+		double lead = E.bwd + 2 * B.bwd + 4e-5;
+
+		ck_assert(10 - lead > 1e-3);
+		ck_assert_rel(r.iter_s, T + 10 + opt - lead, 1e-12);
+		ck_assert_rel(r.time.dp, 10 - lead, 1e-12);
+		ck_assert_rel(r.time.optimizer, opt, 1e-12);
+	}
+	groups[1].intra_bw = 1e11;
 	cost_layers_free(&lc);
 	ck_assert_ptr_null(lc.time);
 }
