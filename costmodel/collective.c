@@ -8,6 +8,7 @@
 #include "cluster.h"
 #include "memory.h"
 #include "model.h"
+#include "moe.h"
 #include "strategy.h"
 #include "util.h"
 
@@ -300,9 +301,10 @@ double comm_cp_a2a(const struct model *m, int l, const struct cluster *c, int g,
  * dispatch and an all-to-all combine over the ep GPUs of
  * S = b * s/c * h * dtype * top_k bytes (each token routed to k experts);
  * with sequence parallelism each TP rank dispatches only its s/(c*t)
- * tokens, so S /= t. The EP group's members sit tp apart in Megatron's rank
- * order: coll_hier_alltoall with coll_per_node(ep, tp). 0 for dense layers
- * and ep = 1. */
+ * tokens, so S /= t; the busiest rank receives moe_load_factor x its
+ * share, which paces the exchange. The EP group's members sit tp apart in
+ * Megatron's rank order: coll_hier_alltoall with coll_per_node(ep, tp). 0
+ * for dense layers and ep = 1. */
 double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s)
 {
@@ -316,7 +318,8 @@ double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 	if (s->sp && s->tp > 1)
 		S /= s->tp;
 	return 2 * coll_hier_alltoall(&c->group[g], s->ep,
-				      coll_per_node(&c->group[g], s->ep, s->tp), S);
+				      coll_per_node(&c->group[g], s->ep, s->tp),
+				      S * moe_load_factor(m, s));
 }
 
 /* DP group sizes: dense parameters are replicated over dp*cp ranks (Megatron

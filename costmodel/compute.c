@@ -10,6 +10,7 @@
 #include "cluster.h"
 #include "memory.h"
 #include "model.h"
+#include "moe.h"
 #include "strategy.h"
 #include "util.h"
 
@@ -207,7 +208,9 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
  * h x (a+2g)d/t (MLA: its down- and up-projections as one GEMM of their
  * FLOPs), output (a d/t) x h (MLA: a d_v/t), MLP h x f/t (x2 gated) and
  * (f/t) x h; in an MoE block (model_block_moe) the routed experts, of f_e,
- * see tok * top_k * ep / E tokens each and the shared experts every token;
+ * see tok * top_k * ep / E tokens each on average and the shared experts
+ * every token, and the busiest EP rank runs moe_load_factor x its
+ * routed-expert GEMMs (the layer's pace);
  * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
  * run less efficiently (compute_eff). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
@@ -218,7 +221,9 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 	double gd = (double)m->kv_heads * m->head_dim;
 	double f = is_moe ? m->moe_ffn : m->ffn, fs = m->shared_ffn;
 	double up = m->ffn_kind == FFN_SWIGLU ? 2 : 1;
-	double moe = is_moe ? (double)m->top_k * s->ep / m->experts : 1;
+	/* the busiest EP rank's routed tokens: lam x the mean (moe.h) */
+	double lam = is_moe ? moe_load_factor(m, s) : 1;
+	double moe = is_moe ? lam * m->top_k * s->ep / m->experts : 1;
 	/* FLOPs per token of one GEMM on one GPU, and its tokens; MLA's
 	 * projections as one QKV GEMM of their FLOPs, its output a*d_v x h;
 	 * shared experts see every token */
@@ -248,7 +253,7 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 		sum += share[i];
 	for (int i = 0; i < 6; i++)
 		if (share[i] > 0)
-			time += gemm_time(g, s->fp8, w * share[i] / sum,
+			time += gemm_time(g, s->fp8, w * share[i] / sum * (i == 2 || i == 3 ? lam : 1),
 					  per_tok[i] * gemm_tok[i]);
 	return time;
 }

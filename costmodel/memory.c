@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "model.h"
+#include "moe.h"
 #include "strategy.h"
 
 double memory_grad_bytes(const struct strategy *s)
@@ -99,4 +100,9 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	if (s->recompute == RECOMPUTE_NONE &&
 	    (s->attn == ATTN_FUSED_SOFTMAX || s->attn == ATTN_UNFUSED))
 		lm->act += 5.0 * m->heads * (double)s->seq * tokens / s->tp;
+	/* the busiest EP rank holds moe_load_factor x the routed experts'
+	 * 4 f_e top_k bytes per token */
+	if (model_block_moe(m, l - 1))
+		lm->act += (moe_load_factor(m, s) - 1) * 4.0 * m->moe_ffn * m->top_k * tokens /
+			   s->tp;
 }

@@ -18,6 +18,10 @@ static const char *const cp_names[CP_COMM_COUNT] = {
 	[CP_P2P] = "p2p", [CP_A2A] = "a2a", [CP_A2A_P2P] = "a2a+p2p",
 };
 
+static const char *const balance_names[MOE_BALANCE_COUNT] = {
+	[MOE_BALANCE_MICRO_BATCH] = "micro-batch", [MOE_BALANCE_GLOBAL_BATCH] = "global-batch",
+};
+
 static const char *const attn_names[ATTN_COUNT] = {
 	[ATTN_FLASH] = "flash", [ATTN_FLASH1] = "flash1",
 	[ATTN_FUSED_SOFTMAX] = "fused-softmax", [ATTN_UNFUSED] = "unfused",
@@ -27,6 +31,7 @@ const char *schedule_name(enum schedule s) { return sched_names[s]; }
 const char *recompute_name(enum recompute r) { return rc_names[r]; }
 const char *attention_name(enum attention a) { return attn_names[a]; }
 const char *cp_comm_name(enum cp_comm x) { return cp_names[x]; }
+const char *moe_balance_name(enum moe_balance x) { return balance_names[x]; }
 
 const char *grad_dtype_name(const struct strategy *s, bool fp16)
 {
@@ -45,3 +50,7 @@ int schedule_parse(const char *name) { return lookup(sched_names, SCHED_COUNT, n
 int recompute_parse(const char *name) { return lookup(rc_names, RECOMPUTE_COUNT, name); }
 int attention_parse(const char *name) { return lookup(attn_names, ATTN_COUNT, name); }
 int cp_comm_parse(const char *name) { return lookup(cp_names, CP_COMM_COUNT, name); }
+int moe_balance_parse(const char *name)
+{
+	return lookup(balance_names, MOE_BALANCE_COUNT, name);
+}

@@ -30,6 +30,12 @@ enum cp_comm { CP_P2P, CP_A2A, CP_A2A_P2P, CP_COMM_COUNT };
  * fused scale-mask-softmax over materialised s x s scores, or eager
  * PyTorch attention (scale, mask, softmax, dropout as separate kernels). */
 enum attention { ATTN_FLASH, ATTN_FLASH1, ATTN_FUSED_SOFTMAX, ATTN_UNFUSED, ATTN_COUNT };
+/* Where an MoE model's load-balancing loss takes its expert loads: over
+ * each micro-batch (Megatron's aux_loss, and DeepSeek's per-sequence form)
+ * or over the global batch (Megatron's global_aux_loss; Qiu et al. 2025,
+ * "Demons in the Detail"), which lets each micro-batch's routing follow
+ * its few sequences (moe.h). */
+enum moe_balance { MOE_BALANCE_MICRO_BATCH, MOE_BALANCE_GLOBAL_BATCH, MOE_BALANCE_COUNT };
 
 /* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
  * layers [first[k], first[k+1]) of the model's layer list and runs on
@@ -66,6 +72,11 @@ struct strategy {
 				   PyTorch); false: the weight-gradient GEMMs
 				   accumulate into it (Megatron's
 				   --gradient-accumulation-fusion) */
+	enum moe_balance moe_balance;	/* MoE models: the balancing loss's
+					   scope */
+	double moe_capacity;	/* MoE: expert capacity factor (tokens beyond
+				   capacity x the mean are dropped); 0:
+				   dropless */
 	int grad_bytes;		/* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
@@ -83,6 +94,8 @@ const char *recompute_name(enum recompute r);
 /* "p2p", "a2a", "a2a+p2p" (Megatron's names). */
 const char *cp_comm_name(enum cp_comm x);
 int cp_comm_parse(const char *name);
+const char *moe_balance_name(enum moe_balance x);
+int moe_balance_parse(const char *name);
 const char *attention_name(enum attention a);
 /* The gradients' dtype as printed: "fp32" for grad_bytes 4 (or unset),
  * else "fp16" when the model trains in fp16 (fp16 true), else "bf16". */

@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "emit_int.h"
 #include "model.h"
+#include "moe.h"
 #include "outfile.h"
 #include "strategy.h"
 #include "trainer.h"
@@ -96,15 +97,17 @@ int emit_vocab_divisor(const struct model *m, int tp)
 	return 1;
 }
 
-const char *emit_balance(const struct model *m)
+const char *emit_balance(const struct model *m, const struct strategy *s)
 {
+	if (s->moe_balance == MOE_BALANCE_GLOBAL_BATCH)
+		return "global_aux_loss";
 	return strcmp(m->model_type, "deepseek_v3") == 0 ? "seq_aux_loss" : "aux_loss";
 }
 
 /* Appends the model lines of the header: what the cost model counted of the
  * architecture, which the launch files set where their trainer has a
  * setting. */
-static void model_lines(struct emit_buf *b, const struct model *m)
+static void model_lines(struct emit_buf *b, const struct model *m, const struct strategy *s)
 {
 	const struct rope_scaling *r = &m->rope_scaling;
 	int kv = m->kv_heads ? m->kv_heads : m->heads, moe = 0;
@@ -149,9 +152,15 @@ static void model_lines(struct emit_buf *b, const struct model *m)
 		return;
 	for (int i = 0; i < m->layers; i++)
 		moe += model_block_moe(m, i);
-	emit_printf(b, "#   MoE: %d experts, top %d, ffn %d, on %d of %d layers; dropless (every token\n"
-		    "#   reaches its top %d, no capacity factor), all-to-all token dispatch, %s balancing",
-		    m->experts, m->top_k, m->moe_ffn, moe, m->layers, m->top_k, emit_balance(m));
+	emit_printf(b, "#   MoE: %d experts, top %d, ffn %d, on %d of %d layers; ", m->experts, m->top_k,
+		    m->moe_ffn, moe, m->layers);
+	if (s->moe_capacity > 0)
+		emit_printf(b, "capacity factor %g (tokens\n#   beyond it dropped)", s->moe_capacity);
+	else
+		emit_printf(b, "dropless (every token\n#   reaches its top %d, no capacity factor)", m->top_k);
+	emit_printf(b, ", all-to-all token dispatch, %s balancing,\n"
+		    "#   the busiest EP rank at %.3f x the mean load", emit_balance(m, s),
+		    moe_load_factor(m, s));
 	if (m->shared_experts > 0)
 		emit_printf(b, ",\n#   %d shared expert%s of ffn %d", m->shared_experts,
 			    m->shared_experts > 1 ? "s" : "", m->shared_ffn);
@@ -218,7 +227,7 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		emit_name(b, c->group[s->group[p]].name);
 	}
 	emit_printf(b, " (pipeline ranks 0 to %d)\n", s->pp - 1);
-	model_lines(b, m);
+	model_lines(b, m, s);
 	emit_printf(b, "# the plan costed: attention %s, norms %s, FP8 GEMMs %s,\n"
 		    "#   gradients %s accumulated %s,\n"
 		    "#   overlapped: TP comm %s, gradient reduction %s, parameter gather %s\n",

@@ -69,10 +69,11 @@ bool emit_layernorm(const struct model *m);
  * least padding (fewer than tp rows). */
 int emit_vocab_divisor(const struct model *m, int tp);
 
-/* Megatron's --moe-router-load-balancing-type of the model: "seq_aux_loss"
- * for DeepSeek-V3 (its sequence-wise balance loss), else "aux_loss" (per
- * micro-batch, Mixtral's and Qwen-MoE's). */
-const char *emit_balance(const struct model *m);
+/* Megatron's --moe-router-load-balancing-type for s on m: "global_aux_loss"
+ * with global-batch balancing (s->moe_balance), else "seq_aux_loss" for
+ * DeepSeek-V3 (its sequence-wise balance loss) and "aux_loss" (per
+ * micro-batch, Mixtral's and Qwen-MoE's) for the others. */
+const char *emit_balance(const struct model *m, const struct strategy *s);
 
 /* Appends the layers of each stage as the table prints them
  * (report_layers, which reads m->layer; this reads only the dimensions),

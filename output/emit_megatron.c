@@ -142,7 +142,10 @@ static void model_flags(struct emit_buf *b, const struct model *m, const struct 
 			    "\t--expert-tensor-parallel-size %d\n"
 			    "\t--moe-token-dispatcher-type alltoall\n"
 			    "\t--moe-router-load-balancing-type %s\n",
-			    m->experts, m->top_k, m->moe_ffn, s->ep, s->tp, emit_balance(m));
+			    m->experts, m->top_k, m->moe_ffn, s->ep, s->tp, emit_balance(m, s));
+		if (s->moe_capacity > 0)
+			emit_printf(b, "\t--moe-expert-capacity-factor %g\n\t--moe-token-drop-policy probs\n",
+				    s->moe_capacity);
 		if (m->shared_experts > 0)
 			emit_printf(b, "\t--moe-shared-expert-intermediate-size %d\n",
 				    m->shared_experts * m->shared_ffn);
@@ -328,12 +331,17 @@ void emit_slurm(struct emit_ctx *x)
 }
 
 /* The MoE fields of nemo_model. */
-static void nemo_moe(struct emit_buf *b, const struct model *m)
+static void nemo_moe(struct emit_buf *b, const struct model *m, const struct strategy *s)
 {
 	emit_printf(b, "model.num_moe_experts=%d\nmodel.moe_router_topk=%d\n"
 		    "model.moe_ffn_hidden_size=%d\nmodel.moe_token_dispatcher_type=alltoall\n"
-		    "model.moe_router_load_balancing_type=%s\nmodel.moe_expert_capacity_factor=null\n",
-		    m->experts, m->top_k, m->moe_ffn, emit_balance(m));
+		    "model.moe_router_load_balancing_type=%s\n",
+		    m->experts, m->top_k, m->moe_ffn, emit_balance(m, s));
+	if (s->moe_capacity > 0)
+		emit_printf(b, "model.moe_expert_capacity_factor=%g\nmodel.moe_token_drop_policy=probs\n",
+			    s->moe_capacity);
+	else
+		emit_printf(b, "model.moe_expert_capacity_factor=null\n");
 	if (m->shared_experts > 0)
 		emit_printf(b, "model.moe_shared_expert_intermediate_size=%d\n",
 			    m->shared_experts * m->shared_ffn);
@@ -394,7 +402,7 @@ static void nemo_model(struct emit_buf *b, const struct model *m, const struct s
 		    "model.share_embeddings_and_output_weights=%s\n",
 		    emit_vocab_divisor(m, s->tp), m->tied ? "true" : "false");
 	if (m->experts > 0)
-		nemo_moe(b, m);
+		nemo_moe(b, m, s);
 	emit_printf(b, "# The parallel plan:\n");
 }
 

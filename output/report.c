@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "cost.h"
 #include "model.h"
+#include "moe.h"
 #include "outfile.h"
 #include "plan.h"
 #include "trainer.h"
@@ -241,6 +242,15 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			s->cp_comm == CP_P2P ? " (ring, overlapped with attention)"
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
+	if (m->experts > 0) {
+		fprintf(out, "  MoE: %s balancing, ", moe_balance_name(s->moe_balance));
+		if (s->moe_capacity > 0)
+			fprintf(out, "capacity factor %g", s->moe_capacity);
+		else
+			fprintf(out, "dropless");
+		fprintf(out, "; the busiest of %d EP ranks at %.3f x the mean load (expert GEMMs, all-to-all, activations)\n",
+			s->ep, moe_load_factor(m, s));
+	}
 	fprintf(out, "  trainers that run it: %s\n",
 		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
 			      : "none (planning only)");
@@ -502,6 +512,11 @@ static const struct column {
 	/* context parallelism's flavour: p2p, a2a or a2a+p2p (empty without
 	 * CP), and the all-to-all's size for a2a+p2p (empty otherwise) */
 	{ "cp_comm_type", COL_STR }, { "cp_a2a_size", COL_NUM },
+	/* MoE models (empty for dense ones): the balancing loss's scope
+	 * (micro-batch or global-batch), the capacity factor (empty:
+	 * dropless) and the busiest EP rank's load over the mean (moe.h) */
+	{ "moe_balance", COL_STR }, { "moe_capacity_factor", COL_NUM },
+	{ "moe_load_factor", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -587,6 +602,15 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	snprintf(f[i++], FIELD_MAX, "%s", s->cp > 1 ? cp_comm_name(s->cp_comm) : "");
 	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
 		snprintf(f[i++], FIELD_MAX, "%d", s->cp_a2a);
+	else
+		f[i++][0] = '\0';
+	snprintf(f[i++], FIELD_MAX, "%s", m->experts ? moe_balance_name(s->moe_balance) : "");
+	if (m->experts && s->moe_capacity > 0)
+		snprintf(f[i++], FIELD_MAX, "%.6g", s->moe_capacity);
+	else
+		f[i++][0] = '\0';
+	if (m->experts)
+		snprintf(f[i++], FIELD_MAX, "%.6g", moe_load_factor(m, s));
 	else
 		f[i++][0] = '\0';
 }

@@ -43,6 +43,8 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
 	X(CP_COMM_TYPE, "cp-comm-type", 1, "NAME", "context parallelism: p2p (ring), a2a (Ulysses), a2a+p2p (default: the search picks)") \
 	X(NORM, "norm", 1, "NAME", "norm kernels: fused (default), unfused")               \
+	X(MOE_BALANCE, "moe-balance", 1, "NAME", "MoE balancing loss over each micro-batch (default) or the global-batch") \
+	X(MOE_CAPACITY, "moe-capacity", 1, "F", "MoE expert capacity factor: tokens beyond F x the mean are dropped (default: dropless)") \
 	X(FP8, "fp8", 1, "on|off", "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)") \
 	X(SEQUENCE_PARALLEL, "sequence-parallel", 1, "on|off", "sequence parallelism (default: on where TP > 1)") \
 	X(TP_COMM_OVERLAP, "tp-comm-overlap", 1, "on|off", "overlap TP communication with the GEMMs (default: where allowed; what-if: off)") \
@@ -225,6 +227,14 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		if ((o->cp_comm = cp_comm_parse(arg)) < 0)
 			return bad_value(name, "p2p, a2a or a2a+p2p", arg);
 		break;
+	case OPT_MOE_BALANCE:
+		if ((o->moe_balance = moe_balance_parse(arg)) < 0)
+			return bad_value(name, "micro-batch or global-batch", arg);
+		break;
+	case OPT_MOE_CAPACITY:
+		if (parse_positive(arg, 100, &o->moe_capacity))
+			return bad_value(name, "a positive factor (at most 100)", arg);
+		break;
 	case OPT_NORM:
 		if (strcmp(arg, "fused") && strcmp(arg, "unfused"))
 			return bad_value(name, "fused or unfused", arg);
@@ -367,7 +377,7 @@ static bool strategy_option(int id)
 	switch (id) {
 	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_MBS:
 	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
-	case OPT_CP_COMM_TYPE: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
+	case OPT_CP_COMM_TYPE: case OPT_MOE_BALANCE: case OPT_MOE_CAPACITY: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
 	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
 	case OPT_GRAD_DTYPE: case OPT_LAYOUT:
 		return true;
@@ -401,7 +411,7 @@ static int parse_compare(struct cli *cl, int i)
 					id = k;
 		}
 		if (id < 0 || !strategy_option(id)) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}

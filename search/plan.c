@@ -1348,6 +1348,12 @@ static int check_opts(const struct model *m, const struct cluster *c,
 		return err_set(e, "--sequence-parallel on needs --tp > 1");
 	if (o->tp_overlap == 1 && o->sp == 0)
 		return err_set(e, "--tp-comm-overlap on needs sequence parallelism, not --sequence-parallel off");
+	if (!m->experts && (o->moe_capacity > 0 || o->moe_balance != MOE_BALANCE_MICRO_BATCH))
+		return err_set(e, "--moe-%s applies to MoE models, and the model has no experts",
+			       o->moe_capacity > 0 ? "capacity" : "balance");
+	if (o->moe_balance < 0 || o->moe_balance >= MOE_BALANCE_COUNT || !(o->moe_capacity >= 0))
+		return err_set(e, "MoE balance %d or capacity %g out of range", o->moe_balance,
+			       o->moe_capacity);
 	if (o->attn < 0 || o->attn >= ATTN_COUNT)
 		return err_set(e, "attention kernel %d is not one of the %d known", o->attn, ATTN_COUNT);
 	if (o->grad_bytes != 0 && o->grad_bytes != 2 && o->grad_bytes != 4)
@@ -1404,6 +1410,8 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.seq = opts.seq;
 	s.attn = (enum attention)opts.attn;
 	s.unfused_norm = opts.unfused_norm;
+	s.moe_balance = (enum moe_balance)opts.moe_balance;
+	s.moe_capacity = opts.moe_capacity;
 	s.grad_bytes = opts.grad_bytes;
 	rc = run_workers(&S, &s, e);
 	if (opts.progress)

@@ -41,6 +41,8 @@ struct plan_opts {
 	int cp_comm;		/* enum cp_comm: fix the CP flavour; -1 the
 				   search picks it per strategy */
 	bool unfused_norm;	/* norms as separate kernels (default fused) */
+	int moe_balance;	/* enum moe_balance (default micro-batch) */
+	double moe_capacity;	/* MoE capacity factor; 0: dropless */
 	int grad_bytes;		/* 4 or 2; 0: 2 with the DeepSpeed trainer
 				   (ZeRO keeps the training dtype), else 4
 				   (Megatron's fp32 main gradients) */

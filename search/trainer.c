@@ -212,11 +212,19 @@ static int check_cp(enum trainer t, const struct model *m, const struct strategy
 	return 0;
 }
 
+/* MoE: the expert-parallel degree, Megatron's world rule (etp = tp), the
+ * balancing loss's scope (DeepSpeed's gate: per micro-batch; TRAINERS.md)
+ * and the capacity factor (torchtitan: dropless). */
 static int check_moe(enum trainer t, const struct model *m, const struct strategy *s,
 		     struct err *e)
 {
 	int world = s->tp * s->cp * s->pp * s->dp;
 
+	if (m->experts > 0 && t == TRAINER_DEEPSPEED && s->moe_balance == MOE_BALANCE_GLOBAL_BATCH)
+		return refuse(e, t, "global-batch balancing: DeepSpeed's MoE gate takes its auxiliary loss per micro-batch");
+	if (m->experts > 0 && t == TRAINER_TORCHTITAN && s->moe_capacity > 0)
+		return refuse(e, t, "capacity factor %g: torchtitan's MoE is dropless (no capacity factor)",
+			      s->moe_capacity);
 	if (s->ep == 1)
 		return 0;
 	if (m->experts < 1)

@@ -742,6 +742,69 @@ START_TEST(zb_v_search_no_worse_than_even_split)
 }
 END_TEST
 
+/* MoE load: Mixtral-8x7B (8 experts, top 2, seq 4096) at EP 8, mbs 1 on
+ * 16 DGX H100 nodes. The CSV's moe_load_factor is the busiest EP rank's,
+ * 1.0148224099719503 under micro-batch balancing and 1.2539660792335567
+ * under global-batch balancing (worked in check_moe.c); the slower expert
+ * rank makes the global-batch plan slower. With a capacity factor of 1.1
+ * the load stops there and the Megatron script sets it; torchtitan refuses
+ * the capacity factor and DeepSpeed the global-batch loss. */
+static double moe_run(const char *extra, double *load, char *balance)
+{
+	char args[512], *json;
+	double t;
+	cJSON *doc;
+	const cJSON *row;
+
+	snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+		 "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 %s --json -", extra);
+	ck_assert_int_eq(run_ampplan(args, &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "strategies"), 0);
+	t = cJSON_GetObjectItemCaseSensitive(row, "iteration_s")->valuedouble;
+	*load = cJSON_GetObjectItemCaseSensitive(row, "moe_load_factor")->valuedouble;
+	snprintf(balance, 32, "%s", cJSON_GetObjectItemCaseSensitive(row, "moe_balance")->valuestring);
+	cJSON_Delete(doc);
+	free(json);
+	return t;
+}
+
+START_TEST(moe_balance_and_capacity)
+{
+	char balance[32], *out, *err;
+	double load, micro, global;
+
+	micro = moe_run("", &load, balance);
+	ck_assert_str_eq(balance, "micro-batch");
+	ck_assert_rel(load, 1.0148224099719503, 1e-5);
+	global = moe_run("--moe-balance global-batch", &load, balance);
+	ck_assert_str_eq(balance, "global-batch");
+	ck_assert_rel(load, 1.2539660792335567, 1e-5);
+	ck_assert(global > micro);
+	moe_run("--moe-balance global-batch --moe-capacity 1.1", &load, balance);
+	ck_assert_rel(load, 1.1, 1e-12);
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 --moe-balance global-batch "
+				     "--moe-capacity 1.1 --emit megatron --out build/moe-capacity", &out, &err), 0);
+	free(out);
+	free(err);
+	out = read_file("build/moe-capacity/launch.sh");
+	ck_assert_ptr_nonnull(strstr(out, "\t--moe-router-load-balancing-type global_aux_loss\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\t--moe-expert-capacity-factor 1.1\n\t--moe-token-drop-policy probs\n"));
+	free(out);
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--moe-balance global-batch --trainer deepspeed --schedule 1f1b", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "DeepSpeed's MoE gate takes its auxiliary loss per micro-batch"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
+				     "--moe-capacity 1.25", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--moe-capacity applies to MoE models"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* A schedule with virtual stages needs a pipeline: asked for ZB-V, the
  * search ranks only PP > 1 strategies, each with 2 stages per rank. */
 START_TEST(virtual_schedules_need_a_pipeline)
@@ -859,6 +922,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, layout_keeps_searching_the_placement);
 	tcase_add_test(tc, zb_v_search_no_worse_than_even_split);
 	tcase_add_test(tc, virtual_schedules_need_a_pipeline);
+	tcase_add_test(tc, moe_balance_and_capacity);
 	tcase_add_test(tc, what_if_that_does_not_fit);
 	suite_add_tcase(s, tc);
 	return s;

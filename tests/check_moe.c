@@ -1,0 +1,84 @@
+/* check_moe.c: the busiest expert-parallel rank's load (moe.h) against
+ * values worked out with Python's statistics.NormalDist (an implementation
+ * of the inverse normal of its own) and against exact expected maxima. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "model.h"
+#include "moe.h"
+#include "strategy.h"
+#include "testutil.h"
+
+/* Blom's Phi^-1((n - 0.375) / (n + 0.25)), from NormalDist().inv_cdf:
+ * n = 2: 0.5894557978497785, 8: 1.4342001596863794, 64:
+ * 2.3366910755775656. The exact expected maxima of 2 and 8 standard
+ * normals are 1/sqrt(pi) = 0.5641896 and 1.4236003 (tables of normal order
+ * statistics): within 5% and 1%. */
+START_TEST(test_expected_max)
+{
+	ck_assert_rel(moe_expected_max(2), 0.5894557978497785, 1e-8);
+	ck_assert_rel(moe_expected_max(8), 1.4342001596863794, 1e-8);
+	ck_assert_rel(moe_expected_max(64), 2.3366910755775656, 1e-8);
+	ck_assert_rel(moe_expected_max(2), 1 / sqrt(acos(-1)), 0.05);
+	ck_assert_rel(moe_expected_max(8), 1.4236003, 0.01);
+	ck_assert_rel(moe_expected_max(1), 0, 0);
+	/* Acklam's tails (p below 0.02425): n = 100 gives p = 0.99377; NormalDist: 2.498590560962256 */
+	ck_assert_rel(moe_expected_max(100), 2.498590560962256, 1e-8);
+}
+END_TEST
+
+/* 8 experts, top 2, EP 8, seq 4096, mbs 1, CP 1: a rank receives mu =
+ * 4096 x 2 = 8192 assignments on average, the EP group routes n_seq = 8
+ * sequences. Micro-batch balancing: lam = 1 + z8 sqrt((7/8) / 8192) =
+ * 1.0148224099719503; global-batch: + 0.5^2 / 8 under the root,
+ * 1.2539660792335567. CP 2 with mbs 2: mu = 2 x 2048 x 2, n_seq = 2 x 8/2:
+ * the same. */
+START_TEST(test_load_factor)
+{
+	struct model m;
+	struct strategy s = { .tp = 1, .cp = 1, .pp = 1, .dp = 8, .ep = 8, .mbs = 1,
+			      .seq = 4096 };
+
+	memset(&m, 0, sizeof m);
+	m.experts = 8;
+	m.top_k = 2;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.0148224099719503, 1e-9);
+	s.moe_balance = MOE_BALANCE_GLOBAL_BATCH;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.2539660792335567, 1e-9);
+	s.cp = 2;
+	s.mbs = 2;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.2539660792335567, 1e-9);
+	/* more sequences per micro-batch: less imbalance */
+	s.mbs = 8;
+	ck_assert(moe_load_factor(&m, &s) < 1.2539660792335567);
+	/* a capacity factor caps it; the tokens over it are dropped */
+	s.moe_capacity = 1.1;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.1, 0);
+	s.moe_capacity = 2;
+	ck_assert(moe_load_factor(&m, &s) < 2);
+	/* one rank holds every expert; a dense model */
+	s.ep = 1;
+	s.moe_capacity = 0;
+	ck_assert_rel(moe_load_factor(&m, &s), 1, 0);
+	m.experts = 0;
+	s.ep = 8;
+	ck_assert_rel(moe_load_factor(&m, &s), 1, 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("moe");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_expected_max);
+	tcase_add_test(tc, test_load_factor);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(suite());
+}
