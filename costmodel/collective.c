@@ -156,10 +156,36 @@ static double tp_bytes(const struct model *m, const struct strategy *s)
 	return (double)s->mbs * s->seq / s->cp * m->hidden * dtype_bytes(m);
 }
 
+/* The TP collectives of one MoE block with sequence parallelism, forward
+ * or backward (the same volumes; Megatron-Core's all-to-all dispatcher):
+ * the attention's all-gather + reduce-scatter of S over tp, the shared
+ * experts' the same (a dense MLP under TP), and the routed experts' over
+ * the etp GPUs that split each expert: after the EP all-to-all every member
+ * gathers the tokens the others received, etp x S k lam / tp in all (each
+ * GPU received S k / tp, the busiest lam times that), and reduce-scatters
+ * the outputs back. Nothing for the routed experts at etp = 1. */
+static double moe_block_tp(const struct model *m, const struct cluster *c, int g,
+			   const struct strategy *s, double S, struct link k)
+{
+	int etp = strategy_etp(s);
+	double x = coll_allgather(s->tp, S, k) + coll_reducescatter(s->tp, S, k), r;
+
+	if (m->shared_experts > 0)
+		x *= 2;
+	if (etp > 1) {
+		struct link ke = link_span(&c->group[g], etp);
+
+		r = S * (m->top_k > 0 ? m->top_k : 1) * moe_load_factor(m, s) * etp / s->tp;
+		x += coll_allgather(etp, r, ke) + coll_reducescatter(etp, r, ke);
+	}
+	return x;
+}
+
 /* Megatron-LM TP, forward pass of one micro-batch (Shoeybi et al. 2019
  * Sec. 3, Fig. 4: the f/g operators; Korthikanti et al. 2022 Sec. 4.2.2):
  * - block: 2 all-reduces of S = b*s/c*h*dtype; with sequence parallelism
- *   2 x (all-gather + reduce-scatter) of the same S, the same ring time;
+ *   2 x (all-gather + reduce-scatter) of the same S, the same ring time
+ *   (an MoE block: moe_block_tp);
  * - embedding (vocab-parallel): one all-reduce of S; with SP a reduce-scatter
  *   into the sequence-parallel region;
  * - head: with SP an all-gather of S out of the sequence-parallel region;
@@ -185,6 +211,8 @@ double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
 		return sp ? coll_reducescatter(s->tp, S, k)
 			  : coll_allreduce(s->tp, S, k);
 	case LAYER_BLOCK:
+		if (sp && model_block_moe(m, l - 1))
+			return moe_block_tp(m, c, g, s, S, k);
 		return sp ? 2 * (coll_allgather(s->tp, S, k) +
 				 coll_reducescatter(s->tp, S, k))
 			  : 2 * coll_allreduce(s->tp, S, k);
@@ -216,6 +244,8 @@ double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
 	case LAYER_EMBEDDING:
 		return sp ? coll_allgather(s->tp, S, k) : 0;
 	case LAYER_BLOCK:
+		if (sp && model_block_moe(m, l - 1))
+			return moe_block_tp(m, c, g, s, S, k);
 		return sp ? 2 * (coll_allgather(s->tp, S, k) +
 				 coll_reducescatter(s->tp, S, k))
 			  : 2 * coll_allreduce(s->tp, S, k);
@@ -302,9 +332,9 @@ double comm_cp_a2a(const struct model *m, int l, const struct cluster *c, int g,
  * S = b * s/c * h * dtype * top_k bytes (each token routed to k experts);
  * with sequence parallelism each TP rank dispatches only its s/(c*t)
  * tokens, so S /= t; the busiest rank receives moe_load_factor x its
- * share, which paces the exchange. The EP group's members sit tp apart in
- * Megatron's rank order: coll_hier_alltoall with coll_per_node(ep, tp). 0
- * for dense layers and ep = 1. */
+ * share, which paces the exchange. The EP group's members sit etp apart in
+ * Megatron's expert rank order (etp innermost): coll_hier_alltoall with
+ * coll_per_node(ep, etp). 0 for dense layers and ep = 1. */
 double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s)
 {
@@ -318,29 +348,28 @@ double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 	if (s->sp && s->tp > 1)
 		S /= s->tp;
 	return 2 * coll_hier_alltoall(&c->group[g], s->ep,
-				      coll_per_node(&c->group[g], s->ep, s->tp),
+				      coll_per_node(&c->group[g], s->ep, strategy_etp(s)),
 				      S * moe_load_factor(m, s));
 }
 
 /* DP group sizes: dense parameters are replicated over dp*cp ranks (Megatron
  * reduces gradients over the data-parallel x context-parallel group), expert
- * parameters over the expert-data-parallel group of dp*cp/ep ranks; their
- * GPUs per node (members tp, resp. tp*ep, apart). */
+ * parameters over the expert-data-parallel group of tp*cp*dp/(etp*ep)
+ * ranks (strategy_edp); their GPUs per node (members tp, resp. etp*ep,
+ * apart). */
 static void dp_sizes(const struct node_group *g, const struct strategy *s,
 		     int *n, int *n_e, int *k, int *k_e)
 {
 	*n = s->dp * s->cp;
-	*n_e = s->ep > 0 ? *n / s->ep : *n;
-	if (*n_e < 1)
-		*n_e = 1;
+	*n_e = strategy_edp(s);
 	*k = coll_per_node(g, *n, s->tp);
-	*k_e = coll_per_node(g, *n_e, s->tp * (s->ep > 0 ? s->ep : 1));
+	*k_e = coll_per_node(g, *n_e, strategy_etp(s) * (s->ep > 0 ? s->ep : 1));
 }
 
 /* ZeRO-3 (Rajbhandari et al. 2020, Sec. 5.3 P_os+g+p): before each use the
  * layer's parameter shards are all-gathered in bf16 over the DP group:
- * (params - expert)/t * 2 bytes over dp*cp ranks and expert/(e*t) * 2 over
- * dp*cp/ep ranks (coll_hier_reducescatter's form). Called once per forward
+ * (params - expert)/t * 2 bytes over dp*cp ranks and expert/(e*etp) * 2
+ * over the edp ranks (coll_hier_reducescatter's form). Called once per forward
  * and once per backward. */
 double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 			 int g, const struct strategy *s)
@@ -355,7 +384,8 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 	return coll_hier_reducescatter(G, n, k, (ly->params - ly->expert_params) /
 						       s->tp * MEM_WEIGHT_BYTES) +
 	       coll_hier_reducescatter(G, n_e, k_e, ly->expert_params /
-							((double)s->ep * s->tp) * MEM_WEIGHT_BYTES);
+							((double)s->ep * strategy_etp(s)) *
+							MEM_WEIGHT_BYTES);
 }
 
 /* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends

@@ -210,7 +210,7 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 		       double bwd)
 {
 	double reduce, gather, n = (double)s->dp * s->cp, x_r, x_g;
-	double n_e = n / s->ep < 1 ? 1 : n / s->ep;
+	double n_e = strategy_edp(s);
 	double bucket = COST_BUCKET_PARAMS > COST_BUCKET_PARAMS_PER_DP * n
 				? COST_BUCKET_PARAMS
 				: COST_BUCKET_PARAMS_PER_DP * n;

@@ -17,7 +17,7 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert)
 {
 	*dense = (ly->params - ly->expert_params) / s->tp;
-	*expert = ly->expert_params / ((double)s->ep * s->tp);
+	*expert = ly->expert_params / ((double)s->ep * strategy_etp(s));
 }
 
 /* Model states per GPU (Rajbhandari et al. 2020 Sec. 5, Fig. 1; Megatron
@@ -31,17 +31,15 @@ void memory_params(const struct layer *ly, const struct strategy *s,
  * FP8 for its GEMM (a transient within the allowance) and saves FP8 GEMM
  * inputs for the backward pass, which the bf16 activation model bounds.
  * n = dp*cp for dense parameters (the DP x CP group Megatron shards the
- * optimizer over), dp*cp/ep for expert parameters (expert-data-parallel).
- * Dense parameters split by t, experts by e*t (memory_params). */
+ * optimizer over), strategy_edp for expert parameters (expert-data-
+ * parallel). Dense parameters split by t, experts by e*etp (memory_params). */
 static void states(struct layer_mem *lm, const struct layer *ly,
 		   const struct strategy *s)
 {
 	double D, E, n = (double)s->dp * s->cp, n_e;
 
 	memory_params(ly, s, &D, &E);
-	n_e = s->ep > 0 ? n / s->ep : n;
-	if (n_e < 1)
-		n_e = 1;
+	n_e = strategy_edp(s);
 	lm->weights = MEM_WEIGHT_BYTES * (s->zero >= 3 ? D / n + E / n_e : D + E);
 	lm->grads = memory_grad_bytes(s) * (s->zero >= 2 ? D / n + E / n_e : D + E);
 	lm->optimizer = MEM_OPT_BYTES * (s->zero >= 1 ? D / n + E / n_e : D + E);

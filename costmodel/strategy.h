@@ -44,6 +44,9 @@ enum moe_balance { MOE_BALANCE_MICRO_BATCH, MOE_BALANCE_GLOBAL_BATCH, MOE_BALANC
  * value type: copy with '='. */
 struct strategy {
 	int tp, cp, pp, dp, ep;	/* ep divides dp * cp; 1 for dense models */
+	int etp;		/* expert tensor-parallel degree (MoE layers;
+				   Megatron's --expert-tensor-parallel-size,
+				   divides tp); 0 reads as tp (strategy_etp) */
 	int vp;			/* virtual stages per pipeline rank (1 = none) */
 	int mbs;		/* micro-batch size, sequences */
 	int gbs;		/* global batch, sequences */
@@ -120,6 +123,23 @@ static inline int strategy_rank(const struct strategy *s, int k)
 	if (s->schedule == SCHED_ZB_V && k >= s->pp)
 		return 2 * s->pp - 1 - k;
 	return k % s->pp;
+}
+
+/* The expert tensor-parallel degree, etp read as tp when unset (0). The
+ * MoE layers fold the tp * cp * dp GPUs of a stage into etp x ep x edp
+ * (Megatron's MoE parallel folding): each expert split over etp GPUs,
+ * experts over ep, the rest replicas, edp = tp * cp * dp / (etp * ep). */
+static inline int strategy_etp(const struct strategy *s)
+{
+	return s->etp > 0 ? s->etp : s->tp;
+}
+
+/* The expert-data-parallel degree: the replicas of each expert shard. */
+static inline int strategy_edp(const struct strategy *s)
+{
+	int n = s->tp * s->cp * s->dp / (strategy_etp(s) * (s->ep > 0 ? s->ep : 1));
+
+	return n > 0 ? n : 1;
 }
 
 /* Virtual stages per pipeline rank, vp read as 1 when unset (0). */

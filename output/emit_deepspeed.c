@@ -141,18 +141,21 @@ static void launch(struct emit_ctx *x)
 	emit_printf(b, "# - the model is the code's: build it as \"the model as costed\" above says\n"
 		    "#   (norm and epsilon, rotary base and scaling, dropout 0, biases, q/k norms,\n"
 		    "#   the vocabulary unpadded).\n");
-	if (m->experts > 0 && s->moe_capacity > 0)
-		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d,\n"
-			    "#   capacity_factor=%g, drop_tokens=True), as the plan costed; it dispatches\n"
-			    "#   with all-to-all.%s\n",
-			    m->experts, s->ep, m->top_k, s->moe_capacity,
-			    m->shared_experts > 0 ? " The shared\n#   experts run beside it in the model code." : "");
-	else if (m->experts > 0)
-		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d,\n"
-			    "#   drop_tokens=False): dropless, as the plan costed (DeepSpeed drops tokens\n"
-			    "#   over capacity_factor by default); it dispatches with all-to-all.%s\n",
-			    m->experts, s->ep, m->top_k,
-			    m->shared_experts > 0 ? " The shared\n#   experts run beside it in the model code." : "");
+	if (m->experts > 0) {
+		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d,\n",
+			    m->experts, s->ep, m->top_k);
+		if (s->moe_capacity > 0)
+			emit_printf(b, "#   capacity_factor=%g, drop_tokens=True,", s->moe_capacity);
+		else
+			emit_printf(b, "#   drop_tokens=False,");
+		emit_printf(b, " enable_expert_tensor_parallelism=%s)", strategy_etp(s) > 1 ? "True" : "False");
+		if (s->moe_capacity > 0)
+			emit_printf(b, ",\n#   as the plan costed; it dispatches with all-to-all.");
+		else
+			emit_printf(b, ": dropless,\n#   as the plan costed (DeepSpeed drops tokens over capacity_factor by\n"
+				    "#   default); it dispatches with all-to-all.");
+		emit_printf(b, "%s\n", m->shared_experts > 0 ? " The shared experts run beside it\n#   in the model code." : "");
+	}
 	kernels(b, s, x->m);
 	emit_printf(b, "set -euo pipefail\n\n"
 		    "HOSTS=${HOSTS:?set HOSTS to the %d host%s in node-rank order (nodes.txt)}\n"

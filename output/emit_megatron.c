@@ -142,7 +142,7 @@ static void model_flags(struct emit_buf *b, const struct model *m, const struct 
 			    "\t--expert-tensor-parallel-size %d\n"
 			    "\t--moe-token-dispatcher-type alltoall\n"
 			    "\t--moe-router-load-balancing-type %s\n",
-			    m->experts, m->top_k, m->moe_ffn, s->ep, s->tp, emit_balance(m, s));
+			    m->experts, m->top_k, m->moe_ffn, s->ep, strategy_etp(s), emit_balance(m, s));
 		if (s->moe_capacity > 0)
 			emit_printf(b, "\t--moe-expert-capacity-factor %g\n\t--moe-token-drop-policy probs\n",
 				    s->moe_capacity);
@@ -437,7 +437,7 @@ void emit_nemo(struct emit_ctx *x)
 			    s->cp / s->cp_a2a);
 	if (x->m->experts > 0)
 		emit_printf(b, "model.expert_model_parallel_size=%d\n"
-			    "model.expert_tensor_parallel_size=%d\n", s->ep, s->tp);
+			    "model.expert_tensor_parallel_size=%d\n", s->ep, strategy_etp(s));
 	if (!emit_default_split(x)) {
 		emit_printf(b, "model.pipeline_model_parallel_layout=\"");
 		emit_layout(b, x);

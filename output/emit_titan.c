@@ -219,8 +219,8 @@ static void toml(struct emit_ctx *x)
 	}
 	emit_printf(b, "expert_parallel_degree = %d\n", s->ep);
 	if (x->m->experts > 0)
-		emit_printf(b, "# experts split over TP too, as the plan costed (expert weights / (ep x tp))\n"
-			    "expert_tensor_parallel_degree = %d\n", s->tp);
+		emit_printf(b, "# each expert split over %d GPUs, as the plan costed (expert weights / (ep x etp))\n"
+			    "expert_tensor_parallel_degree = %d\n", strategy_etp(s), strategy_etp(s));
 	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac[s->recompute]);
 	if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "selective_ac_option = \"op\"\n");

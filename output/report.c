@@ -243,7 +243,8 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
 	if (m->experts > 0) {
-		fprintf(out, "  MoE: %s balancing, ", moe_balance_name(s->moe_balance));
+		fprintf(out, "  MoE: EP %d x ETP %d x EDP %d, %s balancing, ", s->ep, strategy_etp(s),
+			strategy_edp(s), moe_balance_name(s->moe_balance));
 		if (s->moe_capacity > 0)
 			fprintf(out, "capacity factor %g", s->moe_capacity);
 		else
@@ -517,6 +518,8 @@ static const struct column {
 	 * dropless) and the busiest EP rank's load over the mean (moe.h) */
 	{ "moe_balance", COL_STR }, { "moe_capacity_factor", COL_NUM },
 	{ "moe_load_factor", COL_NUM },
+	/* MoE models: the expert tensor-parallel degree (empty for dense) */
+	{ "etp", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -611,6 +614,10 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 		f[i++][0] = '\0';
 	if (m->experts)
 		snprintf(f[i++], FIELD_MAX, "%.6g", moe_load_factor(m, s));
+	else
+		f[i++][0] = '\0';
+	if (m->experts)
+		snprintf(f[i++], FIELD_MAX, "%d", strategy_etp(s));
 	else
 		f[i++][0] = '\0';
 }

@@ -36,6 +36,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(CP, "cp", 1, "N", "fix the context-parallel degree")                             \
 	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
 	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP and the experts)") \
+	X(ETP, "etp", 1, "N", "fix the expert tensor-parallel degree (MoE; divides TP; default: searched)") \
 	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
 	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v") \
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
@@ -178,7 +179,8 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	int *num[OPT_COUNT] = {
 		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
 		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
-		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_EP] = &o->ep, [OPT_TOP] = &cl->top,
+		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_EP] = &o->ep, [OPT_ETP] = &o->etp,
+		[OPT_TOP] = &cl->top,
 		[OPT_PICK] = &cl->pick, [OPT_THREADS] = &o->threads,
 	};
 	const char *name = long_options[id].name;
@@ -375,7 +377,7 @@ static void progress_bar(double done, void *arg)
 static bool strategy_option(int id)
 {
 	switch (id) {
-	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_MBS:
+	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_ETP: case OPT_MBS:
 	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
 	case OPT_CP_COMM_TYPE: case OPT_MOE_BALANCE: case OPT_MOE_CAPACITY: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
 	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
@@ -411,7 +413,7 @@ static int parse_compare(struct cli *cl, int i)
 					id = k;
 		}
 		if (id < 0 || !strategy_option(id)) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}

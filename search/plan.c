@@ -1003,6 +1003,25 @@ static void each_memory_option(struct search *S, struct strategy *s, struct err 
 	}
 }
 
+/* Expert tensor-parallel degrees of an MoE model: the divisors of tp that
+ * divide the expert FFN, largest first (etp = tp, Megatron's default, sets
+ * the order of equals); only plan_opts.etp when it is set. A dense model
+ * keeps etp unset (tp). */
+static void each_etp(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	s->etp = 0;
+	if (!S->m->experts) {
+		each_memory_option(S, s, e, rc);
+		return;
+	}
+	for (int etp = s->tp; etp >= 1 && !*rc && !S->stop; etp--) {
+		if (s->tp % etp || S->m->moe_ffn % etp || (S->o->etp && etp != S->o->etp))
+			continue;
+		s->etp = etp;
+		each_memory_option(S, s, e, rc);
+	}
+}
+
 /* Expert-parallel degrees: divisors of dp * cp that divide the experts
  * (only plan_opts.ep when it is set). */
 static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc)
@@ -1014,7 +1033,7 @@ static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc
 		    (S->o->ep && ep != S->o->ep))
 			continue;
 		s->ep = ep;
-		each_memory_option(S, s, e, rc);
+		each_etp(S, s, e, rc);
 	}
 }
 
@@ -1296,6 +1315,12 @@ static int check_opts(const struct model *m, const struct cluster *c,
 	if (plan_opts_what_if(o) && world != c->total_gpus)
 		return err_set(e, "--tp x --cp x --pp x --dp is %lld, but the cluster has %d GPUs",
 			       world, c->total_gpus);
+	if (o->etp && !m->experts)
+		return err_set(e, "--etp %d, but the model has no experts", o->etp);
+	if (o->etp && o->tp && o->tp % o->etp)
+		return err_set(e, "--etp %d must divide --tp %d", o->etp, o->tp);
+	if (o->etp && m->experts && m->moe_ffn % o->etp)
+		return err_set(e, "--etp %d must divide the expert FFN (%d)", o->etp, m->moe_ffn);
 	if (o->ep > 1 && !m->experts)
 		return err_set(e, "--ep %d, but the model has no experts (dense models run EP 1)", o->ep);
 	if (o->ep > 1 && m->experts % o->ep)

@@ -31,6 +31,9 @@ struct plan_opts {
 	int ep;			/* expert-parallel degree; 0: searched (the
 				   divisors of dp x cp that divide the
 				   experts; 1 for a dense model) */
+	int etp;		/* expert tensor-parallel degree; 0: searched
+				   (MoE: the divisors of tp that divide the
+				   expert FFN) */
 	int schedule;		/* enum schedule, or -1 */
 	int recompute;		/* enum recompute, or -1 */
 	int zero;		/* 0..3, or -1 */

@@ -166,8 +166,9 @@ static int check_tp(enum trainer t, const struct model *m, const struct cluster 
 		return refuse(e, t, "%s (%d) must be divisible by tp (%d) or divide it", v->kv, kv, tp);
 	if (m->ffn % tp != 0)
 		return refuse(e, t, "%s (%d) must be divisible by tp (%d)", v->ffn, m->ffn, tp);
-	if (m->experts > 0 && m->moe_ffn % tp != 0)
-		return refuse(e, t, "MoE ffn hidden size (%d) must be divisible by tp (%d)", m->moe_ffn, tp);
+	if (m->experts > 0 && m->moe_ffn % strategy_etp(s) != 0)
+		return refuse(e, t, "MoE ffn hidden size (%d) must be divisible by etp (%d)", m->moe_ffn,
+			      strategy_etp(s));
 	for (int p = 0; p < s->pp; p++) {
 		const struct node_group *g = &c->group[s->group[p]];
 
@@ -212,9 +213,11 @@ static int check_cp(enum trainer t, const struct model *m, const struct strategy
 	return 0;
 }
 
-/* MoE: the expert-parallel degree, Megatron's world rule (etp = tp), the
- * balancing loss's scope (DeepSpeed's gate: per micro-batch; TRAINERS.md)
- * and the capacity factor (torchtitan: dropless). */
+/* MoE: the expert-parallel degree, Megatron's world rule, expert TP
+ * (torchtitan's expert_tensor_parallel_degree and DeepSpeed's
+ * enable_expert_tensor_parallelism: all of TP or none), the balancing
+ * loss's scope (DeepSpeed's gate: per micro-batch; TRAINERS.md) and the
+ * capacity factor (torchtitan: dropless). */
 static int check_moe(enum trainer t, const struct model *m, const struct strategy *s,
 		     struct err *e)
 {
@@ -225,16 +228,20 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 	if (m->experts > 0 && t == TRAINER_TORCHTITAN && s->moe_capacity > 0)
 		return refuse(e, t, "capacity factor %g: torchtitan's MoE is dropless (no capacity factor)",
 			      s->moe_capacity);
+	if (m->experts > 0 && (t == TRAINER_TORCHTITAN || t == TRAINER_DEEPSPEED) &&
+	    strategy_etp(s) != 1 && strategy_etp(s) != s->tp)
+		return refuse(e, t, "expert tensor parallelism %d: the experts split over all of TP (%d) or none",
+			      strategy_etp(s), s->tp);
 	if (s->ep == 1)
 		return 0;
 	if (m->experts < 1)
 		return refuse(e, t, "expert parallelism (ep %d) needs a MoE model", s->ep);
 	if (m->experts % s->ep != 0)
 		return refuse(e, t, "num_experts (%d) must be divisible by ep (%d)", m->experts, s->ep);
-	/* Megatron: world % (etp * ep * pp) == 0 with etp = tp by default. */
-	if (world % (s->tp * s->ep * s->pp) != 0)
-		return refuse(e, t, "world size (%d) must be divisible by tp * ep * pp (%d)",
-			      world, s->tp * s->ep * s->pp);
+	/* Megatron: world % (etp * ep * pp) == 0 */
+	if (world % (strategy_etp(s) * s->ep * s->pp) != 0)
+		return refuse(e, t, "world size (%d) must be divisible by etp * ep * pp (%d)",
+			      world, strategy_etp(s) * s->ep * s->pp);
 	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) && s->tp > 1 && !s->sp)
 		return refuse(e, t, "expert parallelism with tp > 1 needs sequence parallelism");
 	return 0;

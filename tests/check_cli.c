@@ -805,6 +805,50 @@ START_TEST(moe_balance_and_capacity)
 }
 END_TEST
 
+/* Expert TP apart from TP: Mixtral-8x7B at TP 2 with --etp 1 keeps each
+ * expert whole on a GPU (the expert FFN's 14336 split by nothing), and the
+ * Megatron script says so; the search tries etp 1 and 2 at TP 2 (every
+ * divisor of TP). --etp must divide --tp, and a dense model has none. */
+START_TEST(expert_tp)
+{
+	char *out, *err, *json;
+	cJSON *doc;
+	const cJSON *row;
+	bool seen[3] = { false };
+
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 2 --pp 2 --dp 32 --cp 1 --mbs 1 --ep 8 --etp 1 --zero 1 "
+				     "--emit megatron --out build/etp", &out, &err), 0);
+	free(out);
+	free(err);
+	out = read_file("build/etp/launch.sh");
+	ck_assert_ptr_nonnull(strstr(out, "\t--expert-model-parallel-size 8\n\t--expert-tensor-parallel-size 1\n"));
+	free(out);
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 2 --json -", &json, NULL), 0);
+	doc = cJSON_Parse(json);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
+		int etp = cJSON_GetObjectItemCaseSensitive(row, "etp")->valueint;
+
+		ck_assert(etp == 1 || etp == 2);
+		seen[etp] = true;
+	}
+	ck_assert(seen[1] && seen[2]);
+	cJSON_Delete(doc);
+	free(json);
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 2 --etp 4", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--etp 4 must divide --tp 2"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
+				     "--etp 1", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--etp 1, but the model has no experts"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* A schedule with virtual stages needs a pipeline: asked for ZB-V, the
  * search ranks only PP > 1 strategies, each with 2 stages per rank. */
 START_TEST(virtual_schedules_need_a_pipeline)
@@ -923,6 +967,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, zb_v_search_no_worse_than_even_split);
 	tcase_add_test(tc, virtual_schedules_need_a_pipeline);
 	tcase_add_test(tc, moe_balance_and_capacity);
+	tcase_add_test(tc, expert_tp);
 	tcase_add_test(tc, what_if_that_does_not_fit);
 	suite_add_tcase(s, tc);
 	return s;

@@ -213,6 +213,37 @@ START_TEST(test_ep)
 }
 END_TEST
 
+/* TP collectives of an MoE block (8 experts, top 2) with SP at tp 4, ep 1
+ * (load factor 1), S = 2048 * 4096 * 2 = 16777216 bytes, all in one node
+ * at 240 GB/s. The attention: all-gather + reduce-scatter of S over 4,
+ * 2 x 3/4 S = 1.5 S. The routed experts over etp GPUs: after the
+ * all-to-all each holds S k / tp = S / 2 and they gather etp x that:
+ * etp 4, 2S over 4: 2 x 3/4 x 2S = 3S; etp 2, S over 2: 2 x 1/2 x S = S;
+ * etp 1: nothing. A shared expert adds the attention's 1.5 S. The dense
+ * block: 3 S. The same backward. */
+START_TEST(test_moe_tp)
+{
+	struct strategy s = strat(4, 1, 2, 1, 2048, true);
+	double S = 16777216.0;
+
+	mod.experts = 8;
+	mod.top_k = 2;
+	mod.moe_ffn = 1024;
+	lay[1].expert_params = 5e7;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 4.5 * S / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_bwd(&mod, 1, &clu, 0, &s), 4.5 * S / 240e9, 1e-12);
+	s.etp = 2;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2.5 * S / 240e9, 1e-12);
+	s.etp = 1;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 1.5 * S / 240e9, 1e-12);
+	mod.shared_experts = 1;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 3 * S / 240e9, 1e-12);
+	mod.experts = mod.top_k = mod.moe_ffn = mod.shared_experts = 0;
+	lay[1].expert_params = 0;
+	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 3 * S / 240e9, 1e-12);
+}
+END_TEST
+
 START_TEST(test_pp)
 {
 	struct strategy s = strat(4, 1, 1, 1, 2048, true);
@@ -275,6 +306,12 @@ START_TEST(test_dp)
 	s.ep = 2;
 	comm_dp(&clu, 0, &s, 0, 5e8, &red, &gat);
 	ck_assert_rel(red, 2e9 / 240e9, 1e-12);
+	/* with the experts whole on each GPU (etp 1) the expert-data-
+	 * parallel group is tp * dp / ep = 4 ranks, 2 apart (etp x ep), in
+	 * one node: 2 * 3/4 * 2e9 / 240e9 = 0.0125 s */
+	s.etp = 1;
+	comm_dp(&clu, 0, &s, 0, 5e8, &red, &gat);
+	ck_assert_rel(red, 0.0125, 1e-12);
 	/* dp 8 at tp 2: 4 members per node on 2 nodes, hierarchical:
 	 * reduce-scatter over the 4 in the node, 3/4 * 4e9 / 240e9 = 0.0125,
 	 * then over the 2 nodes on 4e9 / 4 = 1e9 bytes at the GPU's NIC share
@@ -405,6 +442,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_cp);
 	tcase_add_test(tc, test_cp_a2a);
 	tcase_add_test(tc, test_ep);
+	tcase_add_test(tc, test_moe_tp);
 	tcase_add_test(tc, test_pp);
 	tcase_add_test(tc, test_dp);
 	tcase_add_test(tc, test_dp_grad_bytes);

@@ -1368,7 +1368,7 @@ START_TEST(test_fidelity_header)
 	 * NormalDist), 1.00502 */
 	ck_assert_ptr_nonnull(strstr(text, "all-to-all token dispatch, aux_loss balancing,\n"
 				     "#   the busiest EP rank at 1.005 x the mean load\n"));
-	ck_assert_ptr_nonnull(strstr(text, "MoE(num_experts=128, ep_size=4, k=8,\n#   drop_tokens=False)"));
+	ck_assert_ptr_nonnull(strstr(text, "MoE(num_experts=128, ep_size=4, k=8,\n#   drop_tokens=False, enable_expert_tensor_parallelism=True)"));
 	free(text);
 }
 END_TEST
@@ -1651,7 +1651,7 @@ static const char *const v2_columns[] = {
 	"fullest_rank", "fullest_gpu", "fullest_mem_GiB", "fullest_capacity_GiB",
 	"slowest_rank", "slowest_fwd_ms", "slowest_bwd_ms", "slowest_p2p_ms", "bubble_pct",
 	"gpus_used", "cost_per_iteration_usd", "cost_per_million_tokens_usd", "trainers",
-	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor",
+	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor", "etp",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -2084,14 +2084,14 @@ static const struct rule {
 	{ TRAINER_MEGATRON, r_kv, "megatron: num_query_groups (12) must be divisible by tp (8) or divide it" },
 	{ TRAINER_TORCHTITAN, r_kv_titan, "torchtitan: n_kv_heads (8) must be divisible by tp (16)" },
 	{ TRAINER_MEGATRON, r_ffn, "megatron: ffn_hidden_size (14335) must be divisible by tp (2)" },
-	{ TRAINER_MEGATRON, r_moe_ffn, "megatron: MoE ffn hidden size (1001) must be divisible by tp (2)" },
+	{ TRAINER_MEGATRON, r_moe_ffn, "megatron: MoE ffn hidden size (1001) must be divisible by etp (2)" },
 	{ TRAINER_MEGATRON, r_tp_node, "megatron: tp (4) must divide the GPUs per node (6) of group 'h100'" },
 	{ TRAINER_DEEPSPEED, r_cp_ds, "deepspeed: no context parallelism (cp 2)" },
 	{ TRAINER_MEGATRON, r_cp_seq, "megatron: seq_length (8190) must be divisible by 2 * cp (4)" },
 	{ TRAINER_TORCHTITAN, r_cp_seq_titan, "torchtitan: seq_len (8196) must be divisible by tp * 2 * cp (8)" },
 	{ TRAINER_MEGATRON, r_ep_dense, "megatron: expert parallelism (ep 2) needs a MoE model" },
 	{ TRAINER_MEGATRON, r_ep_experts, "megatron: num_experts (6) must be divisible by ep (4)" },
-	{ TRAINER_MEGATRON, r_ep_world, "megatron: world size (16) must be divisible by tp * ep * pp (32)" },
+	{ TRAINER_MEGATRON, r_ep_world, "megatron: world size (16) must be divisible by etp * ep * pp (32)" },
 	{ TRAINER_MEGATRON, r_ep_sp, "megatron: expert parallelism with tp > 1 needs sequence parallelism" },
 	{ TRAINER_DEEPSPEED, r_zero_pp, "deepspeed: ZeRO stage 2 cannot run with pipeline parallelism (pp 2)" },
 	{ TRAINER_MEGATRON, r_zero3, "megatron: ZeRO stage 3 has no flag; the distributed optimizer is ZeRO-1" },

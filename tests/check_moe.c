@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "memory.h"
 #include "model.h"
 #include "moe.h"
 #include "strategy.h"
@@ -67,6 +68,48 @@ START_TEST(test_load_factor)
 }
 END_TEST
 
+/* Expert tensor parallelism folds a stage's tp * cp * dp GPUs into etp x
+ * ep x edp for the experts. A block of 1e9 parameters, 8e8 of them in
+ * experts, at tp 4, dp 4, ep 2, ZeRO 1: per GPU the dense 2e8 / 4 = 5e7;
+ * the experts 8e8 / (ep x etp): 1e8 at etp 4 (= tp, edp = 16 / 8 = 2),
+ * 4e8 at etp 1 (edp = 16 / 2 = 8). The optimizer states (12 bytes each)
+ * are sharded over dp = 4 and edp: 12 (5e7 / 4 + 1e8 / 2) = 7.5e8 and
+ * 12 (5e7 / 4 + 4e8 / 8) = 7.5e8 (the same bytes, fewer shards of bigger
+ * experts); the bf16 weights 2 (5e7 + 1e8) = 3e8 and 2 (5e7 + 4e8) = 9e8. */
+START_TEST(test_expert_tp_memory)
+{
+	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
+			       { .kind = LAYER_BLOCK, .params = 1e9, .expert_params = 8e8 },
+			       { .kind = LAYER_HEAD } };
+	struct model m;
+	struct strategy s = { .tp = 4, .cp = 1, .pp = 1, .dp = 4, .ep = 2, .mbs = 1, .seq = 16,
+			      .zero = 1, .sp = true };
+	struct layer_mem lm;
+	double d, x;
+
+	memset(&m, 0, sizeof m);
+	m.layer = ly;
+	m.n_layer = 3;
+	m.experts = 8;
+	m.top_k = 2;
+	m.hidden = 16;
+	memory_params(&ly[1], &s, &d, &x);
+	ck_assert_rel(d, 5e7, 1e-12);
+	ck_assert_rel(x, 1e8, 1e-12);
+	ck_assert_int_eq(strategy_edp(&s), 2);
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_rel(lm.optimizer, 7.5e8, 1e-12);
+	ck_assert_rel(lm.weights, 3e8, 1e-12);
+	s.etp = 1;
+	memory_params(&ly[1], &s, &d, &x);
+	ck_assert_rel(x, 4e8, 1e-12);
+	ck_assert_int_eq(strategy_edp(&s), 8);
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_rel(lm.optimizer, 7.5e8, 1e-12);
+	ck_assert_rel(lm.weights, 9e8, 1e-12);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("moe");
@@ -74,6 +117,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, test_expected_max);
 	tcase_add_test(tc, test_load_factor);
+	tcase_add_test(tc, test_expert_tp_memory);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -40,8 +40,9 @@
 #   (norm and epsilon, rotary base and scaling, dropout 0, biases, q/k norms,
 #   the vocabulary unpadded).
 # - MoE: deepspeed.moe.layer.MoE(num_experts=128, ep_size=4, k=8,
-#   drop_tokens=False): dropless, as the plan costed (DeepSpeed drops tokens
-#   over capacity_factor by default); it dispatches with all-to-all.
+#   drop_tokens=False, enable_expert_tensor_parallelism=True): dropless,
+#   as the plan costed (DeepSpeed drops tokens over capacity_factor by
+#   default); it dispatches with all-to-all.
 # - kernels: attention 'flash' and fused norms are the model code's.
 # - gradients: the plan costed fp32 gradients, kept and reduced; set
 #   data_types.grad_accum_dtype and communication_data_type to match where
