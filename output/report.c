@@ -144,6 +144,20 @@ static const char *cp_label(const struct strategy *s)
 	return buf;
 }
 
+/* "micro-batch balancing, dropless", "global-batch balancing, capacity
+ * factor 1.25": an MoE strategy's routing assumptions. */
+static void moe_label(char *buf, size_t n, const struct strategy *s)
+{
+	int w = snprintf(buf, n, "%s balancing, ", moe_balance_name(s->moe_balance));
+
+	if (w < 0 || (size_t)w >= n)
+		return;
+	if (s->moe_capacity > 0)
+		snprintf(buf + w, n - (size_t)w, "capacity factor %g", s->moe_capacity);
+	else
+		snprintf(buf + w, n - (size_t)w, "dropless");
+}
+
 /* Bytes as GiB with one decimal, or none when it is a whole number of
  * GiB to that precision ("80", "79.6"). */
 static void gib_label(char *buf, size_t n, double bytes)
@@ -243,14 +257,9 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
 	if (m->experts > 0) {
-		fprintf(out, "  MoE: EP %d x ETP %d x EDP %d, %s balancing, ", s->ep, strategy_etp(s),
-			strategy_edp(s), moe_balance_name(s->moe_balance));
-		if (s->moe_capacity > 0)
-			fprintf(out, "capacity factor %g", s->moe_capacity);
-		else
-			fprintf(out, "dropless");
-		fprintf(out, "; the busiest of %d EP ranks at %.3f x the mean load (expert GEMMs, all-to-all, activations)\n",
-			s->ep, moe_load_factor(m, s));
+		moe_label(why, sizeof why, s);
+		fprintf(out, "  MoE: EP %d x ETP %d x EDP %d, %s; the busiest of %d EP ranks at %.3f x the mean load (expert GEMMs, all-to-all, activations)\n",
+			s->ep, strategy_etp(s), strategy_edp(s), why, s->ep, moe_load_factor(m, s));
 	}
 	fprintf(out, "  trainers that run it: %s\n",
 		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
@@ -389,6 +398,15 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("DP", "%.0f", row->s.dp);
 	NUM("CP", "%.0f", row->s.cp);
 	NUM("EP", "%.0f", row->s.ep);
+	if (m->experts > 0) {
+		NUM("ETP", "%.0f", strategy_etp(&row->s));
+		TEXT("MoE balancing", snprintf(L[nl].cell[i], CELL, "%s",
+					       moe_balance_name(row->s.moe_balance)));
+		TEXT("MoE capacity factor",
+		     snprintf(L[nl].cell[i], CELL, row->s.moe_capacity > 0 ? "%g" : "dropless",
+			      row->s.moe_capacity));
+		NUM("MoE busiest EP rank", "%.3f", moe_load_factor(m, &row->s));
+	}
 	NUM("micro-batch (seqs)", "%.0f", row->s.mbs);
 	NUM("micro-batches", "%.0f", row->s.micro_batches);
 	TEXT("schedule", schedule_label(L[nl].cell[i], CELL, &row->s));

@@ -836,6 +836,17 @@ START_TEST(expert_tp)
 	ck_assert(seen[1] && seen[2]);
 	cJSON_Delete(doc);
 	free(json);
+	/* --compare sets the MoE choices side by side, marking what differs */
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,etp=2,zero=1 "
+				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,etp=1,zero=1,moe-capacity=1.2",
+				     &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n* ETP "));
+	ck_assert_ptr_nonnull(strstr(out, "\n  MoE balancing "));
+	ck_assert_ptr_nonnull(strstr(out, "\n* MoE capacity factor "));
+	ck_assert_ptr_nonnull(strstr(out, " dropless "));
+	free(out);
+	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 2 --etp 4", &out, &err), 2);
 	ck_assert_ptr_nonnull(strstr(err, "--etp 4 must divide --tp 2"));
