@@ -156,29 +156,33 @@ static double tp_bytes(const struct model *m, const struct strategy *s)
 	return (double)s->mbs * s->seq / s->cp * m->hidden * dtype_bytes(m);
 }
 
+double comm_tp_routed(const struct model *m, int l, const struct cluster *c, int g,
+		      const struct strategy *s)
+{
+	int etp = strategy_etp(s);
+	struct link ke;
+	double r;
+
+	if (etp <= 1 || !s->sp || m->layer[l].kind != LAYER_BLOCK || !model_block_moe(m, l - 1))
+		return 0;
+	ke = link_span(&c->group[g], etp);
+	r = tp_bytes(m, s) * (m->top_k > 0 ? m->top_k : 1) * moe_load_factor(m, s) * etp / s->tp;
+	return coll_allgather(etp, r, ke) + coll_reducescatter(etp, r, ke);
+}
+
 /* The TP collectives of one MoE block with sequence parallelism, forward
  * or backward (the same volumes; Megatron-Core's all-to-all dispatcher):
  * the attention's all-gather + reduce-scatter of S over tp, the shared
- * experts' the same (a dense MLP under TP), and the routed experts' over
- * the etp GPUs that split each expert: after the EP all-to-all every member
- * gathers the tokens the others received, etp x S k lam / tp in all (each
- * GPU received S k / tp, the busiest lam times that), and reduce-scatters
- * the outputs back. Nothing for the routed experts at etp = 1. */
-static double moe_block_tp(const struct model *m, const struct cluster *c, int g,
+ * experts' the same (a dense MLP under TP), and the routed experts'
+ * (comm_tp_routed). */
+static double moe_block_tp(const struct model *m, int l, const struct cluster *c, int g,
 			   const struct strategy *s, double S, struct link k)
 {
-	int etp = strategy_etp(s);
-	double x = coll_allgather(s->tp, S, k) + coll_reducescatter(s->tp, S, k), r;
+	double x = coll_allgather(s->tp, S, k) + coll_reducescatter(s->tp, S, k);
 
 	if (m->shared_experts > 0)
 		x *= 2;
-	if (etp > 1) {
-		struct link ke = link_span(&c->group[g], etp);
-
-		r = S * (m->top_k > 0 ? m->top_k : 1) * moe_load_factor(m, s) * etp / s->tp;
-		x += coll_allgather(etp, r, ke) + coll_reducescatter(etp, r, ke);
-	}
-	return x;
+	return x + comm_tp_routed(m, l, c, g, s);
 }
 
 /* Megatron-LM TP, forward pass of one micro-batch (Shoeybi et al. 2019
@@ -212,7 +216,7 @@ double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
 			  : coll_allreduce(s->tp, S, k);
 	case LAYER_BLOCK:
 		if (sp && model_block_moe(m, l - 1))
-			return moe_block_tp(m, c, g, s, S, k);
+			return moe_block_tp(m, l, c, g, s, S, k);
 		return sp ? 2 * (coll_allgather(s->tp, S, k) +
 				 coll_reducescatter(s->tp, S, k))
 			  : 2 * coll_allreduce(s->tp, S, k);
@@ -245,7 +249,7 @@ double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
 		return sp ? coll_allgather(s->tp, S, k) : 0;
 	case LAYER_BLOCK:
 		if (sp && model_block_moe(m, l - 1))
-			return moe_block_tp(m, c, g, s, S, k);
+			return moe_block_tp(m, l, c, g, s, S, k);
 		return sp ? 2 * (coll_allgather(s->tp, S, k) +
 				 coll_reducescatter(s->tp, S, k))
 			  : 2 * coll_allreduce(s->tp, S, k);
@@ -452,7 +456,8 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
  *   parameters 2*P (Megatron distributed optimizer);
  * - zero 3: reduce-scatter only; parameters are gathered on use
  *   (comm_zero3_gather), so no gather closes the iteration.
- * Expert parameters go over the dp*cp/ep expert-data-parallel ranks.
+ * Expert parameters go over the tp*cp*dp/(etp*ep) expert-data-parallel
+ * ranks (strategy_edp).
  * ZeRO-2 reduces once per iteration here, as ZeRO-1 (DeepSpeed reduces per
  * micro-batch under gradient accumulation: optimistic for m > 1). */
 void comm_dp(const struct cluster *c, int g, const struct strategy *s,

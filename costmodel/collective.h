@@ -63,6 +63,16 @@ double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s);
 double comm_tp_bwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s);
+/* Of comm_tp_fwd (and, the same, comm_tp_bwd) of an MoE block with SP,
+ * the routed experts' part: after the EP all-to-all the etp GPUs that
+ * split each expert gather the tokens the others received, etp x S k lam
+ * / tp in all (S = b s/c h dtype, each GPU received S k / tp, the busiest
+ * lam = moe_load_factor times that), and reduce-scatter the outputs back:
+ * an all-gather and a reduce-scatter over etp. 0 at etp = 1, for a dense
+ * block or without SP. Transformer Engine's TP overlap does not hide it
+ * (it overlaps the dense linear layers). */
+double comm_tp_routed(const struct model *m, int l, const struct cluster *c, int g,
+		      const struct strategy *s);
 /* Context parallelism of block layer l, forward pass, by s->cp_comm:
  * comm_cp_ring_steps ring steps (cp - 1; cp / cp_a2a - 1 under a2a+p2p; 0
  * under a2a) of comm_cp_step seconds each (K and V of the rank's tokens to
@@ -88,7 +98,7 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 
 /* Gradient synchronisation of one pipeline rank per iteration, for
  * dense_params and expert_params parameters per GPU (already divided by tp,
- * ep*tp) on group g. *reduce: the gradient all-reduce or reduce-scatter,
+ * ep*etp) on group g. *reduce: the gradient all-reduce or reduce-scatter,
  * which may overlap with the backward pass; *gather: the parameter
  * all-gather of ZeRO-1/2, exposed. */
 void comm_dp(const struct cluster *c, int g, const struct strategy *s,

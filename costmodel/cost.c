@@ -78,8 +78,9 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
  * - compute: compute_layer (GEMMs, attention core, memory-bound kernels,
  *   recomputation);
  * - TP: exposed, unless s->tp_overlap (tp_exposed; the backward's GEMMs
- *   are twice the forward's); full recomputation repeats the block's
- *   forward collectives;
+ *   are twice the forward's), which never hides an MoE block's routed
+ *   experts' gathers (comm_tp_routed); full recomputation repeats the
+ *   block's forward collectives;
  * - CP: the ring's n steps each overlapped with the attention core's work
  *   on the block of K,V it holds (Liu et al. 2023 Sec. 3.1), a 1/(n+1)
  *   share of the core: forward n max(0, step - attn/(n+1)), backward n
@@ -98,7 +99,7 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 {
 	struct layer_time t;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
-	double tf, tb, step, a2a, ring_f, ring_b, z3;
+	double tf, tb, routed, step, a2a, ring_f, ring_b, z3;
 	bool rec;
 	int n;
 
@@ -109,8 +110,9 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->recompute = t.recompute;
 	tf = comm_tp_fwd(m, l, c, g, s);
 	tb = comm_tp_bwd(m, l, c, g, s);
-	p->tp_f = tp_exposed(s, block, tf, t.gemm_fwd);
-	p->tp_b = tp_exposed(s, block, tb, 2 * t.gemm_fwd);
+	routed = comm_tp_routed(m, l, c, g, s);
+	p->tp_f = tp_exposed(s, block, tf - routed, t.gemm_fwd) + routed;
+	p->tp_b = tp_exposed(s, block, tb - routed, 2 * t.gemm_fwd) + routed;
 	p->tp_r = block && full ? p->tp_f : 0;
 	/* what the overlap hides: never below 0 (rounding of a difference) */
 	p->tp_h = fmax(0.0, tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r);

@@ -35,7 +35,7 @@ struct layer_mem {
 double memory_grad_bytes(const struct strategy *s);
 
 /* Parameters of layer ly per GPU: *dense = (params - expert_params) / tp,
- * *expert = expert_params / (ep * tp). */
+ * *expert = expert_params / (ep * etp) (strategy_etp). */
 void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert);
 

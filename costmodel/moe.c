@@ -50,10 +50,12 @@ double moe_load_factor(const struct model *m, const struct strategy *s)
 	if (m->experts <= 0)
 		return 1;
 	if (ep > 1) {
-		mu = (double)s->mbs * s->seq / s->cp * (m->top_k > 0 ? m->top_k : 1);
-		nseq = (double)s->mbs * (ep > s->cp ? (double)ep / s->cp : 1);
+		double fold = (double)strategy_etp(s) / s->tp, span = ep * fold / s->cp;
+
+		mu = (double)s->mbs * s->seq / s->cp * fold * (m->top_k > 0 ? m->top_k : 1);
+		nseq = s->mbs * (span > 1 ? span : 1);
 		c = s->moe_balance == MOE_BALANCE_GLOBAL_BATCH ? MOE_SEQ_SKEW : 0;
 		lam = 1 + moe_expected_max(ep) * sqrt((1 - 1.0 / ep) / mu + c * c / nseq);
 	}
-	return s->moe_capacity > 0 && s->moe_capacity < lam ? s->moe_capacity : lam;
+	return s->moe_capacity >= 1 && s->moe_capacity < lam ? s->moe_capacity : lam;
 }

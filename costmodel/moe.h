@@ -23,14 +23,19 @@ struct strategy;
 double moe_expected_max(int n);
 
 /* The busiest EP rank's routed-expert load over the mean, per micro-batch
- * of an MoE layer under s (ep, mbs, seq, cp, moe_balance, moe_capacity):
+ * of an MoE layer under s (ep, etp, tp, mbs, seq, cp, moe_balance,
+ * moe_capacity):
  *   lambda = 1 + E[max of ep] x sqrt((1 - 1/ep) / mu + c^2 / n_seq),
- * mu = mbs x seq / cp x top_k token assignments a rank receives on
- * average (their multinomial spread), n_seq = mbs x max(1, ep / cp)
- * sequences the EP group routes in one micro-batch, c = MOE_SEQ_SKEW under
- * global-batch balancing, else 0; with a capacity factor C > 0 at most C
- * (the tokens over it are dropped: Lepikhin et al. 2021, GShard Sec. 2.2).
- * 1 for a dense model or ep = 1 (one rank holds every expert). */
+ * mu = mbs x seq / cp x etp / tp x top_k token assignments an expert
+ * group (ETP GPUs) receives on average (their multinomial spread; each
+ * GPU holds seq / (cp tp) tokens of the micro-batch under SP, and the ETP
+ * group gathers its members'), n_seq = mbs x max(1, ep etp / (tp cp))
+ * sequences the EP group routes in one micro-batch (its ep members sit
+ * etp apart: inside one TP x CP group they share the micro-batch), c =
+ * MOE_SEQ_SKEW under global-batch balancing, else 0; with a capacity
+ * factor C >= 1 at most C (the tokens over it are dropped: Lepikhin et
+ * al. 2021, GShard Sec. 2.2). 1 for a dense model or ep = 1 (one rank
+ * holds every expert). */
 double moe_load_factor(const struct model *m, const struct strategy *s);
 
 #endif

@@ -234,8 +234,8 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 			return bad_value(name, "micro-batch or global-batch", arg);
 		break;
 	case OPT_MOE_CAPACITY:
-		if (parse_positive(arg, 100, &o->moe_capacity))
-			return bad_value(name, "a positive factor (at most 100)", arg);
+		if (parse_positive(arg, 100, &o->moe_capacity) || o->moe_capacity < 1)
+			return bad_value(name, "a factor from 1 to 100", arg);
 		break;
 	case OPT_NORM:
 		if (strcmp(arg, "fused") && strcmp(arg, "unfused"))

@@ -323,12 +323,12 @@ static struct plan_row *push_row(struct search *S)
 }
 
 /* TP must divide heads, KV heads (or be a multiple of them) and the FFN
- * size (Megatron-LM arguments.py; TRAINERS.md). */
+ * size (Megatron-LM arguments.py; TRAINERS.md); the expert FFN only needs
+ * to divide by expert TP (each_etp). */
 static bool tp_fits_model(const struct model *m, int tp)
 {
 	return m->heads % tp == 0 && m->ffn % tp == 0 &&
-	       (m->kv_heads % tp == 0 || tp % m->kv_heads == 0) &&
-	       (!m->experts || !m->moe_ffn || m->moe_ffn % tp == 0);
+	       (m->kv_heads % tp == 0 || tp % m->kv_heads == 0);
 }
 
 /* Fills S->ranks for stages of gpus_per_stage GPUs; false if some group's
@@ -1376,7 +1376,8 @@ static int check_opts(const struct model *m, const struct cluster *c,
 	if (!m->experts && (o->moe_capacity > 0 || o->moe_balance != MOE_BALANCE_MICRO_BATCH))
 		return err_set(e, "--moe-%s applies to MoE models, and the model has no experts",
 			       o->moe_capacity > 0 ? "capacity" : "balance");
-	if (o->moe_balance < 0 || o->moe_balance >= MOE_BALANCE_COUNT || !(o->moe_capacity >= 0))
+	if (o->moe_balance < 0 || o->moe_balance >= MOE_BALANCE_COUNT ||
+	    !(o->moe_capacity == 0 || (o->moe_capacity >= 1 && o->moe_capacity <= 100)))
 		return err_set(e, "MoE balance %d or capacity %g out of range", o->moe_balance,
 			       o->moe_capacity);
 	if (o->attn < 0 || o->attn >= ATTN_COUNT)

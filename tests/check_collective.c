@@ -232,10 +232,13 @@ START_TEST(test_moe_tp)
 	lay[1].expert_params = 5e7;
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 4.5 * S / 240e9, 1e-12);
 	ck_assert_rel(comm_tp_bwd(&mod, 1, &clu, 0, &s), 4.5 * S / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_routed(&mod, 1, &clu, 0, &s), 3 * S / 240e9, 1e-12);
 	s.etp = 2;
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2.5 * S / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_routed(&mod, 1, &clu, 0, &s), S / 240e9, 1e-12);
 	s.etp = 1;
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 1.5 * S / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_routed(&mod, 1, &clu, 0, &s), 0, 0);
 	mod.shared_experts = 1;
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 3 * S / 240e9, 1e-12);
 	mod.experts = mod.top_k = mod.moe_ffn = mod.shared_experts = 0;

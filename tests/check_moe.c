@@ -58,6 +58,27 @@ START_TEST(test_load_factor)
 	ck_assert_rel(moe_load_factor(&m, &s), 1.1, 0);
 	s.moe_capacity = 2;
 	ck_assert(moe_load_factor(&m, &s) < 2);
+	/* capacity below 1 is refused by the options; ignored here */
+	s.moe_capacity = 0.5;
+	ck_assert(moe_load_factor(&m, &s) > 1);
+	/* TP 8 with whole experts (etp 1): the 8 EP members sit 1 apart,
+	 * inside one TP group, and share its one sequence (mbs 1, cp 1) and
+	 * its tokens, 4096 / 8 per GPU: mu = 512 x 2 = 1024, n_seq = 1:
+	 * 1 + z8 sqrt((7/8) / 1024 + 0.25) = 1.7183245472696318 (global
+	 * batch); at etp 8 the members sit 8 apart, in 8 TP groups: mu =
+	 * 8192, n_seq = 8, as at TP 1 */
+	s.moe_capacity = 0;
+	s.cp = 1;
+	s.mbs = 1;
+	s.tp = 8;
+	s.etp = 1;
+	s.dp = 1;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.7183245472696318, 1e-9);
+	s.etp = 8;
+	ck_assert_rel(moe_load_factor(&m, &s), 1.2539660792335567, 1e-9);
+	s.tp = 1;
+	s.etp = 0;
+	s.dp = 8;
 	/* one rank holds every expert; a dense model */
 	s.ep = 1;
 	s.moe_capacity = 0;
