@@ -43,7 +43,8 @@ enum moe_balance { MOE_BALANCE_MICRO_BATCH, MOE_BALANCE_GLOBAL_BATCH, MOE_BALANC
  * or ZB-V's V), whose GPUs all belong to node group group[that rank]. Plain
  * value type: copy with '='. */
 struct strategy {
-	int tp, cp, pp, dp, ep;	/* ep divides dp * cp; 1 for dense models */
+	int tp, cp, pp, dp, ep;	/* ep divides tp / etp * cp * dp (MoE
+				   parallel folding); 1 for dense models */
 	int etp;		/* expert tensor-parallel degree (MoE layers;
 				   Megatron's --expert-tensor-parallel-size,
 				   divides tp); 0 reads as tp (strategy_etp) */

@@ -35,7 +35,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(DP, "dp", 1, "N", "fix the data-parallel degree")                                \
 	X(CP, "cp", 1, "N", "fix the context-parallel degree")                             \
 	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
-	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP and the experts)") \
+	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP x TP / ETP and the experts)") \
 	X(ETP, "etp", 1, "N", "fix the expert tensor-parallel degree (MoE; divides TP; default: searched)") \
 	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
 	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v") \

@@ -1003,37 +1003,39 @@ static void each_memory_option(struct search *S, struct strategy *s, struct err 
 	}
 }
 
-/* Expert tensor-parallel degrees of an MoE model: the divisors of tp that
- * divide the expert FFN, largest first (etp = tp, Megatron's default, sets
- * the order of equals); only plan_opts.etp when it is set. A dense model
- * keeps etp unset (tp). */
-static void each_etp(struct search *S, struct strategy *s, struct err *e, int *rc)
-{
-	s->etp = 0;
-	if (!S->m->experts) {
-		each_memory_option(S, s, e, rc);
-		return;
-	}
-	for (int etp = s->tp; etp >= 1 && !*rc && !S->stop; etp--) {
-		if (s->tp % etp || S->m->moe_ffn % etp || (S->o->etp && etp != S->o->etp))
-			continue;
-		s->etp = etp;
-		each_memory_option(S, s, e, rc);
-	}
-}
-
-/* Expert-parallel degrees: divisors of dp * cp that divide the experts
- * (only plan_opts.ep when it is set). */
+/* Expert-parallel degrees for s->etp: the divisors of tp / etp x dp x cp
+ * (Megatron's MoE parallel folding: the experts' grid is etp x ep x edp
+ * over the stage's tp x cp x dp GPUs, so with etp < tp EP may span TP
+ * ranks too) that divide the experts; only plan_opts.ep when it is set. */
 static void each_ep(struct search *S, struct strategy *s, struct err *e, int *rc)
 {
-	int span = s->dp * s->cp;
+	int span = s->tp / strategy_etp(s) * s->dp * s->cp;
 
 	for (int ep = 1; ep <= span && !*rc && !S->stop; ep++) {
 		if (span % ep || (S->m->experts ? S->m->experts % ep : ep > 1) ||
 		    (S->o->ep && ep != S->o->ep))
 			continue;
 		s->ep = ep;
-		each_etp(S, s, e, rc);
+		each_memory_option(S, s, e, rc);
+	}
+}
+
+/* Expert tensor-parallel degrees of an MoE model: the divisors of tp that
+ * divide the expert FFN, largest first (etp = tp, Megatron's default, sets
+ * the order of equals); only plan_opts.etp when it is set; each with its
+ * EP degrees (each_ep). A dense model keeps etp unset (tp) and EP 1. */
+static void each_etp(struct search *S, struct strategy *s, struct err *e, int *rc)
+{
+	s->etp = 0;
+	if (!S->m->experts) {
+		each_ep(S, s, e, rc);
+		return;
+	}
+	for (int etp = s->tp; etp >= 1 && !*rc && !S->stop; etp--) {
+		if (s->tp % etp || S->m->moe_ffn % etp || (S->o->etp && etp != S->o->etp))
+			continue;
+		s->etp = etp;
+		each_ep(S, s, e, rc);
 	}
 }
 
@@ -1116,7 +1118,7 @@ static void *work(void *arg)
 		S->stop = false;
 		S->ilp_at = -1;
 		split_groups(S, S->c->total_gpus / w->s.pp);
-		each_ep(S, &w->s, &w->e, &w->rc);
+		each_etp(S, &w->s, &w->e, &w->rc);
 		if (S->ilp_at >= 0)
 			w->used_glpk = true;
 		pthread_mutex_lock(&pool->lock);
@@ -1325,8 +1327,10 @@ static int check_opts(const struct model *m, const struct cluster *c,
 		return err_set(e, "--ep %d, but the model has no experts (dense models run EP 1)", o->ep);
 	if (o->ep > 1 && m->experts % o->ep)
 		return err_set(e, "--ep %d must divide the model's %d experts", o->ep, m->experts);
-	if (o->ep > 1 && o->dp && o->cp && (o->dp * o->cp) % o->ep)
-		return err_set(e, "--ep %d must divide --dp x --cp (%d)", o->ep, o->dp * o->cp);
+	if (o->ep > 1 && o->dp && o->cp && o->tp &&
+	    (o->tp / (o->etp ? o->etp : o->tp) * o->dp * o->cp) % o->ep)
+		return err_set(e, "--ep %d must divide --dp x --cp (%d)%s", o->ep, o->dp * o->cp,
+			       o->etp && o->etp < o->tp ? " x --tp / --etp" : "");
 	if (o->dp && o->gbs % o->dp)
 		return err_set(e, "--dp %d must divide the global batch (%d)", o->dp, o->gbs);
 	if (o->dp && o->mbs && (o->gbs / o->dp) % o->mbs)

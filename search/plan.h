@@ -29,8 +29,9 @@ enum plan_objective { PLAN_THROUGHPUT, PLAN_COST };
 struct plan_opts {
 	int tp, cp, pp, dp, mbs, vp;
 	int ep;			/* expert-parallel degree; 0: searched (the
-				   divisors of dp x cp that divide the
-				   experts; 1 for a dense model) */
+				   divisors of tp / etp x dp x cp that
+				   divide the experts; 1 for a dense
+				   model) */
 	int etp;		/* expert tensor-parallel degree; 0: searched
 				   (MoE: the divisors of tp that divide the
 				   expert FFN) */

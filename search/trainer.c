@@ -238,6 +238,9 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 		return refuse(e, t, "expert parallelism (ep %d) needs a MoE model", s->ep);
 	if (m->experts % s->ep != 0)
 		return refuse(e, t, "num_experts (%d) must be divisible by ep (%d)", m->experts, s->ep);
+	if ((t == TRAINER_TORCHTITAN || t == TRAINER_DEEPSPEED) && (s->dp * s->cp) % s->ep != 0)
+		return refuse(e, t, "ep (%d) must divide dp x cp (%d): expert parallelism over TP ranks is Megatron's folding",
+			      s->ep, s->dp * s->cp);
 	/* Megatron: world % (etp * ep * pp) == 0 */
 	if (world % (strategy_etp(s) * s->ep * s->pp) != 0)
 		return refuse(e, t, "world size (%d) must be divisible by etp * ep * pp (%d)",

@@ -808,7 +808,8 @@ END_TEST
 /* Expert TP apart from TP: Mixtral-8x7B at TP 2 with --etp 1 keeps each
  * expert whole on a GPU (the expert FFN's 14336 split by nothing), and the
  * Megatron script says so; the search tries etp 1 and 2 at TP 2 (every
- * divisor of TP). --etp must divide --tp, and a dense model has none. */
+ * divisor of TP). --etp must divide --tp, and a dense model has none.
+ * With ETP below TP, EP may span TP ranks (Megatron's folding). */
 START_TEST(expert_tp)
 {
 	char *out, *err, *json;
@@ -836,6 +837,19 @@ START_TEST(expert_tp)
 	ck_assert(seen[1] && seen[2]);
 	cJSON_Delete(doc);
 	free(json);
+	/* folding: at TP 8 with whole experts, EP 8 spans the TP ranks (DP x
+	 * CP is 4): EDP = 8 x 4 / (1 x 8) = 4; DeepSpeed's EP spans DP only */
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 8 --etp 1 --ep 8 --pp 4 --dp 4 --cp 1 --mbs 1 --zero 1", &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "  MoE: EP 8 x ETP 1 x EDP 4, "));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
+				     "--tp 8 --etp 1 --ep 8 --pp 4 --dp 4 --cp 1 --mbs 1 --zero 1 "
+				     "--trainer deepspeed --schedule 1f1b", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "deepspeed: ep (8) must divide dp x cp (4)"));
+	free(out);
+	free(err);
 	/* --compare sets the MoE choices side by side, marking what differs */
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,etp=2,zero=1 "
