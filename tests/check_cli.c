@@ -720,12 +720,14 @@ START_TEST(layout_is_evaluated)
 }
 END_TEST
 
-/* The searched partition is never worse than one that fits: under ZB-V
- * (Llama-3-70B, TP 8, PP 4, DP 4 on 16 DGX H100 nodes, 16 micro-batches,
- * selective recomputation) the even split E+10|...|10+L fits, so the
- * search, which also tries it, must cost at most its time. Rank 0 holds
- * 7 micro-batches of its first stage and 1 of its last: splitting each
- * rank's memory evenly over its two stages rejected the even split. */
+/* Under ZB-V (Llama-3-70B, TP 8, PP 4, DP 4 on 16 DGX H100 nodes, 16
+ * micro-batches, selective recomputation) the even split E+10|...|10+L
+ * fits; the search's partition must cost no more. Rank 0 holds 7
+ * micro-batches of its first stage and 1 of its last: splitting each
+ * rank's memory evenly over its two stages made the DP reject the even
+ * split and settle for 5.314 s against its 5.198 s. (The DP minimises an
+ * upper bound with virtual stages, so this guards the case rather than
+ * proves a property.) */
 START_TEST(zb_v_search_no_worse_than_even_split)
 {
 	const char *base = "--model profiles/llama70b.json --cluster clusters/dgx-h100.json --tp 8 --pp 4 "
