@@ -562,8 +562,8 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
  * simulation of timeline.c ends each rank the same way). The zero-bubble
  * schedules' deferred weight-gradient passes are counted in backward_k
  * (they shorten the lead a little). Splits it into *dp (exposed DP) and
- * *opt (the step, at most the tail), *hidden that rank's overlapped DP,
- * *rank that rank. */
+ * *opt (the step, at most the tail), *hidden that rank's overlapped DP and
+ * the part of its DP its lead covers, *rank that rank. */
 static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct layer_costs *lc, const struct pipeline_frame *f)
@@ -582,7 +582,8 @@ static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const 
 			tail = d + o - lead;
 			*opt = o < tail ? o : tail;
 			*dp = tail - *opt;
-			*hidden = h;
+			/* what its lead covers of its reduction is hidden too */
+			*hidden = h + (d > *dp ? d - *dp : 0);
 			*rank = q;
 		}
 		for (int l = s->first[q]; l < s->first[q + 1]; l++)

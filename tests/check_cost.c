@@ -725,6 +725,8 @@ START_TEST(test_evaluate_toy)
 		ck_assert_rel(r.iter_s, T + 10 + opt - lead, 1e-12);
 		ck_assert_rel(r.time.dp, 10 - lead, 1e-12);
 		ck_assert_rel(r.time.optimizer, opt, 1e-12);
+		/* the lead covers the rest of its 10 s */
+		ck_assert_rel(r.time.dp_hidden, lead, 1e-12);
 	}
 	groups[1].intra_bw = 1e11;
 	cost_layers_free(&lc);
