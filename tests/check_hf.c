@@ -277,6 +277,40 @@ START_TEST(test_gemma2_window)
 }
 END_TEST
 
+/* Gemma 3 1B's dimensions (gemma3-1b.json) with its layout given as
+ * "sliding_window_pattern": P (types false) or as "layer_types" with full
+ * attention where (i + 1) % P == 0, loaded at seq 8192 (caller frees). */
+static struct model *gemma3_with(int P, bool types)
+{
+	char path[] = "/tmp/check_hf-g3-XXXXXX";
+	int fd = mkstemp(path);
+	struct model *m = NULL;
+	struct err e = {""};
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs("{\"model_type\": \"gemma3_text\", \"hidden_size\": 1152, "
+	      "\"intermediate_size\": 6912, \"num_attention_heads\": 4, "
+	      "\"num_key_value_heads\": 1, \"head_dim\": 256, "
+	      "\"num_hidden_layers\": 26, \"vocab_size\": 262144, "
+	      "\"max_position_embeddings\": 32768, \"sliding_window\": 512", f);
+	if (types) {
+		fputs(", \"layer_types\": [", f);
+		for (int i = 0; i < 26; i++)
+			fprintf(f, "%s\"%s_attention\"", i ? ", " : "",
+				(i + 1) % P ? "sliding" : "full");
+		fputs("]}", f);
+	} else {
+		fprintf(f, ", \"sliding_window_pattern\": %d}", P);
+	}
+	fclose(f);
+	ck_assert_msg(model_load(&m, path, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(model_set_seq(m, 8192, &e), 0);
+	remove(path);
+	return m;
+}
+
 /* Gemma 3 1B at seq 8192: a window of 512 on all blocks but 5, 11, 17, 23
  * ((i + 1) % 6 == 0: full attention). Matmul FLOPs 2*(2949120 + 23887872)
  * = 53673984 a block; full attention 4*8192*4*256 = 33554432; windowed
@@ -286,12 +320,8 @@ END_TEST
  * same layout given as "layer_types" loads the same. */
 START_TEST(test_gemma3_window)
 {
-	struct model *m = load("gemma3-1b.json"), *n = NULL;
+	struct model *m = load("gemma3-1b.json"), *n;
 	double win = 4096.0 * 512 * 15873 / 8193;
-	char path[] = "/tmp/check_hf-g3-XXXXXX";
-	int fd = mkstemp(path);
-	struct err e = {""};
-	FILE *f;
 
 	ck_assert_int_eq(m->sliding_window, 512);
 	ck_assert_int_eq(m->sliding_every, 6);
@@ -306,26 +336,12 @@ START_TEST(test_gemma3_window)
 			      53673984.0 + (full ? 33554432.0 : win), 1e-14);
 		ck_assert_rel(m->layer[i + 1].act_bytes_per_token, 55552.0, 1e-15);
 	}
-	ck_assert_int_ge(fd, 0);
-	f = fdopen(fd, "w");
-	fputs("{\"model_type\": \"gemma3_text\", \"hidden_size\": 1152, "
-	      "\"intermediate_size\": 6912, \"num_attention_heads\": 4, "
-	      "\"num_key_value_heads\": 1, \"head_dim\": 256, "
-	      "\"num_hidden_layers\": 26, \"vocab_size\": 262144, "
-	      "\"max_position_embeddings\": 32768, \"sliding_window\": 512, "
-	      "\"layer_types\": [", f);
-	for (int i = 0; i < 26; i++)
-		fprintf(f, "%s\"%s_attention\"", i ? ", " : "",
-			(i + 1) % 6 ? "sliding" : "full");
-	fputs("]}", f);
-	fclose(f);
-	ck_assert_msg(model_load(&n, path, &e) == 0, "%s", e.msg);
+	n = gemma3_with(6, true);
 	ck_assert_int_eq(n->sliding_every, 6);
 	for (int l = 0; l < m->n_layer; l++)
 		ck_assert(n->layer[l].flops_per_token == m->layer[l].flops_per_token);
 	model_free(n);
 	model_free(m);
-	remove(path);
 }
 END_TEST
 
@@ -336,36 +352,13 @@ END_TEST
 START_TEST(test_gemma3_all_full)
 {
 	for (int way = 0; way < 2; way++) {
-		char path[] = "/tmp/check_hf-g3f-XXXXXX";
-		int fd = mkstemp(path);
-		struct model *m = NULL;
-		struct err e = {""};
-		FILE *f;
+		struct model *m = gemma3_with(1, way == 1);
 
-		ck_assert_int_ge(fd, 0);
-		f = fdopen(fd, "w");
-		fputs("{\"model_type\": \"gemma3_text\", \"hidden_size\": 1152, "
-		      "\"intermediate_size\": 6912, \"num_attention_heads\": 4, "
-		      "\"num_key_value_heads\": 1, \"head_dim\": 256, "
-		      "\"num_hidden_layers\": 26, \"vocab_size\": 262144, "
-		      "\"max_position_embeddings\": 32768, \"sliding_window\": 512", f);
-		if (way == 0) {
-			fputs(", \"sliding_window_pattern\": 1}", f);
-		} else {
-			fputs(", \"layer_types\": [", f);
-			for (int i = 0; i < 26; i++)
-				fprintf(f, "%s\"full_attention\"", i ? ", " : "");
-			fputs("]}", f);
-		}
-		fclose(f);
-		ck_assert_msg(model_load(&m, path, &e) == 0, "%s", e.msg);
-		ck_assert_int_eq(model_set_seq(m, 8192, &e), 0);
 		for (int i = 0; i < m->layers; i++) {
 			ck_assert(!model_block_windowed(m, i));
 			ck_assert_rel(m->layer[i + 1].flops_per_token, 53673984.0 + 33554432.0, 1e-14);
 		}
 		model_free(m);
-		remove(path);
 	}
 }
 END_TEST
