@@ -1305,6 +1305,22 @@ static int by_cost(const void *a, const void *b)
 	return by_throughput(a, b);
 }
 
+/* Whether CP flavour fl (enum cp_comm) can run cp ranks at tp: the ring
+ * always; a2a where the heads each GPU holds split over cp
+ * (model_heads_split); a2a+p2p where they split over some all-to-all size
+ * between 2 and cp that divides cp. */
+static bool cp_flavour_runs(const struct model *m, int tp, int cp, int fl)
+{
+	if (fl == CP_A2A)
+		return model_heads_split(m, tp, cp);
+	if (fl != CP_A2A_P2P)
+		return true;
+	for (int a = 2; a < cp; a++)
+		if (cp % a == 0 && model_heads_split(m, tp, a))
+			return true;
+	return false;
+}
+
 /* Options that contradict the cluster or model are usage errors. */
 static int check_opts(const struct model *m, const struct cluster *c,
 		      const struct plan_opts *o, struct err *e)
@@ -1341,17 +1357,20 @@ static int check_opts(const struct model *m, const struct cluster *c,
 	if (o->cp_comm > CP_P2P && o->trainer == TRAINER_TORCHTITAN)
 		return err_set(e, "--cp-comm-type %s: torchtitan passes K and V round a ring (p2p) only",
 			       cp_comm_name((enum cp_comm)o->cp_comm));
-	if (o->cp_comm == CP_A2A && o->cp > 1 && o->tp && !model_heads_split(m, o->tp, o->cp))
-		return err_set(e, "--cp-comm-type a2a: an all-to-all over --cp %d ranks needs the heads (%d) and KV heads (%d) per --tp %d GPU divisible by %d",
-			       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, o->tp, o->cp);
-	if (o->cp_comm == CP_A2A_P2P && o->cp > 1 && o->tp) {
-		int a = 2;
+	if (o->cp_comm > CP_P2P && o->cp > 1) {
+		int tp = o->tp ? o->tp : 1, last = o->tp ? o->tp : m->heads;
+		char at[32] = "any TP";
 
-		while (a < o->cp && (o->cp % a || !model_heads_split(m, o->tp, a)))
-			a++;
-		if (a >= o->cp)
-			return err_set(e, "--cp-comm-type a2a+p2p: no all-to-all size between 2 and --cp %d divides it and splits the heads (%d) and KV heads (%d) per --tp %d GPU",
-				       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, o->tp);
+		while (tp <= last && !(tp_fits_model(m, tp) && cp_flavour_runs(m, tp, o->cp, o->cp_comm)))
+			tp++;
+		if (o->tp)
+			snprintf(at, sizeof at, "--tp %d", o->tp);
+		if (tp > last && o->cp_comm == CP_A2A)
+			return err_set(e, "--cp-comm-type a2a: an all-to-all over --cp %d ranks needs the heads (%d) and KV heads (%d) per GPU (at %s) divisible by %d",
+				       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, at, o->cp);
+		if (tp > last)
+			return err_set(e, "--cp-comm-type a2a+p2p: no all-to-all size between 2 and --cp %d divides it and splits the heads (%d) and KV heads (%d) per GPU (at %s)",
+				       o->cp, m->heads, m->kv_heads > 0 ? m->kv_heads : m->heads, at);
 	}
 	if (o->pp == 1 && ((o->schedule >= 0 && schedule_virtual((enum schedule)o->schedule)) ||
 			   o->vp > 1))

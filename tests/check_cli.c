@@ -312,6 +312,12 @@ START_TEST(cp_flavour_is_the_cheapest)
 	ck_assert_ptr_nonnull(strstr(err, "no all-to-all size between 2 and --cp 2"));
 	free(out);
 	free(err);
+	/* with TP searched: no TP splits 8 KV heads over 16 */
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
+				     "--cp 16 --cp-comm-type a2a", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "per GPU (at any TP) divisible by 16"));
+	free(out);
+	free(err);
 }
 END_TEST
 
