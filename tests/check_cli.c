@@ -27,6 +27,29 @@ static int lines(const char *s)
 	return n;
 }
 
+/* The JSON `ampplan args` writes (args end in --json -; it must exit 0),
+ * parsed; the caller cJSON_Deletes it. */
+static cJSON *json_of(const char *args)
+{
+	char *text;
+	cJSON *doc;
+
+	ck_assert_int_eq(run_ampplan(args, &text, NULL), 0);
+	doc = cJSON_Parse(text);
+	free(text);
+	ck_assert_ptr_nonnull(doc);
+	return doc;
+}
+
+/* Field key of JSON object o, which must have it. */
+static const cJSON *field(const cJSON *o, const char *key)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(x, "no '%s'", key);
+	return x;
+}
+
 START_TEST(help_goes_to_stdout)
 {
 	char *out, *err;
@@ -172,16 +195,12 @@ END_TEST
  * come after every launchable one, and each row names its trainers. */
 START_TEST(launchable_plans_rank_first)
 {
-	char *json;
-	cJSON *doc;
-	const cJSON *a, *o;
+	cJSON *doc = json_of(DEMO " --json -");
+	const cJSON *a = field(doc, "strategies"), *o;
 	double first_tps = 0;
 	int n_planning = 0, n_faster = 0;
 	bool planning = false;
 
-	ck_assert_int_eq(run_ampplan(DEMO " --json -", &json, NULL), 0);
-	doc = cJSON_Parse(json);
-	a = cJSON_GetObjectItemCaseSensitive(doc, "strategies");
 	ck_assert_int_gt(cJSON_GetArraySize(a), 10);
 	cJSON_ArrayForEach(o, a) {
 		const char *who = cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring;
@@ -204,7 +223,6 @@ START_TEST(launchable_plans_rank_first)
 	ck_assert_int_gt(n_planning, 0);
 	ck_assert_int_gt(n_faster, 0);
 	cJSON_Delete(doc);
-	free(json);
 }
 END_TEST
 
@@ -327,28 +345,23 @@ END_TEST
  * costed as a ring. */
 START_TEST(cp_a2a_only_where_heads_split)
 {
-	char *json;
-	cJSON *doc;
+	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
+			     "--gbs 64 --cp-comm-type a2a --json -");
 	const cJSON *row;
 	int with_cp = 0;
 
-	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
-				     "--gbs 64 --cp-comm-type a2a --json -", &json, NULL), 0);
-	doc = cJSON_Parse(json);
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
-		int tp = cJSON_GetObjectItemCaseSensitive(row, "tp")->valueint;
-		int cp = cJSON_GetObjectItemCaseSensitive(row, "cp")->valueint;
+	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+		int tp = field(row, "tp")->valueint, cp = field(row, "cp")->valueint;
 
 		if (cp == 1)
 			continue;
 		with_cp++;
-		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(row, "cp_comm_type")->valuestring, "a2a");
+		ck_assert_str_eq(field(row, "cp_comm_type")->valuestring, "a2a");
 		ck_assert_int_eq(8 % tp, 0);
 		ck_assert_int_eq((8 / tp) % cp, 0);
 	}
 	ck_assert_int_gt(with_cp, 0);
 	cJSON_Delete(doc);
-	free(json);
 }
 END_TEST
 
@@ -759,21 +772,19 @@ END_TEST
  * the capacity factor and DeepSpeed the global-batch loss. */
 static double moe_run(const char *extra, double *load, char *balance)
 {
-	char args[512], *json;
+	char args[512];
 	double t;
 	cJSON *doc;
 	const cJSON *row;
 
 	snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 		 "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 %s --json -", extra);
-	ck_assert_int_eq(run_ampplan(args, &json, NULL), 0);
-	doc = cJSON_Parse(json);
-	row = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "strategies"), 0);
-	t = cJSON_GetObjectItemCaseSensitive(row, "iteration_s")->valuedouble;
-	*load = cJSON_GetObjectItemCaseSensitive(row, "moe_load_factor")->valuedouble;
-	snprintf(balance, 32, "%s", cJSON_GetObjectItemCaseSensitive(row, "moe_balance")->valuestring);
+	doc = json_of(args);
+	row = cJSON_GetArrayItem(field(doc, "strategies"), 0);
+	t = field(row, "iteration_s")->valuedouble;
+	*load = field(row, "moe_load_factor")->valuedouble;
+	snprintf(balance, 32, "%s", field(row, "moe_balance")->valuestring);
 	cJSON_Delete(doc);
-	free(json);
 	return t;
 }
 
@@ -820,7 +831,7 @@ END_TEST
  * With ETP below TP, EP may span TP ranks (Megatron's folding). */
 START_TEST(expert_tp)
 {
-	char *out, *err, *json;
+	char *out, *err;
 	cJSON *doc;
 	const cJSON *row;
 	bool seen[3] = { false };
@@ -833,18 +844,15 @@ START_TEST(expert_tp)
 	out = read_file("build/etp/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--expert-model-parallel-size 8\n\t--expert-tensor-parallel-size 1\n"));
 	free(out);
-	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
-				     "--tp 2 --json -", &json, NULL), 0);
-	doc = cJSON_Parse(json);
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
-		int etp = cJSON_GetObjectItemCaseSensitive(row, "etp")->valueint;
+	doc = json_of("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --json -");
+	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+		int etp = field(row, "etp")->valueint;
 
 		ck_assert(etp == 1 || etp == 2);
 		seen[etp] = true;
 	}
 	ck_assert(seen[1] && seen[2]);
 	cJSON_Delete(doc);
-	free(json);
 	/* folding: at TP 8 with whole experts, EP 8 spans the TP ranks (DP x
 	 * CP is 4): EDP = 8 x 4 / (1 x 8) = 4; DeepSpeed's EP spans DP only */
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
@@ -886,22 +894,18 @@ END_TEST
  * search ranks only PP > 1 strategies, each with 2 stages per rank. */
 START_TEST(virtual_schedules_need_a_pipeline)
 {
-	char *json;
-	cJSON *doc;
+	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
+			     "--schedule zb-v --json -");
 	const cJSON *row;
 	int n = 0;
 
-	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
-				     "--schedule zb-v --json -", &json, NULL), 0);
-	doc = cJSON_Parse(json);
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
-		ck_assert_int_gt(cJSON_GetObjectItemCaseSensitive(row, "pp")->valueint, 1);
-		ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(row, "virtual_stages")->valueint, 2);
+	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+		ck_assert_int_gt(field(row, "pp")->valueint, 1);
+		ck_assert_int_eq(field(row, "virtual_stages")->valueint, 2);
 		n++;
 	}
 	ck_assert_int_gt(n, 0);
 	cJSON_Delete(doc);
-	free(json);
 }
 END_TEST
 
