@@ -554,7 +554,7 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 			  const struct cluster *c, int gbs)
 {
 	fprintf(out, "%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
-	for (int g = 0; g < c->n_group; g++)
+	for (int g = 0; g < c->n_group && !c->group[g].n_part; g++)
 		fprintf(out, "%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
 		       c->gpu[c->group[g].gpu].name);
 	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
@@ -673,6 +673,7 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			goto done;
 		}
 		rows[n] = &p[n]->row[0];
+		c = p[n]->cluster;	/* the same mixed groups for each */
 	}
 	printf("%s on %s (%d GPUs), global batch %d x %d tokens\n", m->name, c->name,
 	       c->total_gpus, rows[0]->s.gbs, m->seq);
@@ -723,6 +724,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		return run_compare(cl, m, c);
 	if (plan_search(&p, m, c, &cl->opts, &e))
 		return usage("%s", e.msg);
+	c = p->cluster;	/* with the mixed groups the rows may use */
 	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
@@ -731,6 +733,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 		o.keep_infeasible = true;
 		if (plan_search(&p, m, c, &o, &e))
 			return usage("%s", e.msg);
+		c = p->cluster;
 	}
 	if ((cl->emit || cl->timeline) && p->n_feasible && cl->pick > p->n_feasible) {
 		snprintf(e.msg, sizeof e.msg, "--pick %d, but only %d strategies fit", cl->pick,
