@@ -651,15 +651,16 @@ static void print_headroom(FILE *out, const struct cli *cl, const struct cluster
  * breakdown; one that does not fit also gets its per-rank table, which
  * names the rank over its memory and by how much. Returns an exit code:
  * 1 when one does not fit (after printing all) or cannot run. */
-static int run_compare(const struct cli *cl, struct model *m, const struct cluster *c)
+static int run_compare(const struct cli *cl, struct model *m, const struct cluster *file_c)
 {
+	const struct cluster *c = file_c;	/* then the plans' */
 	struct plan *p[REPORT_COMPARE_MAX] = { 0 };
 	const struct plan_row *rows[REPORT_COMPARE_MAX];
 	struct err e = { "" };
 	int rc = EXIT_OK, n = 0;
 
 	for (; n < cl->n_compare; n++) {
-		if (plan_search(&p[n], m, c, &cl->compare_opts[n], &e)) {
+		if (plan_search(&p[n], m, file_c, &cl->compare_opts[n], &e)) {
 			err_prefix(&e, "--compare '%s'", cl->compare[n]);
 			rc = usage("%s", e.msg);
 			goto done;
@@ -707,8 +708,9 @@ done:
 	return rc;
 }
 
-static int run(struct cli *cl, struct model *m, const struct cluster *c)
+static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 {
+	const struct cluster *c = file_c;	/* then the plan's */
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
@@ -722,7 +724,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 
 	if (cl->n_compare)
 		return run_compare(cl, m, c);
-	if (plan_search(&p, m, c, &cl->opts, &e))
+	if (plan_search(&p, m, file_c, &cl->opts, &e))
 		return usage("%s", e.msg);
 	c = p->cluster;	/* with the mixed groups the rows may use */
 	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
@@ -731,7 +733,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 
 		plan_free(p);
 		o.keep_infeasible = true;
-		if (plan_search(&p, m, c, &o, &e))
+		if (plan_search(&p, m, file_c, &o, &e))
 			return usage("%s", e.msg);
 		c = p->cluster;
 	}
