@@ -40,7 +40,14 @@ struct gpu_type {
 				   groups' intra_bw; 0 = not given */
 };
 
-/* nodes identical nodes of gpus_per_node GPUs of type gpu. */
+/* Most real node groups a mixed group draws on. */
+#define CLUSTER_MAX_PARTS 16
+
+/* nodes identical nodes of gpus_per_node GPUs of type gpu; or, with
+ * n_part > 0, a mixed group (cluster_mix): one pipeline rank of stage_gpus
+ * GPUs whose data-parallel replicas lie on part_gpus[i] GPUs of real group
+ * part_group[i] each: costed at the slowest part's type per layer, the
+ * least memory (gpu, cluster_group_mem) and the slowest links. */
 struct node_group {
 	char *name;
 	int nodes, gpus_per_node;
@@ -53,6 +60,10 @@ struct node_group {
 	int fabric;		/* groups with equal fabric share a network */
 	double price_gpu_hour;	/* USD per GPU-hour ("price_per_gpu_hour");
 				   0: not given */
+	int n_part;		/* 0: a real group; > 0: a mixed one */
+	int stage_gpus;		/* mixed: the GPUs of the rank it hosts */
+	int part_group[CLUSTER_MAX_PARTS];	/* mixed: real groups */
+	int part_gpus[CLUSTER_MAX_PARTS];	/* mixed: GPUs of each */
 };
 
 /* A cluster. Owns all its memory. */
@@ -61,7 +72,7 @@ struct cluster {
 	struct gpu_type *gpu;
 	int n_gpu;
 	struct node_group *group;
-	int n_group;
+	int n_group;		/* real groups first, then any mixed ones */
 	double fabric_bw;	/* per node, one direction, between groups on
 				   different fabrics */
 	double fabric_lat;
@@ -86,6 +97,28 @@ void cluster_free(struct cluster *c);
  * fabric numbers and the link between fabrics kept; total_gpus counts the
  * groups kept. Caller frees with cluster_free. */
 struct cluster *cluster_subset(const struct cluster *c, unsigned mask);
+
+/* A copy of c (its real groups only) with the mixed groups added that
+ * pool, for each size n of pipeline rank (n * pp = total_gpus), the GPUs
+ * that whole ranks of n on single groups leave over: group g keeps
+ * floor(G_g / n) ranks of its own, and its remaining G_g mod n GPUs, in
+ * group order, fill mixed ranks of n GPUs one after the other (a group's
+ * remainder may be split between two of them). Made only where some group
+ * leaves GPUs over and they add up to whole ranks, at most up to
+ * MAX_GROUPS groups in all; a mixed rank's parts must still be multiples of
+ * the TP x CP group (the search checks it per degree). Each mixed group:
+ * gpu the part type of least memory (then of least peak FLOP/s; cost.c
+ * times each layer on every part's type and takes the slowest),
+ * gpus_per_node the gcd of the
+ * parts' GPUs and node sizes, links the slowest of the parts' (and, when
+ * the parts lie on different fabrics, no faster than the link between
+ * fabrics, on a fabric number of its own), price the GPU-weighted mean (0
+ * when a part has none). Caller frees with cluster_free. */
+struct cluster *cluster_mix(const struct cluster *c);
+
+/* The memory of a GPU of group g: the smallest over a mixed group's parts'
+ * types (bytes). */
+double cluster_group_mem(const struct cluster *c, int g);
 
 /* USD per hour of the GPUs strategy s uses: the sum over its pipeline
  * ranks r of tp x cp x dp GPUs at the price of group s->group[r]. Returns

@@ -105,6 +105,16 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 
 	if (compute_layer(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
 		return -1;
+	/* a mixed group: each DP replica runs its share on its own type, and
+	 * the stage waits for the slowest (per layer) */
+	for (int i = 0; i < c->group[g].n_part; i++) {
+		struct layer_time u;
+
+		if (compute_layer(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
+			return -1;
+		if (u.fwd + u.bwd + u.recompute > t.fwd + t.bwd + t.recompute)
+			t = u;
+	}
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
 	p->recompute = t.recompute;
@@ -399,7 +409,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	f->n_group = c->n_group;
 	f->vp = vp;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
-		f->cap_of[g] = (c->gpu[c->group[g].gpu].mem_bytes - context_bytes(c)) / vp;
+		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp;
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
@@ -643,13 +653,17 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 
 	iter_tail(&tail_dp, &tail_hid, &tail_opt, &r->tail_rank, m, c, s, lc, f);
 	for (int q = 0; q < pp; q++) {
-		double gpu_mem = c->gpu[c->group[s->group[q]].gpu].mem_bytes;
+		double gpu_mem = cluster_group_mem(c, s->group[q]);
 		double share = (P.rank_mem[q] + context_bytes(c)) / gpu_mem;
 
 		if (P.rank_c[q] > P.rank_c[bn])
 			bn = q;
-		peaks += (double)s->tp * s->cp * s->dp *
-			 c->gpu[c->group[s->group[q]].gpu].peak_flops;
+		const struct node_group *G = &c->group[s->group[q]];
+
+		if (!G->n_part)
+			peaks += (double)s->tp * s->cp * s->dp * c->gpu[G->gpu].peak_flops;
+		for (int i = 0; i < G->n_part; i++)
+			peaks += (double)G->part_gpus[i] * c->gpu[c->group[G->part_group[i]].gpu].peak_flops;
 		if (P.rank_mem[q] > best_mem) {
 			best_mem = P.rank_mem[q];
 			r->heaviest_rank = q;
@@ -772,7 +786,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->idle = pos(P.t_pipe - x->busy);
 		rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
 		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
-		x->cap_bytes = c->gpu[x->gpu].mem_bytes;
+		x->cap_bytes = cluster_group_mem(c, x->group);
 	}
 	return pp;
 }

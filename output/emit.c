@@ -208,7 +208,7 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 	emit_printf(b, "\n# cluster '");
 	emit_name(b, c->name);
 	emit_printf(b, "':");
-	for (int g = 0; g < c->n_group; g++) {
+	for (int g = 0; g < c->n_group && !c->group[g].n_part; g++) {
 		emit_printf(b, "%s group '", g ? "," : "");
 		emit_name(b, c->group[g].name);
 		emit_printf(b, "' %d x %d ", c->group[g].nodes, c->group[g].gpus_per_node);

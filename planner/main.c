@@ -554,7 +554,7 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 			  const struct cluster *c, int gbs)
 {
 	fprintf(out, "%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
-	for (int g = 0; g < c->n_group; g++)
+	for (int g = 0; g < c->n_group && !c->group[g].n_part; g++)
 		fprintf(out, "%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
 		       c->gpu[c->group[g].gpu].name);
 	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
@@ -651,15 +651,16 @@ static void print_headroom(FILE *out, const struct cli *cl, const struct cluster
  * breakdown; one that does not fit also gets its per-rank table, which
  * names the rank over its memory and by how much. Returns an exit code:
  * 1 when one does not fit (after printing all) or cannot run. */
-static int run_compare(const struct cli *cl, struct model *m, const struct cluster *c)
+static int run_compare(const struct cli *cl, struct model *m, const struct cluster *file_c)
 {
+	const struct cluster *c = file_c;	/* then the plans' */
 	struct plan *p[REPORT_COMPARE_MAX] = { 0 };
 	const struct plan_row *rows[REPORT_COMPARE_MAX];
 	struct err e = { "" };
 	int rc = EXIT_OK, n = 0;
 
 	for (; n < cl->n_compare; n++) {
-		if (plan_search(&p[n], m, c, &cl->compare_opts[n], &e)) {
+		if (plan_search(&p[n], m, file_c, &cl->compare_opts[n], &e)) {
 			err_prefix(&e, "--compare '%s'", cl->compare[n]);
 			rc = usage("%s", e.msg);
 			goto done;
@@ -673,6 +674,7 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			goto done;
 		}
 		rows[n] = &p[n]->row[0];
+		c = p[n]->cluster;	/* the same mixed groups for each */
 	}
 	printf("%s on %s (%d GPUs), global batch %d x %d tokens\n", m->name, c->name,
 	       c->total_gpus, rows[0]->s.gbs, m->seq);
@@ -706,8 +708,9 @@ done:
 	return rc;
 }
 
-static int run(struct cli *cl, struct model *m, const struct cluster *c)
+static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 {
+	const struct cluster *c = file_c;	/* then the plan's */
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
@@ -721,16 +724,18 @@ static int run(struct cli *cl, struct model *m, const struct cluster *c)
 
 	if (cl->n_compare)
 		return run_compare(cl, m, c);
-	if (plan_search(&p, m, c, &cl->opts, &e))
+	if (plan_search(&p, m, file_c, &cl->opts, &e))
 		return usage("%s", e.msg);
+	c = p->cluster;	/* with the mixed groups the rows may use */
 	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
 
 		plan_free(p);
 		o.keep_infeasible = true;
-		if (plan_search(&p, m, c, &o, &e))
+		if (plan_search(&p, m, file_c, &o, &e))
 			return usage("%s", e.msg);
+		c = p->cluster;
 	}
 	if ((cl->emit || cl->timeline) && p->n_feasible && cl->pick > p->n_feasible) {
 		snprintf(e.msg, sizeof e.msg, "--pick %d, but only %d strategies fit", cl->pick,

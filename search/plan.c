@@ -331,20 +331,29 @@ static bool tp_fits_model(const struct model *m, int tp)
 	       (m->kv_heads % tp == 0 || tp % m->kv_heads == 0);
 }
 
-/* Fills S->ranks for stages of gpus_per_stage GPUs; false if some group's
- * GPUs cannot be split into whole stages (a stage's data-parallel replicas
- * stay on one GPU type; README "Heterogeneous clusters"). */
-static bool split_groups(struct search *S, int gpus_per_stage)
+/* Fills S->ranks for pipeline ranks of gpus_per_stage GPUs: whole ranks on
+ * each real group, and one on each mixed group made for that size whose
+ * parts are whole TP x CP groups (tpcp GPUs; cluster_mix); false if these
+ * do not use every GPU (README "Heterogeneous clusters"). */
+static bool split_groups(struct search *S, int tpcp, int gpus_per_stage)
 {
+	int used = 0;
+
 	for (int g = 0; g < S->c->n_group; g++) {
 		const struct node_group *G = &S->c->group[g];
-		int gpus = G->nodes * G->gpus_per_node;
 
-		if (gpus % gpus_per_stage)
-			return false;
-		S->ranks[g] = gpus / gpus_per_stage;
+		S->ranks[g] = 0;
+		if (!G->n_part) {
+			S->ranks[g] = G->nodes * G->gpus_per_node / gpus_per_stage;
+		} else if (G->stage_gpus == gpus_per_stage) {
+			S->ranks[g] = 1;
+			for (int i = 0; i < G->n_part; i++)
+				if (G->part_gpus[i] % tpcp)
+					S->ranks[g] = 0;
+		}
+		used += S->ranks[g] * gpus_per_stage;
 	}
-	return true;
+	return used == S->c->total_gpus;
 }
 
 /* Megatron's default split (no layout flags): the B blocks spread as
@@ -563,10 +572,19 @@ static bool ilp_placement(struct search *S, struct strategy *s)
 
 /* Whether every node group has the same GPU type, node size and links, so
  * that no placement beats another. */
-static bool interchangeable(const struct cluster *c)
+static bool interchangeable(const struct cluster *c, const int *ranks)
 {
-	for (int g = 1; g < c->n_group; g++) {
-		const struct node_group *a = &c->group[0], *b = &c->group[g];
+	int f = 0;
+
+	while (f < c->n_group - 1 && !ranks[f])
+		f++;
+	for (int g = f + 1; g < c->n_group; g++) {
+		const struct node_group *a = &c->group[f], *b = &c->group[g];
+
+		if (!ranks[g])
+			continue;
+		if (a->n_part || b->n_part)
+			return false;
 
 		if (a->gpu != b->gpu || a->gpus_per_node != b->gpus_per_node ||
 		    a->intra_bw != b->intra_bw || a->inter_bw != b->inter_bw ||
@@ -742,7 +760,7 @@ static bool evaluate(struct search *S, struct strategy *s)
 		if (s->vp > 1 && small)
 			try_blocks(S, s, order, n, &best, &r);
 	} else {
-		if (n > 4 && !interchangeable(S->c)) {
+		if (n > 4 && !interchangeable(S->c, S->ranks)) {
 			/* the climbed block order of this (TP, CP, PP, DP),
 			 * from its first strategy that fits anywhere (it
 			 * starts with the order try_blocks takes) */
@@ -762,7 +780,7 @@ static bool evaluate(struct search *S, struct strategy *s)
 		} else {
 			try_blocks(S, s, order, n, &best, &r);
 		}
-		if (n > 4 && !interchangeable(S->c) && s->pp * n <= ILP_MAX_CELLS) {
+		if (n > 4 && !interchangeable(S->c, S->ranks) && s->pp * n <= ILP_MAX_CELLS) {
 			/* one ILP per (TP, CP, PP, DP): its placement hardly
 			 * depends on the micro-batch, recomputation or ZeRO */
 			if (!S->ilp_state) {
@@ -1049,7 +1067,8 @@ static struct degree *each_degree(struct search *S, const struct strategy *s, in
 
 	*n = 0;
 	for (int g = 0; g < S->c->n_group; g++)
-		node = gcd(node, S->c->group[g].gpus_per_node);
+		if (!S->c->group[g].n_part)
+			node = gcd(node, S->c->group[g].gpus_per_node);
 	for (int tp = 1; tp <= node; tp++) {
 		if (node % tp || !tp_fits_model(S->m, tp) || (o->tp && tp != o->tp))
 			continue;
@@ -1061,7 +1080,7 @@ static struct degree *each_degree(struct search *S, const struct strategy *s, in
 
 				if ((N / (tp * cp)) % pp || pp > S->m->n_layer || pp > MAX_STAGES ||
 				    (o->pp && pp != o->pp) || (o->dp && dp != o->dp) ||
-				    s->gbs % dp || !split_groups(S, N / pp))
+				    s->gbs % dp || !split_groups(S, tp * cp, N / pp))
 					continue;
 				if (*n == cap)
 					d = xreallocarray(d, (size_t)(cap *= 2), sizeof *d);
@@ -1117,7 +1136,7 @@ static void *work(void *arg)
 		S->count = S->reported = 0;
 		S->stop = false;
 		S->ilp_at = -1;
-		split_groups(S, S->c->total_gpus / w->s.pp);
+		split_groups(S, w->s.tp * w->s.cp, S->c->total_gpus / w->s.pp);
 		each_etp(S, &w->s, &w->e, &w->rc);
 		if (S->ilp_at >= 0)
 			w->used_glpk = true;
@@ -1530,30 +1549,47 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	unsigned full = (1u << c->n_group) - 1;
 	struct subset_progress sp = { o, 0, (int)full };
 	struct plan_opts so = *o;
+	struct cluster *x = cluster_mix(c);
 	struct plan *all;
 	double t0 = now();
 
-	if (o->objective != PLAN_COST || c->n_group == 1 || plan_opts_what_if(o))
-		return search_groups(out, m, c, o, e);
-	if (c->n_group > PLAN_COST_MAX_GROUPS)
+	if (o->objective != PLAN_COST || c->n_group == 1 || plan_opts_what_if(o)) {
+		if (search_groups(out, m, x, o, e)) {
+			cluster_free(x);
+			return -1;
+		}
+		(*out)->cluster = x;
+		return 0;
+	}
+	if (c->n_group > PLAN_COST_MAX_GROUPS) {
+		cluster_free(x);
 		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
 			       PLAN_COST_MAX_GROUPS, c->n_group);
+	}
 	if (o->progress) {
 		so.progress = subset_progress;
 		so.progress_arg = &sp;
 	}
 	all = xcalloc(1, sizeof *all);
+	all->cluster = x;
 	for (unsigned mask = 1; mask <= full; mask++, sp.i++) {
-		struct cluster *sub = cluster_subset(c, mask);
+		/* the whole cluster with its mixed groups; a subset without */
+		struct cluster *sub = mask == full ? x : cluster_subset(c, mask);
 		struct plan *p = NULL;
 		int rc = search_groups(&p, m, sub, &so, e);
 
-		cluster_free(sub);
 		if (rc) {
+			if (sub != x)
+				cluster_free(sub);
 			plan_free(all);
 			return -1;
 		}
-		add_subset(all, p, c, mask);
+		if (sub == x)
+			add_subset(all, p, x, (1u << x->n_group) - 1);
+		else
+			add_subset(all, p, c, mask);
+		if (sub != x)
+			cluster_free(sub);
 		plan_free(p);
 	}
 	if (all->n_row)
@@ -1570,6 +1606,7 @@ void plan_free(struct plan *p)
 {
 	if (!p)
 		return;
+	cluster_free(p->cluster);
 	free(p->row);
 	free(p);
 }

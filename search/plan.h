@@ -163,9 +163,17 @@ struct plan {
 				   order (degrees unless truncated) */
 	int subsets;		/* with PLAN_COST on n > 1 node groups: the
 				   2^n - 1 subsets searched; else 0 */
+	struct cluster *cluster;	/* owned: the cluster searched, the
+				   caller's with its mixed node groups
+				   (cluster_mix) appended; the rows' group
+				   numbers index it (the real groups keep
+				   theirs). Cost, print and emit rows with
+				   it */
 };
 
-/* Runs the search. m's sequence length is set to o->seq first when given.
+/* Runs the search on c with the mixed node groups of cluster_mix, which
+ * host a stage's DP replicas on several groups where the whole ranks on
+ * single groups leave GPUs over (plan.cluster). m's sequence length is set to o->seq first when given.
  * With PLAN_COST outside the what-if mode, runs it on each subset of the
  * node groups (cluster_subset) and ranks the rows of all together; the
  * counts (evaluated, degrees, ILP placements) are then the sums.

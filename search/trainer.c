@@ -409,23 +409,51 @@ static int check_model(enum trainer t, const struct model *m, const struct strat
 	return 0;
 }
 
+/* The real groups (grp) and their GPUs (gpus) that host pipeline rank p
+ * of s, in node order: its group, or a mixed group's parts. Returns how
+ * many. */
+static int rank_parts(const struct cluster *c, const struct strategy *s, int p, int *grp,
+		      int *gpus)
+{
+	const struct node_group *G = &c->group[s->group[p]];
+
+	if (!G->n_part) {
+		grp[0] = s->group[p];
+		gpus[0] = s->tp * s->cp * s->dp;
+		return 1;
+	}
+	for (int i = 0; i < G->n_part; i++) {
+		grp[i] = G->part_group[i];
+		gpus[i] = G->part_gpus[i];
+	}
+	return G->n_part;
+}
+
 /* Whether the node groups have the nodes trainer_nodes assigns to s: each
  * run of consecutive pipeline ranks on group g takes ceil(run's GPUs / GPUs
  * per node) nodes of g (a node is filled before the next one opens, and not
- * shared between groups). O(pp), no allocation: trainer_mask runs it on
+ * shared between groups); a mixed group's ranks take their parts' nodes
+ * likewise, part by part. O(pp), no allocation: trainer_mask runs it on
  * every row of a ranking. Returns 0, or -1 with e set. */
 static int nodes_fit(const struct cluster *c, const struct strategy *s, struct err *e)
 {
-	long used[MAX_GROUPS] = { 0 }, block = (long)s->tp * s->cp * s->dp;
+	long used[MAX_GROUPS] = { 0 }, run = 0;
+	int last = -1;
 
-	for (int p = 0; p < s->pp;) {
-		int g = s->group[p], run = 1;
-		long gpn = c->group[g].gpus_per_node;
+	for (int p = 0; p < s->pp; p++) {
+		int grp[CLUSTER_MAX_PARTS], gpus[CLUSTER_MAX_PARTS];
+		int n = rank_parts(c, s, p, grp, gpus);
 
-		while (p + run < s->pp && s->group[p + run] == g)
-			run++;
-		used[g] += (run * block + gpn - 1) / gpn;
-		p += run;
+		for (int i = 0; i < n; i++) {
+			long gpn = c->group[grp[i]].gpus_per_node;
+
+			if (grp[i] != last)
+				run = 0;
+			/* the nodes this run of GPUs on one group adds */
+			used[grp[i]] += (run + gpus[i] + gpn - 1) / gpn - (run + gpn - 1) / gpn;
+			run += gpus[i];
+			last = grp[i];
+		}
 	}
 	for (int g = 0; g < c->n_group; g++)
 		if (used[g] > c->group[g].nodes)
@@ -545,18 +573,23 @@ int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 	n.group = xcalloc(max, sizeof *n.group);
 	n.gpus = xcalloc(max, sizeof *n.gpus);
 	for (int p = 0; p < s->pp; p++) {
-		int g = s->group[p];
+		int grp[CLUSTER_MAX_PARTS], gpus[CLUSTER_MAX_PARTS];
+		int np = rank_parts(c, s, p, grp, gpus);
 
-		for (int need = block; need > 0;) {
-			if (room == 0 || n.group[n.n - 1] != g) {
-				n.group[n.n++] = g;
-				room = c->group[g].gpus_per_node;
+		for (int i = 0; i < np; i++) {
+			int g = grp[i];
+
+			for (int need = gpus[i]; need > 0;) {
+				if (room == 0 || n.group[n.n - 1] != g) {
+					n.group[n.n++] = g;
+					room = c->group[g].gpus_per_node;
+				}
+				int take = need < room ? need : room;
+
+				n.gpus[n.n - 1] += take;
+				room -= take;
+				need -= take;
 			}
-			int take = need < room ? need : room;
-
-			n.gpus[n.n - 1] += take;
-			room -= take;
-			need -= take;
 		}
 	}
 	*out = n;

@@ -366,16 +366,34 @@ START_TEST(cp_a2a_only_where_heads_split)
 END_TEST
 
 /* One node of 3 GPUs and one of 5 (tests/data/three-and-five.json), and a
- * model of 2 blocks, i.e. 4 layers with the embedding and the head. A stage's
- * GPUs stay on one node group, so a stage of N/pp GPUs must divide both 3
- * and 5: N/pp = 1, pp = 8 > 4 layers. No strategy can use the cluster. */
+ * model of 2 blocks, i.e. 4 layers with the embedding and the head. With
+ * --pp 3 no stage size divides the 8 GPUs: no strategy can use the
+ * cluster. */
 START_TEST(cluster_no_strategy_can_use)
 {
 	char *out, *err;
 
-	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five.json",
+	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five.json --pp 3",
 				     &out, &err), 1);
 	ck_assert_ptr_nonnull(strstr(err, "no strategy can use"));
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* The same cluster without --pp: whole stages on one node would need a
+ * stage size dividing 3 and 5 (1 GPU, 8 stages > 4 layers), but one stage
+ * of 8 GPUs whose DP replicas lie 3 on one node and 5 on the other uses
+ * them all (a mixed group, cluster_mix), and so does PP 2 with a stage of
+ * 4 on 'five' and a mixed one of 3 + 1. */
+START_TEST(cluster_mixed_replicas_use_all)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five.json --csv -",
+				     &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "three:3+five:5"));
+	ck_assert_ptr_nonnull(strstr(out, "three:3+five:1"));
 	free(out);
 	free(err);
 }
@@ -981,6 +999,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
+	tcase_add_test(tc, cluster_mixed_replicas_use_all);
 	tcase_add_test(tc, launchable_plans_rank_first);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, cp_flavour_is_the_cheapest);

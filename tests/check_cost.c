@@ -407,6 +407,58 @@ START_TEST(test_eq3_flops)
 }
 END_TEST
 
+/* A stage of 16 GPUs, DP 2 x TP 8, whose replicas lie on one node of
+ * group a (1 TFLOP/s toy GPU, 80 GiB) and one of group b (half the peak,
+ * 40 GiB, on another fabric): cluster_mix makes the mixed group
+ * "a:8+b:8" (the 8 GPUs of each group are no whole rank of 16). Worked by
+ * hand: its GPU is b's (the smaller memory), 8 GPUs per node on 2 nodes,
+ * the inter-node link the slower of the NICs (1e11) and the link between
+ * fabrics (25e9); costed, each replica computes its own micro-batches, so
+ * the stage takes b's compute time exactly (every layer is slower on b)
+ * and is checked against b's 40 GiB; the DP reduction runs over the 25e9
+ * link, slower than over a's or b's own NICs. */
+START_TEST(test_mixed_replicas)
+{
+	struct strategy s = strat(8, 1, 1, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct cost_result ra, rb, rm;
+	struct cluster *x;
+
+	toy();
+	toy_cluster();
+	gpus[1].mem_bytes = 40 * GiB;
+	groups[0].nodes = groups[1].nodes = 1;
+	groups[1].fabric = 1;
+	clu.total_gpus = 16;
+	x = cluster_mix(&clu);
+	ck_assert_int_eq(x->n_group, 3);
+	ck_assert_str_eq(x->group[2].name, "a:8+b:8");
+	ck_assert_int_eq(x->group[2].n_part, 2);
+	ck_assert_int_eq(x->group[2].stage_gpus, 16);
+	ck_assert_int_eq(x->group[2].gpu, 1);
+	ck_assert_int_eq(x->group[2].gpus_per_node, 8);
+	ck_assert_int_eq(x->group[2].nodes, 2);
+	ck_assert_double_eq(x->group[2].inter_bw, 25e9);
+	ck_assert_int_eq(x->group[2].fabric, 2);
+	ck_assert_double_eq(cluster_group_mem(x, 2), 40 * GiB);
+	s.first[0] = 0;
+	s.first[1] = (unsigned short)mod.n_layer;
+	s.group[0] = 0;
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	cost_evaluate(&ra, &mod, x, &s, &lc);
+	s.group[0] = 1;
+	cost_evaluate(&rb, &mod, x, &s, &lc);
+	s.group[0] = 2;
+	cost_evaluate(&rm, &mod, x, &s, &lc);
+	ck_assert_double_eq(rm.time.compute, rb.time.compute);
+	ck_assert(ra.time.compute < rb.time.compute);
+	ck_assert_double_eq(rm.fullest_cap, 40 * GiB);
+	ck_assert(rm.time.dp > rb.time.dp && rm.time.dp > ra.time.dp);
+	cost_layers_free(&lc);
+	cluster_free(x);
+}
+END_TEST
+
 /* Eq. 3 end to end: the 1.7B row of Table 1 (L 24, h 2304, a 24) on one
  * GPU at efficiency 1, tp = pp = dp = 1, mbs 1, B = 512 (m = 512). With
  * Megatron's fused-softmax attention (the whole 4sh as batched GEMMs,
@@ -1859,6 +1911,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_compute_measured);
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_eq3_time);
+	tcase_add_test(tc, test_mixed_replicas);
 	tcase_add_test(tc, test_memory_gpt3);
 	tcase_add_test(tc, test_memory_overflow);
 	tcase_add_test(tc, test_memory_moe);

@@ -422,6 +422,75 @@ static void small_case(struct model **mp, struct cluster **cp, int blocks, int n
 	*cp = c;
 }
 
+/* Mixed replicas (cluster_mix), a property: on random clusters of two
+ * groups (1 to 3 nodes of 1, 2 or 4 GPUs; the second group's GPU half as
+ * fast, with 3/4 of the memory), every PP that divides the GPUs (up to the
+ * layers) leaves whole TP 1 replicas over that pool into stages, so the
+ * search must find a strategy that fits (memory is plenty) for each, and
+ * where both run, --exhaustive (every placement and partition of the same
+ * groups) costs the top row the same when its gap is 0, else no worse than
+ * the gap allows. */
+START_TEST(mixed_replicas_never_refused)
+{
+	unsigned seed = 12345;
+
+	for (int trial = 0; trial < 12; trial++) {
+		struct model *m = test_small_model(4, 8);
+		struct cluster *c = xcalloc(1, sizeof *c);
+		static const int gpn[] = { 1, 2, 4 };
+		struct err e = { "" };
+
+		c->name = xstrdup("mixed");
+		c->n_gpu = c->n_group = 2;
+		c->gpu = xcalloc(2, sizeof *c->gpu);
+		c->group = xcalloc(2, sizeof *c->group);
+		for (int g = 0; g < 2; g++) {
+			c->gpu[g] = (struct gpu_type){ .name = xstrdup(g ? "slow" : "fast"),
+						       .peak_flops = g ? 250e12 : 500e12,
+						       .mem_bytes = (g ? 60 : 80) * GiB,
+						       .hbm_bw = 2e12, .eff_max = 0.5 };
+			c->group[g] = (struct node_group){ .name = xstrdup(g ? "b" : "a"), .gpu = g,
+							   .nodes = 1 + (int)(rand_r(&seed) % 3),
+							   .gpus_per_node = gpn[rand_r(&seed) % 3],
+							   .intra_bw = 300e9, .intra_lat = 2e-6,
+							   .inter_bw = g ? 25e9 : 50e9, .inter_lat = 5e-6,
+							   .intra_eff = 0.75, .inter_eff = 0.9 };
+			c->total_gpus += c->group[g].nodes * c->group[g].gpus_per_node;
+		}
+		for (int pp = 1; pp <= m->n_layer && pp <= c->total_gpus; pp++) {
+			struct plan_opts o;
+			struct plan *p = NULL, *ref = NULL;
+
+			if (c->total_gpus % pp)
+				continue;
+			plan_opts_init(&o);
+			o.tp = 1, o.cp = 1, o.pp = pp, o.mbs = 1, o.gbs = c->total_gpus;
+			o.schedule = SCHED_1F1B, o.recompute = RECOMPUTE_NONE, o.zero = 0;
+			o.threads = 1;
+			ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+			ck_assert_msg(p->n_feasible > 0, "trial %d: %d x %d + %d x %d GPUs, pp %d refused",
+				      trial, c->group[0].nodes, c->group[0].gpus_per_node,
+				      c->group[1].nodes, c->group[1].gpus_per_node, pp);
+			o.exhaustive = true;
+			ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+			ck_assert_int_gt(ref->n_feasible, 0);
+			{
+				double f = p->row[0].r.iter_s, r = ref->row[0].r.iter_s;
+
+				ck_assert_msg(f >= r * (1 - 1e-9), "pp %d: search %g beats the reference %g", pp, f, r);
+				ck_assert_msg(f <= r * (1 + 1e-9) + f * p->row[0].gap_pct / 100,
+					      "trial %d pp %d: search %g, reference %g, gap %g%%", trial, pp, f, r,
+					      p->row[0].gap_pct);
+			}
+			plan_free(p);
+			plan_free(ref);
+		}
+		cluster_free(c);
+		model_free(m);
+	}
+}
+END_TEST
+
 /* Issue 9: interleaving with a heavy embedding. 4 blocks, TP 1, PP 2, DP 1,
  * mbs 1 (8 micro-batches), vp 2: 4 virtual stages. The embedding holds
  * 60 GiB / 18 B = 3.58e9 parameters, i.e. 60 GiB of model states (2 + 4 +
@@ -687,6 +756,7 @@ static Suite *search_suite(void)
 	tcase_set_timeout(opts, 60);
 	tcase_add_test(opts, interleaved_rank_fits_where_chunk_caps_reject);
 	tcase_add_test(opts, layout_parses);
+	tcase_add_test(opts, mixed_replicas_never_refused);
 	tcase_add_test(opts, fp8_searched_where_the_gpus_have_it);
 	tcase_add_test(opts, overlaps_on_where_allowed);
 	suite_add_tcase(s, opts);
