@@ -702,7 +702,9 @@ static void mix_size(struct cluster *x, const struct cluster *c, int n, int *fre
 			left[g] -= take;
 			need -= take;
 		}
-		for (int i = 0; i < M->n_part; i++)
+		/* Truncated, never past the buffer, where long group names
+		   overflow it. */
+		for (int i = 0; i < M->n_part && at < (int)sizeof name; i++)
 			at += snprintf(name + at, sizeof name - (size_t)at, "%s%s:%d", i ? "+" : "",
 				       c->group[M->part_group[i]].name, M->part_gpus[i]);
 		M->name = xstrdup(name);

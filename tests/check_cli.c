@@ -399,6 +399,22 @@ START_TEST(cluster_mixed_replicas_use_all)
 }
 END_TEST
 
+/* Group names of 300 and 200 characters: their mixed group's name (cluster_mix)
+ * does not fit its 256-byte buffer; it is cut there, not written past it
+ * (the sanitizer pass of make check saw the overflow). */
+START_TEST(mixed_group_long_names)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five-long-names.json "
+				     "--pp 1 --csv -",
+				     &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "aaaaaaaaaa"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* A measured point for a GPU type the cluster does not define (a typo:
  * A100-SXM4-80G) used to fall back to the analytic time silently, exit 0;
  * now it is bad input naming the model file, the layer and the types. */
@@ -1000,6 +1016,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, cluster_mixed_replicas_use_all);
+	tcase_add_test(tc, mixed_group_long_names);
 	tcase_add_test(tc, launchable_plans_rank_first);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, cp_flavour_is_the_cheapest);
