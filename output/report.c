@@ -290,6 +290,9 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			s->cp_comm == CP_P2P ? " (ring, overlapped with attention)"
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
+	if (m->n_doc > 0)
+		fprintf(out, "  packed documents (doc_lengths): the attention core does %.3f of a single %d-token document's causal work (document masking; flash kernels)\n",
+			model_doc_share(m, s->seq), s->seq);
 	if (s->vocab_par)
 		fprintf(out, "  vocabulary parallelism (Yeung et al. 2024): embedding, head and loss split over the %d pipeline ranks, the layers balance the blocks alone (planning only)\n",
 			s->pp);

@@ -1945,6 +1945,43 @@ START_TEST(test_slimpipe)
 }
 END_TEST
 
+/* Document masking on the toy (seq 1000): half the tokens in documents
+ * of 250 tokens, half in documents of 2000 (cut at the sequence: 1000).
+ * Keys per token over a single document's: (0.5 x 250 + 0.5 x 1000) /
+ * 1000 = 0.625, so the flash kernel's attention core, forward and
+ * backward, runs 0.625 of B.attn: fwd B.fwd - 0.375 B.attn, backward
+ * B.bwd - 0.375 B.attn FLASH_BWD_FLOPS / FLASH_BWD_RATE. The materialised
+ * scores of fused-softmax are computed whole: unchanged. */
+START_TEST(test_doc_masking)
+{
+	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
+	struct layer_costs lc = {0};
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	double fwd_unmasked;
+
+	toy();
+	toy_cluster();
+	s.first[1] = 6;
+	s.attn = ATTN_FUSED_SOFTMAX;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	fwd_unmasked = lc.fwd[1];
+	cost_layers_free(&lc);
+	mod.n_doc = 2;
+	mod.doc[0] = (struct doc_bin){.tokens = 250, .share = 0.5};
+	mod.doc[1] = (struct doc_bin){.tokens = 2000, .share = 0.5};
+	ck_assert_double_eq(model_doc_share(&mod, 1000), 0.625);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.fwd[1], fwd_unmasked, 1e-12);
+	cost_layers_free(&lc);
+	s.attn = ATTN_FLASH;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.fwd[1], B.fwd - 0.375 * B.attn, 1e-12);
+	ck_assert_rel(lc.time[1] - lc.fwd[1],
+		      B.bwd - 0.375 * B.attn * FLASH_BWD_FLOPS / FLASH_BWD_RATE, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
@@ -1985,6 +2022,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evaluate_toy);
 	tcase_add_test(tc, test_vocab_parallel);
 	tcase_add_test(tc, test_slimpipe);
+	tcase_add_test(tc, test_doc_masking);
 	tcase_add_test(tc, test_evaluate_pp_rank0_bottleneck);
 	tcase_add_test(tc, test_ranks_toy);
 	tcase_add_test(tc, test_ranks_interleaved);
