@@ -472,6 +472,7 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("  PP comm s", "%.3f", row->r.time.pp);
 	NUM("  DP comm s", "%.3f", row->r.time.dp);
 	NUM("  EP comm s", "%.3f", row->r.time.ep);
+	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
 	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
 	NUM("MFU %", "%.1f", 100.0 * row->r.mfu);
@@ -486,6 +487,14 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("  fwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_fwd);
 	NUM("  bwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_bwd);
 	NUM("  p2p ms/micro-batch", "%.2f", 1e3 * row->r.bottleneck_send);
+	TEXT("trainers", {
+		unsigned k = trainer_mask(m, c, &row->s);
+
+		if (k)
+			trainer_mask_names(k, L[nl].cell[i], CELL);
+		else
+			snprintf(L[nl].cell[i], CELL, "planning only");
+	});
 	TEXT("fits", {
 		struct cost_rank *x = row->r.fits ? NULL : row_ranks(row, m, c);
 		int q = row->r.overflow_rank;
