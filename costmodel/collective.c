@@ -481,3 +481,37 @@ void comm_dp(const struct cluster *c, int g, const struct strategy *s,
 		*gather = coll_hier_reducescatter(G, n, k, dense_params * MEM_WEIGHT_BYTES) +
 			  coll_hier_reducescatter(G, n_e, k_e, expert_params * MEM_WEIGHT_BYTES);
 }
+
+/* Vocabulary parallelism (Yeung et al. 2024 Sec. 3) per micro-batch per
+ * GPU, over the pp ranks of the pipeline (they sit tp*cp*dp ranks apart):
+ * the output layer broadcasts the last block's output X (S = b s/c h_out
+ * bytes, / t with SP) to the p ranks and reduces their gradients dX back;
+ * the input layer reduces the p partial embeddings (each rank looks up
+ * its V/p rows) to the first stage and broadcasts their gradient back:
+ * four pipelined broadcasts or reduces, S/bw + (p-1) lat each (NCCL's
+ * ring broadcast / reduce: bus bandwidth = algorithm bandwidth); and the
+ * softmax's two all-reduces of b s/c fp32 scalars (the max and the sum
+ * of the exponentials over the vocabulary shards: Alg. 1's two
+ * communication barriers). The link: across nodes at the NIC share of
+ * the stage's GPUs per node (as comm_pp_send), inside a node when the
+ * whole pipeline fits one. All counted exposed (the paper overlaps part of
+ * them with the transformer passes: an upper bound). 0 without it. */
+double comm_vocab(const struct model *m, const struct cluster *c, int g,
+		  const struct strategy *s)
+{
+	const struct node_group *a = &c->group[g];
+	int rank_gpus = s->tp * s->cp * s->dp, p = s->pp;
+	double tok = (double)s->mbs * s->seq / s->cp;
+	double S = tok * m->layer[1].out_bytes_per_token;
+	struct link k;
+
+	if (!s->vocab_par || p <= 1)
+		return 0;
+	if (s->sp && s->tp > 1)
+		S /= s->tp;
+	if ((double)p * rank_gpus <= a->gpus_per_node)
+		k = link_span(a, 1);
+	else
+		k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
+	return 4 * (S / k.bw + (p - 1) * k.lat) + 2 * coll_allreduce(p, 4 * tok, k);
+}

@@ -96,6 +96,12 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		    int gt, const struct strategy *s);
 
+/* Vocabulary parallelism's collectives per micro-batch per GPU of a
+ * pipeline rank on group g (s->vocab_par; collective.c has the model and
+ * its source), seconds; 0 without it or with pp = 1. */
+double comm_vocab(const struct model *m, const struct cluster *c, int g,
+		  const struct strategy *s);
+
 /* Gradient synchronisation of one pipeline rank per iteration, for
  * dense_params and expert_params parameters per GPU (already divided by tp,
  * ep*etp) on group g. *reduce: the gradient all-reduce or reduce-scatter,

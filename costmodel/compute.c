@@ -267,7 +267,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  * - attention core (blocks): flash kernels run CAUSAL_SHARE of A*n at
  *   the GPU's flash_eff x peak (default FLASH_RATE x eff_max; FlashAttention
  *   1 at FLASH1_RATE / FLASH_RATE of it), backward FLASH_BWD_FLOPS /
- *   FLASH_BWD_RATE x forward; without flash the whole A*n as batched
+ *   FLASH_BWD_RATE x forward, both times model_doc_share under document
+ *   masking (a packed-document histogram); without flash the whole A*n as batched
  *   GEMMs at peak * eff, backward 2x, plus the softmax traffic;
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
  *   COMPUTE_HBM_EFF (the per-token bytes are already per GPU), backward
@@ -301,7 +302,10 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 
 		if (s->attn == ATTN_FLASH1)
 			eff *= FLASH1_RATE / FLASH_RATE;
-		attn_f = CAUSAL_SHARE * wa / (g->peak_flops * eff);
+		/* document masking (model_doc_share): the kernel skips the
+		 * blocks across documents (FlashAttention's varlen / THD
+		 * kernels) */
+		attn_f = CAUSAL_SHARE * model_doc_share(m, s->seq) * wa / (g->peak_flops * eff);
 		attn_b = attn_f * FLASH_BWD_FLOPS / FLASH_BWD_RATE;
 	} else if (wa > 0) {
 		double sm = bw > 0 ? score_bytes_per_token(m, s) * tok / bw : 0;

@@ -25,6 +25,7 @@ struct parts {
 	double cp_f, cp_b, cp_r, cp_h;
 	double ep_f, ep_b, ep_r;
 	double z3_f, z3_b, z3_h;	/* ZeRO-3 parameter gathers */
+	double vc_f, vc_b;		/* vocabulary parallelism's collectives */
 };
 
 static double pos(double x)
@@ -73,6 +74,47 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
 	return x > comm / s->tp ? x : comm / s->tp;
 }
 
+/* SlimPipe (Li et al. 2025, arXiv 2504.14519, Sec. 3): a micro-batch run
+ * as n slices of seq/n tokens. u is the layer's time at seq/n, t at seq;
+ * t becomes the micro-batch's: every part but the attention core n x u's
+ * (the GEMMs on 1/n of the tokens each, so smaller and less efficient,
+ * and n x the fixed overhead), the attention core t's: slice i attends
+ * to the i slices before it and itself, so the slices together do the
+ * whole causal attention, and SlimPipe's workload redistribution gives
+ * each slice 1/n of it (without it the last slice would do (2n - 1)/n^2
+ * and pace the pipeline). Recomputation as compute_layer: the whole
+ * forward (full) or the attention core (selective). */
+static void slice_time(struct layer_time *t, const struct layer_time *u, int n,
+		       enum recompute rc)
+{
+	t->fwd = n * (u->fwd - u->attn_fwd) + t->attn_fwd;
+	t->bwd = n * (u->bwd - u->attn_bwd) + t->attn_bwd;
+	t->gemm_fwd = n * u->gemm_fwd;
+	t->mem_fwd = n * u->mem_fwd;
+	t->recompute = rc == RECOMPUTE_FULL ? t->fwd : rc == RECOMPUTE_SELECTIVE ? t->attn_fwd : 0;
+}
+
+/* Layer l's compute on one GPU of type gpu (compute_layer), as SlimPipe's
+ * slices run it when s->slices > 1 (slice_time). Returns -1 with e set. */
+static int type_time(struct layer_time *t, const struct model *m, int l,
+		     const struct gpu_type *gpu, const struct strategy *s, struct err *e)
+{
+	struct strategy sl = *s;
+	struct layer_time u;
+	int k = strategy_slices(s);
+
+	if (compute_layer(t, m, l, gpu, s, e) < 0)
+		return -1;
+	if (k == 1)
+		return 0;
+	sl.seq = s->seq / k;
+	sl.slices = 0;
+	if (compute_layer(&u, m, l, gpu, &sl, e) < 0)
+		return -1;
+	slice_time(t, &u, k, m->layer[l].kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE);
+	return 0;
+}
+
 /* Layer l on one GPU of group g (COSTMODEL.md "Compute time",
  * "Communication per micro-batch", "Overlap as the trainers run it"):
  * - compute: compute_layer (GEMMs, attention core, memory-bound kernels,
@@ -92,25 +134,41 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
  *   recomputation repeats the forward's;
  * - ZeRO-3: the parameter gather prefetched under the layer's compute,
  *   forward max(0, gather - fwd), backward max(0, gather - bwd); the
- *   backward's gather serves the recomputation too. */
+ *   backward's gather serves the recomputation too;
+ * - SlimPipe (s->slices = n > 1): compute as slice_time; TP and EP as n
+ *   slices of seq/n tokens (the same bytes, n x the latency); CP as the
+ *   whole micro-batch (each slice's K and V go round once);
+ * - vocabulary parallelism: nothing for the embedding and the head (every
+ *   rank runs its share: vocab_parts).
+ * p is zeroed first. */
 static int layer_parts(struct parts *p, const struct model *m, int l,
 		       const struct cluster *c, int g, const struct strategy *s,
 		       struct err *e)
 {
+	static const struct parts zero_parts;
 	struct layer_time t;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
 	double tf, tb, routed, step, a2a, ring_f, ring_b, z3;
+	struct strategy sl = *s;
+	int k = strategy_slices(s);
 	bool rec;
 	int n;
 
-	if (compute_layer(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
+	if (k > 1) {
+		sl.seq = s->seq / k;
+		sl.slices = 0;
+	}
+	*p = zero_parts;
+	if (s->vocab_par && !block)
+		return 0;
+	if (type_time(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
 		return -1;
 	/* a mixed group: each DP replica runs its share on its own type, and
 	 * the stage waits for the slowest (per layer) */
 	for (int i = 0; i < c->group[g].n_part; i++) {
 		struct layer_time u;
 
-		if (compute_layer(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
+		if (type_time(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
 			return -1;
 		if (u.fwd + u.bwd + u.recompute > t.fwd + t.bwd + t.recompute)
 			t = u;
@@ -118,9 +176,9 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
 	p->recompute = t.recompute;
-	tf = comm_tp_fwd(m, l, c, g, s);
-	tb = comm_tp_bwd(m, l, c, g, s);
-	routed = comm_tp_routed(m, l, c, g, s);
+	tf = k * comm_tp_fwd(m, l, c, g, &sl);
+	tb = k * comm_tp_bwd(m, l, c, g, &sl);
+	routed = k * comm_tp_routed(m, l, c, g, &sl);
 	p->tp_f = tp_exposed(s, block, tf - routed, t.gemm_fwd) + routed;
 	p->tp_b = tp_exposed(s, block, tb - routed, 2 * t.gemm_fwd) + routed;
 	p->tp_r = block && full ? p->tp_f : 0;
@@ -138,13 +196,47 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	/* the ring's steps that the attention hides: 3 n step (forward and
 	 * the backward's two), n step more with recomputation */
 	p->cp_h = fmax(0.0, (rec ? 4 : 3) * n * step - ring_f - ring_b - (rec ? ring_f : 0));
-	p->ep_f = comm_ep_fwd(m, l, c, g, s);
+	p->ep_f = k * comm_ep_fwd(m, l, c, g, &sl);
 	p->ep_b = p->ep_f;
 	p->ep_r = block && full ? p->ep_f : 0;
 	z3 = comm_zero3_gather(m, l, c, g, s);
 	p->z3_f = exposed(z3, t.fwd);
 	p->z3_b = exposed(z3, t.bwd);
 	p->z3_h = 2 * z3 - p->z3_f - p->z3_b;
+	return 0;
+}
+
+/* Vocabulary parallelism (Yeung et al. 2024 Sec. 3): what every pipeline
+ * rank on group g runs per micro-batch of the embedding, the head and the
+ * loss: 1/p of their compute and TP communication as they would run whole
+ * (layer_parts without s->vocab_par: the head's GEMM and the cross-entropy
+ * over V/p columns, the embedding's lookup of its V/p rows), and the
+ * collectives (comm_vocab) as vc_f and vc_b, half each. All 0 without it. */
+static int vocab_parts(struct parts *p, const struct model *m, const struct cluster *c,
+		       int g, const struct strategy *s, struct err *e)
+{
+	static const struct parts zero_parts;
+	struct strategy t = *s;
+	double w = 1.0 / s->pp, v;
+
+	*p = zero_parts;
+	if (!s->vocab_par)
+		return 0;
+	t.vocab_par = false;
+	for (int i = 0; i < 2; i++) {
+		struct parts x;
+
+		if (layer_parts(&x, m, i ? m->n_layer - 1 : 0, c, g, &t, e) < 0)
+			return -1;
+		p->fwd += w * x.fwd;
+		p->bwd += w * x.bwd;
+		p->tp_f += w * x.tp_f;
+		p->tp_b += w * x.tp_b;
+		p->tp_h += w * x.tp_h;
+	}
+	v = comm_vocab(m, c, g, s);
+	p->vc_f = v / 2;
+	p->vc_b = v / 2;
 	return 0;
 }
 
@@ -170,7 +262,7 @@ double cost_cp_exposed(const struct model *m, const struct cluster *c,
 /* The forward side (forward compute and its exposed comm). */
 static double parts_fwd(const struct parts *p)
 {
-	return p->fwd + p->tp_f + p->cp_f + p->ep_f + p->z3_f;
+	return p->fwd + p->tp_f + p->cp_f + p->ep_f + p->z3_f + p->vc_f;
 }
 
 /* The recomputation side. */
@@ -181,7 +273,7 @@ static double parts_rc(const struct parts *p)
 
 static double parts_bwd(const struct parts *p)
 {
-	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b;
+	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b + p->vc_b;
 }
 
 static int check_strategy(const struct strategy *s, struct err *e)
@@ -243,7 +335,8 @@ static void rank_tail(double *dp, double *hidden, double *opt, const struct mode
 		      const struct layer_costs *lc, int n_stages, int r)
 {
 	int g = s->group[r], L = lc->n_layer;
-	double D = 0, E = 0, fwd = 0, bwd = 0;
+	double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
+	double bwd = lc->vocab_time[g] - lc->vocab_fwd[g];
 
 	for (int j = 0, k = r; j < strategy_vp(s) && k < n_stages; k = strategy_stage(s, r, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
@@ -267,7 +360,8 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 	int L = lc->n_layer;
 
 	for (int g = 0; g < lc->n_group; g++) {
-		double D = 0, E = 0, fwd = 0, bwd = 0, dp, hid, opt;
+		double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
+		double bwd = lc->vocab_time[g] - lc->vocab_fwd[g], dp, hid, opt;
 		double *t = lc->tail0 + (size_t)g * (L + 1);
 
 		t[0] = 0;
@@ -311,11 +405,11 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	double *buf, fr, all;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 1), sizeof *buf);
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3), sizeof *buf);
 	fr = all = 0;
 	for (int g = 0; g < G; g++)
 		for (int l = 0; l < L; l++) {
@@ -341,6 +435,25 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	lc->act_bytes = lc->state_bytes + L;
 	lc->extra_bytes = lc->act_bytes + L;
 	lc->tail0 = lc->extra_bytes + L;
+	lc->vocab_time = lc->tail0 + (size_t)G * (L + 1);
+	lc->vocab_fwd = lc->vocab_time + G;
+	for (int g = 0; g < G; g++) {
+		struct parts p;
+
+		if (vocab_parts(&p, m, c, g, s, e) < 0) {
+			free(buf);
+			return -1;
+		}
+		lc->vocab_fwd[g] = parts_fwd(&p);
+		lc->vocab_time[g] = lc->vocab_fwd[g] + parts_bwd(&p);
+	}
+	{
+		struct layer_mem lm;
+
+		memory_vocab(&lm, m, s);
+		lc->vocab_bytes = lm.weights + lm.grads + lm.optimizer +
+				  (lm.act + lm.extra) * (1 + frag_share(c));
+	}
 	for (int l = 0; l < L; l++) {
 		struct layer_mem lm;
 
@@ -361,7 +474,7 @@ void cost_layers_free(struct layer_costs *lc)
 		return;
 	free(lc->time);
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
 	lc->n_layer = lc->n_group = 0;
 }
 
@@ -406,10 +519,20 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		rho = lc->zb_rho;
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
 	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
+	if (strategy_slices(s) > 1) {
+		/* SlimPipe (Li et al. 2025 Sec. 3): 1F1B over the m n slices,
+		 * each 1/n of a micro-batch's c_k: T = (m n - 1) max c_k / n +
+		 * sum c_k / n, a bubble of (p - 1) slice times */
+		int n = strategy_slices(s);
+
+		f->a = f->ra = mb - 1.0 / n;
+		f->b = f->rb = 1.0 / n;
+	}
 	f->n_group = c->n_group;
 	f->vp = vp;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
-		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp;
+		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp - lc->vocab_bytes;
+		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
@@ -423,6 +546,20 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		bool hop = k && strategy_rank(s, k - 1) != strategy_rank(s, k);
 
 		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k);
+		if (strategy_slices(s) > 1) {
+			/* SlimPipe: stage k holds p - k slices in flight, each
+			 * 1/n of a micro-batch (Li et al. 2025 Sec. 3) */
+			int n = strategy_slices(s);
+
+			f->inflight[k] = fmin(pp - k, (double)mb * n) / n;
+		} else if (s->vocab_par) {
+			/* vocabulary parallelism's schedule holds two more
+			 * micro-batches than 1F1B's p on the first stage
+			 * (Yeung et al. 2024 Sec. 4, Alg. 1: p + 2); taken on
+			 * every stage, at most m */
+			f->inflight[k] = fmin(f->inflight[k] + 2, mb);
+		}
+		f->vocab[k] = lc->vocab_time[f->group[k]];
 		/* none between the two stages of one rank (ZB-V's turn) */
 		f->send[k] = hop ? f->link[f->group[k - 1]][f->group[k]] : 0;
 		f->hops += hop;
@@ -467,7 +604,7 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 		int g = f->group[k];
 		double st = 0, act = 0, ex = 0;
 
-		t->ck[k] = f->send[k];
+		t->ck[k] = f->send[k] + f->vocab[k];
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			t->ck[k] += lc->time[(size_t)g * L + l];
 			st += lc->state_bytes[l];
@@ -477,7 +614,8 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 		t->rank_c[strategy_rank(s, k)] += t->ck[k];
 		t->rank_send[strategy_rank(s, k)] += f->send[k];
 		t->send_all += f->send[k];
-		t->rank_mem[strategy_rank(s, k)] += st + f->inflight[k] * act + ex;
+		t->rank_mem[strategy_rank(s, k)] += st + f->inflight[k] * act + ex +
+						    (k < pp ? lc->vocab_bytes : 0);
 	}
 	/* Virtual stages: the slowest rank's chunks together set the steady
 	 * state, T = ra max_r C_r + rb sum_r C_r (interleaved: (m - 1/v) and
@@ -503,6 +641,13 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct pipeline_frame *f, int q)
 {
+	struct parts v;
+
+	vocab_parts(&v, m, c, f->group[q], s, NULL);
+	tm->compute += w * (v.fwd + v.bwd);
+	tm->tp += w * (v.tp_f + v.tp_b);
+	tm->tp_hidden += w * v.tp_h;
+	tm->vocab += w * (v.vc_f + v.vc_b);
 	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j)) {
 		int g = f->group[k];
 
@@ -556,6 +701,16 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 		mem->grads -= x * lm.grads;
 		mem->optimizer -= x * lm.optimizer;
 	}
+	if (s->vocab_par) {
+		struct layer_mem lm;
+
+		memory_vocab(&lm, m, s);
+		mem->weights += lm.weights;
+		mem->grads += lm.grads;
+		mem->optimizer += lm.optimizer;
+		mem->activations += lm.act;
+		mem->logits += lm.extra;
+	}
 	mem->allowance = context_bytes(c) + frag_share(c) * (mem->activations + mem->logits);
 	return mem->weights + mem->grads + mem->optimizer + mem->activations + mem->logits +
 	       mem->allowance;
@@ -596,6 +751,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const 
 			*hidden = h + (d > *dp ? d - *dp : 0);
 			*rank = q;
 		}
+		lead += lc->vocab_time[g] - lc->vocab_fwd[g];
 		for (int l = s->first[q]; l < s->first[q + 1]; l++)
 			lead += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
 		if (q + 1 < f->n_stages)
@@ -643,7 +799,10 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	pipe_terms(&P, m, c, s, lc);
 	mb = P.mb;
 	for (int q = 0; q < pp; q++) {
-		double cap = f->n_stages == 1 ? f->cap[0] : f->cap_of[f->group[q]] * f->vp;
+		/* the frame's caps leave out the vocabulary share, which
+		 * rank_mem holds */
+		double cap = (f->n_stages == 1 ? f->cap[0] : f->cap_of[f->group[q]] * f->vp) +
+			     lc->vocab_bytes;
 
 		if (P.rank_mem[q] > cap && r->fits) {
 			r->fits = false;
@@ -678,6 +837,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	/* The bottleneck rank's parts, per micro-batch, times m. */
 	rank_time(&r->time, mb, m, c, s, f, bn);
 	r->bottleneck_rank = bn;
+	r->bottleneck_fwd = lc->vocab_fwd[f->group[bn]];
 	for (int j = 0, k = bn; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, bn, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++)
 			r->bottleneck_fwd += lc->fwd[(size_t)f->group[k] * lc->n_layer + l];
@@ -726,7 +886,8 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
 		x->rank = strategy_rank(s, k);
 		x->first = s->first[k];
 		x->n_layers = stage_layers(s, k);
-		x->fwd = x->bwd = 0;
+		x->fwd = lc->vocab_fwd[g];
+		x->bwd = lc->vocab_time[g] - lc->vocab_fwd[g];
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			x->fwd += lc->fwd[(size_t)g * L + l];
 			x->bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
@@ -758,6 +919,15 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->group = s->group[q];
 		x->gpu = c->group[x->group].gpu;
 		x->n_chunks = 0;
+		{
+			struct parts p;
+
+			vocab_parts(&p, m, c, x->group, s, NULL);
+			x->compute_fwd += p.fwd;
+			x->compute_bwd += p.bwd;
+			x->comm_fwd += p.tp_f + p.vc_f;
+			x->comm_bwd += p.tp_b + p.vc_b;
+		}
 		for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j)) {
 			x->n_layers += stage_layers(s, k);
 			x->n_chunks++;
@@ -778,6 +948,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->cp = tm.cp;
 		x->ep = tm.ep;
 		x->zero3 = tm.dp;
+		x->vocab = tm.vocab;
 		x->fwd = x->compute_fwd + x->comm_fwd;
 		x->bwd = x->compute_bwd + x->recompute + x->comm_bwd;
 		x->send = P.rank_send[q];

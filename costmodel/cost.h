@@ -48,6 +48,15 @@ struct layer_costs {
 	 * independent of the partition and the placement; 1/3 (backward =
 	 * 2 x forward) without layers. */
 	double zb_rho;
+	/* Vocabulary parallelism (s->vocab_par; 0 without it), what every
+	 * pipeline rank adds whatever its layers: [g] seconds per
+	 * micro-batch on group g (its share of the embedding, head and loss
+	 * and their collectives), of which vocab_fwd[g] the forward; bytes
+	 * per GPU (memory_vocab, the allowance's share included). The
+	 * embedding and head layers cost nothing in time[] and the bytes
+	 * above, so that the partition balances the blocks alone. */
+	double *vocab_time, *vocab_fwd;
+	double vocab_bytes;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer
@@ -70,7 +79,7 @@ void cost_layers_free(struct layer_costs *lc);
  * whose partition may not be. The pipeline time of a partition is
  *   T_pipe = a * max_k c_k + b * sum_k c_k,
  * with c_k = sum of layer_costs.time over the layers of virtual stage k on
- * group group[k % pp], plus send[k]; without virtual stages the iteration is
+ * group group[k % pp], plus send[k] and vocab[k]; without virtual stages the iteration is
  * T_pipe + layer_costs.tail0[group[0]][first[1]]. With vp > 1 cost_evaluate
  * takes T_pipe from the ranks' totals, (m - 1/v) max_r C_r + (1/v) sum_r C_r,
  * which a * max_k c_k + b * sum_k c_k bounds from above. A partition fits if for every k:
@@ -85,6 +94,10 @@ struct pipeline_frame {
 	double ra, rb;			/* ... over the ranks' totals
 					   (schedule_rank_weights) */
 	double inflight[MAX_STAGES];	/* micro-batches of activations held */
+	double vocab[MAX_STAGES];	/* seconds per micro-batch of stage k's
+					   vocabulary-parallel share
+					   (layer_costs.vocab_time of its
+					   group): part of c_k, as send[k] */
 	double send[MAX_STAGES];	/* seconds of p2p per micro-batch into
 					   stage k from stage k - 1 (0 for k = 0):
 					   link[group[k-1]][group[k]] */
@@ -105,6 +118,7 @@ struct pipeline_frame {
 	 * bytes for a stage's layers on a GPU of group g. */
 	double link[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
+	double vocab_of[MAX_GROUPS];	/* vocab[] of a stage on group g */
 };
 /* Fills f for strategy s: weights a, b (schedule, with lc->zb_rho),
  * in-flight micro-batches per stage, the caps and links per group, the
@@ -115,8 +129,8 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		const struct cluster *c, const struct strategy *s,
 		const struct layer_costs *lc);
 
-/* Seconds per iteration. The first nine are exposed on the critical path
- * and add up to iter_s; compute and recompute include the memory-bound
+/* Seconds per iteration. The first nine and vocab are exposed on the
+ * critical path and add up to iter_s; compute and recompute include the memory-bound
  * kernels (norms, activations, softmax, ...). The _hidden fields are the
  * communication that runs overlapped with compute on the same path (not in
  * iter_s): TP under the GEMMs (tp_overlap), CP's ring under attention, DP
@@ -124,6 +138,8 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 struct cost_time {
 	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
 	double tp_hidden, cp_hidden, dp_hidden;
+	double vocab;	/* vocabulary parallelism's collectives, exposed (in
+			   iter_s too, the tenth part) */
 };
 
 /* Bytes per GPU on the heaviest pipeline rank; they add up to peak_bytes. */
@@ -210,6 +226,10 @@ struct cost_rank {
 	double comm_fwd;	/* exposed TP + CP + EP + ZeRO-3 of the forward */
 	double comm_bwd;	/* of the backward and the recomputation */
 	double tp, cp, ep, zero3;	/* the exposed communication by kind */
+	double vocab;		/* vocabulary parallelism's collectives
+				   (cost_time.vocab), also in comm_fwd and
+				   comm_bwd: with it comm_fwd + comm_bwd =
+				   tp + cp + ep + zero3 + vocab */
 	double send;		/* p2p seconds per micro-batch into its stages
 				   (cost_stage.send summed) */
 	double pipeline_s;	/* T_pipe of the iteration, the same for all */

@@ -16,6 +16,11 @@ double memory_grad_bytes(const struct strategy *s)
 void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert)
 {
+	if (s->vocab_par && ly->kind != LAYER_BLOCK) {
+		/* on every rank instead: memory_vocab_params */
+		*dense = *expert = 0;
+		return;
+	}
 	*dense = (ly->params - ly->expert_params) / s->tp;
 	*expert = ly->expert_params / ((double)s->ep * strategy_etp(s));
 }
@@ -66,7 +71,23 @@ static void states(struct layer_mem *lm, const struct layer *ly,
  * Extra (transient, once per stage): the head's logits for the loss,
  * b*s*V/(t*c) of them in the training dtype (the LM head's output, still
  * referenced) and in fp32 (vocabulary-parallel cross-entropy upcasts them
- * and keeps the softmax for the backward in place): dtype + 4 bytes each. */
+ * and keeps the softmax for the backward in place): dtype + 4 bytes each.
+ * This is Megatron's loss: language_module.py compute_language_model_loss
+ * calls tensor_parallel.vocab_parallel_cross_entropy, whose
+ * calculate_logits_max takes logits.float() per TP shard (V/t columns)
+ * and saves exp() of it, in place, as the softmax for the backward; the
+ * whole micro-batch at once, no chunking along the sequence (torchtitan's
+ * loss_parallel keeps the same fp32 shard). Under 1F1B the last stage runs
+ * a micro-batch's backward right after its forward, so one micro-batch's
+ * logits are alive at a time. With SlimPipe (s->slices = n) the loss runs
+ * per slice: b*s/(n*c) tokens of logits at a time.
+ * - block, SlimPipe: plus the K and V of the whole micro-batch, 2*g*d*dtype
+ *   bytes per token / t: later slices attend to the earlier slices' K and
+ *   V, which stay until the micro-batch's backward has passed them
+ *   (SlimPipe Sec. 3, attention context); an upper bound, as the slices in
+ *   flight count their own K and V in A too.
+ * With vocabulary parallelism the embedding and the head hold nothing
+ * here (memory_vocab has every rank's share). */
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s)
 {
@@ -79,11 +100,13 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	states(lm, ly, s);
 	lm->extra = 0;
 	if (ly->kind != LAYER_BLOCK) {
-		lm->act = A * tokens / (split ? s->tp : 1);
-		if (ly->kind == LAYER_HEAD)
-			lm->extra = tokens * m->vocab * (dt + 4.0) / s->tp;
+		lm->act = s->vocab_par ? 0 : A * tokens / (split ? s->tp : 1);
+		if (ly->kind == LAYER_HEAD && !s->vocab_par)
+			lm->extra = tokens / strategy_slices(s) * m->vocab * (dt + 4.0) / s->tp;
 		return;
 	}
+	if (strategy_slices(s) > 1)
+		lm->extra = 2.0 * m->kv_heads * m->head_dim * dt * tokens / s->tp;
 	if (s->recompute == RECOMPUTE_FULL) {
 		lm->act = dt * (double)m->hidden * tokens / (split ? s->tp : 1);
 		return;
@@ -103,4 +126,44 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	if (model_block_moe(m, l - 1))
 		lm->act += (moe_load_factor(m, s) - 1) * 4.0 * m->moe_ffn * m->top_k * tokens /
 			   s->tp;
+}
+
+double memory_vocab_params(const struct model *m, const struct strategy *s)
+{
+	double P = 0;
+
+	if (!s->vocab_par || m->n_layer < 2)
+		return 0;
+	for (int l = 0; l < m->n_layer; l += m->n_layer - 1)
+		P += m->layer[l].params - m->layer[l].expert_params;
+	/* a tied matrix once (as cost.c tied_dense: when the head holds it) */
+	if (m->tied && m->layer[m->n_layer - 1].params >= (double)m->vocab * m->hidden)
+		P -= (double)m->vocab * m->hidden;
+	return P / ((double)s->tp * s->pp);
+}
+
+/* Vocabulary parallelism's share of one pipeline rank (Yeung et al. 2024
+ * Sec. 3): 1/p of the embedding's and the head's states (states() over
+ * memory_vocab_params; a tied matrix once, as shard i of both is the same
+ * rows); the head's input, the last block's output broadcast to every
+ * rank, A_head * b*s/(t*c) bytes (every rank needs all of it for its V/p
+ * columns), one micro-batch of it (act, held once, not per micro-batch in
+ * flight); the logits of its V/p columns (extra: memory_layer's head
+ * logits / p). */
+void memory_vocab(struct layer_mem *lm, const struct model *m, const struct strategy *s)
+{
+	struct strategy t = *s;
+	struct layer v = { 0 };
+	struct layer_mem head;
+
+	lm->weights = lm->grads = lm->optimizer = lm->act = lm->extra = 0;
+	if (!s->vocab_par || m->n_layer < 2)
+		return;
+	v.kind = LAYER_BLOCK;
+	v.params = memory_vocab_params(m, s) * s->tp;
+	states(lm, &v, s);
+	t.vocab_par = false;
+	memory_layer(&head, m, m->n_layer - 1, &t);
+	lm->act = head.act;
+	lm->extra = head.extra / s->pp;
 }

@@ -44,4 +44,14 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s);
 
+/* Vocabulary parallelism (s->vocab_par): dense parameters per GPU of the
+ * embedding and the head that each of the pp ranks holds, (P_emb + P_head)
+ * / (tp * pp), a tied matrix counted once; 0 without it. */
+double memory_vocab_params(const struct model *m, const struct strategy *s);
+/* Vocabulary parallelism: bytes per GPU that every pipeline rank holds of
+ * the embedding, head and loss (memory.c has the terms and the source):
+ * states, act (held once per rank, not per micro-batch in flight) and
+ * extra (the logits of its V/pp columns). All 0 without it. */
+void memory_vocab(struct layer_mem *lm, const struct model *m, const struct strategy *s);
+
 #endif

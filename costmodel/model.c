@@ -4,6 +4,7 @@
 #include "model.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@ static const char *const profile_fields[] = {
 	"shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
 	"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
 	"v_head_dim", "norms_per_block", "parallel_block", "mlp_bias",
-	"lm_head_bias", "layers", NULL};
+	"lm_head_bias", "doc_lengths", "layers", NULL};
+static const char *const doc_fields[] = {"tokens", "share", NULL};
 static const char *const scaling_fields[] = {
 	"type", "factor", "low_freq_factor", "high_freq_factor",
 	"original_max_position_embeddings", NULL};
@@ -253,6 +255,59 @@ static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
 	return 0;
 }
 
+/* Reads the optional "doc_lengths" of a profile into m->doc: an array of
+ * 1 to MODEL_MAX_DOC_BINS objects {"tokens": length in tokens, "share":
+ * fraction of the training tokens in documents of that length}, each
+ * length once, the shares adding up to 1 (within 1e-6). */
+static int read_doc_lengths(struct model *m, const cJSON *doc, struct err *e)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(doc, "doc_lengths"), *o;
+	double sum = 0;
+	int i = 0;
+
+	m->n_doc = 0;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
+	    cJSON_GetArraySize(arr) > MODEL_MAX_DOC_BINS)
+		return err_set(e, "field 'doc_lengths' must be an array of 1 to %d "
+			       "{\"tokens\", \"share\"} objects", MODEL_MAX_DOC_BINS);
+	cJSON_ArrayForEach(o, arr) {
+		char where[32];
+
+		snprintf(where, sizeof where, "doc_lengths[%d]", i);
+		if (!cJSON_IsObject(o))
+			return err_set(e, "field '%s' must be an object", where);
+		if (json_keys(o, where, doc_fields, e) ||
+		    json_int(o, where, "tokens", true, 1, MAX_SEQ, &m->doc[i].tokens, e) ||
+		    json_num(o, where, "share", true, 0, 1, &m->doc[i].share, e))
+			return -1;
+		if (!(m->doc[i].share > 0))
+			return err_set(e, "field '%s.share' must be above 0", where);
+		for (int j = 0; j < i; j++)
+			if (m->doc[j].tokens == m->doc[i].tokens)
+				return err_set(e, "field '%s.tokens' repeats doc_lengths[%d]'s "
+					       "length %d", where, j, m->doc[i].tokens);
+		sum += m->doc[i].share;
+		i++;
+	}
+	if (fabs(sum - 1) > 1e-6)
+		return err_set(e, "field 'doc_lengths' shares must add up to 1, not %g", sum);
+	m->n_doc = i;
+	return 0;
+}
+
+double model_doc_share(const struct model *m, int seq)
+{
+	double keys = 0;
+
+	if (m->n_doc == 0 || seq < 1)
+		return 1;
+	for (int i = 0; i < m->n_doc; i++)
+		keys += m->doc[i].share * (m->doc[i].tokens < seq ? m->doc[i].tokens : seq);
+	return keys / seq;
+}
+
 /* Reads the non-architecture root fields of a profile. */
 static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 {
@@ -271,7 +326,8 @@ static int read_profile_opts(struct model *m, const cJSON *doc, struct err *e)
 	    json_str(doc, "", "dtype", false, &dtype, e) ||
 	    model_pick("dtype", dtype, dtype_names, 3, &dtype_i, e) ||
 	    read_profile_moe(m, doc, e) ||
-	    read_profile_arch(m, doc, e))
+	    read_profile_arch(m, doc, e) ||
+	    read_doc_lengths(m, doc, e))
 		return -1;
 	m->ffn_kind = (enum ffn_kind)ffn_i;
 	m->learned_pos = pos_i == 1;

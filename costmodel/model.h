@@ -43,6 +43,9 @@ struct layer {
 
 /* A model: dimensions and n_layer = layers + 2 entries in layer[]
  * (layer[0] the embedding, layer[n_layer-1] the head). Owns all its memory. */
+/* Most bins of a document-length histogram (model.doc_lengths). */
+#define MODEL_MAX_DOC_BINS 64
+
 struct model {
 	char *name;
 	int hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gbs;
@@ -107,9 +110,32 @@ struct model {
 	int moe_extra_params;	/* weights of an MoE block beyond experts and
 				   router: Qwen2-MoE's shared-expert gate (h),
 				   DeepSeek-V3's router bias (E) */
+	/* Packed-document lengths of the training data (a profile's optional
+	 * "doc_lengths"): n_doc bins, doc[i].tokens the length of the
+	 * documents in bin i, doc[i].share the fraction of the training
+	 * tokens that sit in such documents (the shares add up to 1). 0 bins:
+	 * every sequence one document (model_doc_share). */
+	struct doc_bin {
+		int tokens;
+		double share;
+	} doc[MODEL_MAX_DOC_BINS];
+	int n_doc;
 	struct layer *layer;
 	int n_layer;
 };
+
+/* The attention core's work under document masking over the causal work
+ * of one document of seq tokens, for sequences of seq tokens packed from
+ * the documents of m->doc (FlexSP, Wang et al. 2025, Sec. 2.2; ByteScale,
+ * Ge et al. 2025, Sec. 2: attention cost grows with the sum of the squared
+ * document lengths, not with seq^2): a token of a document of d tokens
+ * attends causally to the d tokens of its document only, so the keys per
+ * token are, over the tokens, sum_i share_i min(tokens_i, seq), over seq
+ * without masking: sum_i share_i min(tokens_i, seq) / seq. A document
+ * longer than seq is cut into sequences of seq tokens; one cut by a
+ * sequence's end is counted whole (an upper bound). 1 without a
+ * histogram. */
+double model_doc_share(const struct model *m, int seq);
 
 /* Loads a model profile (profiles/ format) or a Hugging Face config.json
  * (recognised by its "model_type": llama, mistral, mixtral, qwen2,

@@ -84,6 +84,16 @@ struct strategy {
 	int grad_bytes;		/* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
+	bool vocab_par;		/* vocabulary parallelism (Yeung et al. 2024,
+				   "Balancing Pipeline Parallelism with
+				   Vocabulary Parallelism"): the embedding,
+				   the head and the loss split over all pp
+				   ranks (1F1B only; no trainer here runs it) */
+	int slices;		/* SlimPipe (Li et al. 2025, arXiv
+				   2504.14519): each micro-batch cut along the
+				   sequence into this many slices run as 1F1B
+				   units (1F1B only; no trainer here runs it);
+				   0 or 1: none (strategy_slices) */
 	int n_stages;		/* pp * vp */
 	unsigned short first[MAX_STAGES + 1];
 	unsigned char group[MAX_STAGES];
@@ -147,6 +157,12 @@ static inline int strategy_edp(const struct strategy *s)
 static inline int strategy_vp(const struct strategy *s)
 {
 	return s->vp > 0 ? s->vp : 1;
+}
+
+/* SlimPipe's slices per micro-batch, slices read as 1 when unset (0). */
+static inline int strategy_slices(const struct strategy *s)
+{
+	return s->slices > 1 ? s->slices : 1;
 }
 
 /* The j-th virtual stage (0 <= j < vp) of pipeline rank q, in the order

@@ -123,12 +123,45 @@ static bool priced(const struct cluster *c)
 	return true;
 }
 
+/* "1f1b", "interleaved/v2", "slimpipe/8" (SlimPipe's 1F1B over 8 slices),
+ * "1f1b+vocab" (vocabulary parallelism). */
 static void schedule_label(char *buf, size_t n, const struct strategy *s)
 {
-	if (s->vp > 1)
-		snprintf(buf, n, "%s/v%d", schedule_name(s->schedule), s->vp);
+	const char *v = s->vocab_par ? "+vocab" : "";
+
+	if (strategy_slices(s) > 1)
+		snprintf(buf, n, "slimpipe/%d%s", strategy_slices(s), v);
+	else if (s->vp > 1)
+		snprintf(buf, n, "%s/v%d%s", schedule_name(s->schedule), s->vp, v);
 	else
-		snprintf(buf, n, "%s", schedule_name(s->schedule));
+		snprintf(buf, n, "%s%s", schedule_name(s->schedule), v);
+}
+
+/* Under the table: for the planning options no trainer here runs (SlimPipe,
+ * vocabulary parallelism), the best row of each and what it would gain
+ * over the best row a trainer runs (the first). */
+static void planning_notes(FILE *out, const struct plan *p)
+{
+	const struct plan_row *best = p->n_feasible > 0 ? &p->row[0] : NULL;
+
+	if (!best || !best->trainers)
+		return;
+	for (int kind = 0; kind < 2; kind++)
+		for (int i = 0; i < p->n_feasible; i++) {
+			const struct plan_row *row = &p->row[i];
+			const struct strategy *s = &row->s;
+			char sched[24];
+
+			if (kind ? !s->vocab_par : strategy_slices(s) < 2)
+				continue;
+			schedule_label(sched, sizeof sched, s);
+			fprintf(out, "planning only, no trainer here runs %s: best rank %d (%s, TP %d PP %d DP %d CP %d), %.3f s, %+.1f%% tokens/s and %.1f against %.1f GiB per GPU of rank 1\n",
+				kind ? "vocabulary parallelism" : "SlimPipe", i + 1, sched, s->tp, s->pp,
+				s->dp, s->cp, row->r.iter_s,
+				100.0 * (row->r.tokens_per_s / best->r.tokens_per_s - 1),
+				row->r.fullest_bytes / GiB, best->r.fullest_bytes / GiB);
+			break;
+		}
 }
 
 /* "CP 16 p2p", "CP 8 a2a", "CP 16 a2a+p2p (4 x 4)". */
@@ -207,6 +240,7 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who)
 						    : "planning only");
 	}
+	planning_notes(out, p);
 }
 
 void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
@@ -220,9 +254,9 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	char layers[512], groups[512], why[256];
 	double usd_iter, usd_mtok;
 	const char *tn[] = { "compute", "recompute", "bubble", "TP comm", "CP comm",
-			     "PP comm", "DP comm", "EP comm", "optimizer" };
+			     "PP comm", "DP comm", "EP comm", "vocab comm", "optimizer" };
 	const double tv[] = { t->compute, t->recompute, t->bubble, t->tp, t->cp,
-			      t->pp, t->dp, t->ep, t->optimizer };
+			      t->pp, t->dp, t->ep, t->vocab, t->optimizer };
 	const char *hn[] = { "TP comm", "CP comm", "DP comm" };
 	const double hv[] = { t->tp_hidden, t->cp_hidden, t->dp_hidden };
 	const char *hw[] = { "with the GEMMs", "with attention (ring)",
@@ -256,6 +290,15 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			s->cp_comm == CP_P2P ? " (ring, overlapped with attention)"
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
+	if (m->n_doc > 0)
+		fprintf(out, "  packed documents (doc_lengths): the attention core does %.3f of a single %d-token document's causal work (document masking; flash kernels)\n",
+			model_doc_share(m, s->seq), s->seq);
+	if (s->vocab_par)
+		fprintf(out, "  vocabulary parallelism (Yeung et al. 2024): embedding, head and loss split over the %d pipeline ranks, the layers balance the blocks alone (planning only)\n",
+			s->pp);
+	if (strategy_slices(s) > 1)
+		fprintf(out, "  SlimPipe (Li et al. 2025): each micro-batch of %d tokens run as %d slices of %d under 1F1B, causal attention evened out between them (planning only)\n",
+			s->seq, strategy_slices(s), s->seq / strategy_slices(s));
 	if (m->experts > 0) {
 		moe_label(why, sizeof why, s);
 		fprintf(out, "  MoE: EP %d x ETP %d x EDP %d, %s; the busiest of %d EP ranks at %.3f x the mean load (expert GEMMs, all-to-all, activations)\n",
@@ -429,6 +472,7 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("  PP comm s", "%.3f", row->r.time.pp);
 	NUM("  DP comm s", "%.3f", row->r.time.dp);
 	NUM("  EP comm s", "%.3f", row->r.time.ep);
+	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
 	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
 	NUM("MFU %", "%.1f", 100.0 * row->r.mfu);
@@ -443,6 +487,14 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 	NUM("  fwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_fwd);
 	NUM("  bwd ms/micro-batch", "%.1f", 1e3 * row->r.bottleneck_bwd);
 	NUM("  p2p ms/micro-batch", "%.2f", 1e3 * row->r.bottleneck_send);
+	TEXT("trainers", {
+		unsigned k = trainer_mask(m, c, &row->s);
+
+		if (k)
+			trainer_mask_names(k, L[nl].cell[i], CELL);
+		else
+			snprintf(L[nl].cell[i], CELL, "planning only");
+	});
 	TEXT("fits", {
 		struct cost_rank *x = row->r.fits ? NULL : row_ranks(row, m, c);
 		int q = row->r.overflow_rank;
@@ -538,6 +590,9 @@ static const struct column {
 	{ "moe_load_factor", COL_NUM },
 	/* MoE models: the expert tensor-parallel degree (empty for dense) */
 	{ "etp", COL_NUM },
+	/* planning options: vocabulary parallelism (on/off) and its exposed
+	 * collectives, SlimPipe's slices per micro-batch (1: none) */
+	{ "vocab_parallel", COL_BOOL }, { "vocab_comm_s", COL_NUM }, { "slimpipe_slices", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -638,6 +693,9 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 		snprintf(f[i++], FIELD_MAX, "%d", strategy_etp(s));
 	else
 		f[i++][0] = '\0';
+	snprintf(f[i++], FIELD_MAX, "%d", s->vocab_par);
+	snprintf(f[i++], FIELD_MAX, "%.6g", r->time.vocab);
+	snprintf(f[i++], FIELD_MAX, "%d", strategy_slices(s));
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting

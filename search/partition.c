@@ -64,12 +64,14 @@ static int next_count(const struct dp *d, int cnt, int g)
 	return d->ranks ? cnt + d->radix[g] : cnt + 1;
 }
 
-/* p2p seconds into stage k on group g from the previous on group h. */
+/* p2p seconds into stage k on group g from the previous on group h, plus
+ * the stage's vocabulary-parallel share (pipeline_frame.vocab_of: the same
+ * on every stage of a group, a term of c_k that no layer carries). */
 static double send(const struct dp *d, int k, int h, int g)
 {
 	if (!d->ranks)
-		return d->f->send[k];
-	return k ? d->f->link[h][g] : 0;
+		return d->f->send[k] + d->f->vocab[k];
+	return (k ? d->f->link[h][g] : 0) + d->f->vocab_of[g];
 }
 
 static double tail(const struct dp *d, int g, int j)
@@ -466,13 +468,14 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 
 
 /* A lower bound on the value (b * sum c_k + tail) of any partition: every
- * layer on its fastest group, the forced p2p, the least tail. */
+ * layer on its fastest group, the forced p2p and vocabulary shares, the
+ * least tail. */
 static double value_floor(const struct dp *d)
 {
 	double sends = 0, least = INFINITY;
 
-	for (int k = 1; k < d->K && !d->ranks; k++)
-		sends += d->f->send[k];
+	for (int k = 0; k < d->K && !d->ranks; k++)
+		sends += d->f->send[k] + d->f->vocab[k];
 	for (int g = 0; g < d->G; g++)
 		for (int j = 1; j <= d->n && (d->ranks || g == d->f->group[0]); j++)
 			if (tail(d, g, j) < least)
@@ -480,19 +483,19 @@ static double value_floor(const struct dp *d)
 	return d->f->b * (d->rem[0] + sends) + least;
 }
 
-/* The dearest p2p into any stage: O(K) with the placement forced, O(G^2)
- * free. */
+/* The dearest p2p (with the vocabulary share) into any stage: O(K) with
+ * the placement forced, O(G^2) free. */
 static double max_send(const struct dp *d)
 {
 	double m = 0;
 
 	for (int k = 0; k < d->K && !d->ranks; k++)
-		if (d->f->send[k] > m)
-			m = d->f->send[k];
-	for (int h = 0; h < d->G && d->ranks && d->K > 1; h++)
+		if (d->f->send[k] + d->f->vocab[k] > m)
+			m = d->f->send[k] + d->f->vocab[k];
+	for (int h = 0; h < d->G && d->ranks; h++)
 		for (int g = 0; g < d->G; g++)
-			if (d->f->link[h][g] > m)
-				m = d->f->link[h][g];
+			if ((d->K > 1 ? d->f->link[h][g] : 0) + d->f->vocab_of[g] > m)
+				m = (d->K > 1 ? d->f->link[h][g] : 0) + d->f->vocab_of[g];
 	return m;
 }
 

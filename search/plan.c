@@ -31,6 +31,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->trainer = -1;
 	o->attn = ATTN_FLASH;
 	o->cp_comm = -1;
+	o->vocab_par = -1;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->grad_acc_fusion = -1;
 	o->ilp_node_limit = ILP_NODE_LIMIT;
@@ -53,6 +54,10 @@ void plan_opts_complete(struct plan_opts *o)
 		o->vp = schedule_virtual((enum schedule)o->schedule) ? 2 : 1;
 	if (o->fp8 < 0)
 		o->fp8 = 0;
+	if (o->vocab_par < 0)
+		o->vocab_par = 0;
+	if (!o->slices)
+		o->slices = 1;
 	if (o->tp_overlap < 0)
 		o->tp_overlap = 0;
 	if (o->grad_overlap < 0)
@@ -692,22 +697,31 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 {
 	struct pipeline_frame f;
 	int n = 0;
-	double lb;
+	double lb, vmin = INFINITY;
 
-	for (int g = 0; g < S->c->n_group; g++)
+	for (int g = 0; g < S->c->n_group; g++) {
 		n += S->ranks[g] > 0;
+		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
+			vmin = S->lc.vocab_time[g];
+	}
 	if (S->o->exhaustive)
 		return 0;
-	if (best->vp == 1 && (n == 1 || (small && !S->fixed)))
-		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
-			       ? 0
-			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
 	cost_frame(&f, S->m, S->c, best, &S->lc);
 	if (best->vp > 1) {
 		f.a = f.ra;
 		f.b = f.rb;
 	}
-	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb) || lb >= r->iter_s)
+	/* vocabulary parallelism: every stage's share, which the bound does
+	 * not see (the DP does: pipeline_frame.vocab), at its least */
+	vmin = n ? (f.a + f.b * best->pp) * vmin : 0;
+	if (best->vp == 1 && (n == 1 || (small && !S->fixed)))
+		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
+			       ? 0
+			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
+		return 0;
+	lb += vmin;
+	if (lb >= r->iter_s)
 		return 0;
 	return 100 * (r->iter_s - lb) / r->iter_s;
 }
@@ -871,6 +885,10 @@ static bool each_schedule(struct search *S, struct strategy *s)
 		if (o->schedule >= 0 ? sc != o->schedule
 				     : sc == SCHED_GPIPE || (s->pp == 1 && sc != SCHED_1F1B))
 			continue;
+		/* vocabulary parallelism and SlimPipe as their papers build
+		 * them: on 1F1B */
+		if ((s->vocab_par || strategy_slices(s) > 1) && sc != SCHED_1F1B)
+			continue;
 		for (int vp = o->vp ? o->vp : 1; vp <= (o->vp ? o->vp : 4); vp++) {
 			/* ZB-V has 2 stages per rank; interleaved zero bubble
 			 * is searched at 2 (more with --vp), which keeps the
@@ -947,6 +965,27 @@ static bool choose_cp_comm(const struct search *S, struct strategy *s)
 	return best < INFINITY;
 }
 
+/* Whether s (degrees and micro-batches set) is tried with vocabulary
+ * parallelism v (0, 1) and n SlimPipe slices (1: none): as fixed by the
+ * options, else plain, and with a pipeline (pp > 1) vocabulary
+ * parallelism alone and each of PLAN_MAX_SLICES's powers of two alone
+ * whose slices hold PLAN_MIN_SLICE_TOKENS tokens or more. Slices divide
+ * the sequence so that each splits into 2 cp chunks (Megatron's causal
+ * load balance, per slice). */
+static bool pipeline_variant(const struct plan_opts *o, const struct strategy *s, int v,
+			     int n)
+{
+	int fixed_n = o->slices;
+
+	if (s->pp == 1 && (v || n > 1))
+		return false;
+	if (o->vocab_par >= 0 ? v != o->vocab_par : v && n > 1 && !fixed_n)
+		return false;
+	if (fixed_n ? n != fixed_n : n > 1 && (s->pp == 1 || s->seq / n < PLAN_MIN_SLICE_TOKENS))
+		return false;
+	return n == 1 || s->seq % (n * 2 * s->cp) == 0;
+}
+
 /* Micro-batch sizes dividing the per-replica batch, ascending. Memory grows
  * with the micro-batch size under every schedule, so once none fits the
  * larger ones are skipped: a safe pruning. */
@@ -961,13 +1000,24 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 		s->micro_batches = per_replica / mbs;
 		if (!choose_cp_comm(S, s))
 			return;
-		if (cost_layers(&S->lc, S->m, S->c, s, e)) {
-			S->err_at = S->count;
-			*rc = -1;
-			return;
-		}
-		bool fits = each_schedule(S, s);
-		cost_layers_free(&S->lc);
+		bool fits = false;
+		for (int v = 0; v < 2 && !*rc; v++)
+			for (int n = S->o->slices > 1 ? S->o->slices : 1;
+			     n <= (S->o->slices > 1 ? S->o->slices : PLAN_MAX_SLICES) && !*rc; n *= 2) {
+				if (!pipeline_variant(S->o, s, v, n))
+					continue;
+				s->vocab_par = v;
+				s->slices = n > 1 ? n : 0;
+				if (cost_layers(&S->lc, S->m, S->c, s, e)) {
+					S->err_at = S->count;
+					*rc = -1;
+					return;
+				}
+				fits |= each_schedule(S, s);
+				cost_layers_free(&S->lc);
+			}
+		s->vocab_par = false;
+		s->slices = 0;
 		if (!fits)
 			break;
 	}

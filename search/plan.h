@@ -24,6 +24,14 @@ struct err;
 enum plan_objective { PLAN_THROUGHPUT, PLAN_COST };
 #define PLAN_COST_MAX_GROUPS 4
 
+/* SlimPipe's slices as the search tries them (plan_opts.slices = 0):
+ * powers of two up to 32, each slice at least 8,192 tokens of the
+ * sequence, a long-context technique (SlimPipe, Li et al. 2025, slices
+ * sequences of 64K tokens and more); a bound of the search's time, not a
+ * rule of the cost model. */
+#define PLAN_MAX_SLICES 32
+#define PLAN_MIN_SLICE_TOKENS 8192
+
 /* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
  * zero and the on/off switches) means "search this dimension". */
 struct plan_opts {
@@ -44,6 +52,15 @@ struct plan_opts {
 	int attn;		/* enum attention (default ATTN_FLASH) */
 	int cp_comm;		/* enum cp_comm: fix the CP flavour; -1 the
 				   search picks it per strategy */
+	int vocab_par;		/* vocabulary parallelism (strategy.vocab_par):
+				   1 on, 0 off, -1 (default) both tried
+				   where pp > 1 under 1F1B (what-if: off) */
+	int slices;		/* SlimPipe slices per micro-batch
+				   (strategy.slices): 1 none, n > 1 fixed,
+				   0 (default) none and each power of two
+				   from 2 to PLAN_MAX_SLICES with slices of
+				   at least PLAN_MIN_SLICE_TOKENS tokens,
+				   where pp > 1 under 1F1B (what-if: 1) */
 	bool unfused_norm;	/* norms as separate kernels (default fused) */
 	int moe_balance;	/* enum moe_balance (default micro-batch) */
 	double moe_capacity;	/* MoE capacity factor; 0: dropless */

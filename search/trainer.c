@@ -463,13 +463,30 @@ static int nodes_fit(const struct cluster *c, const struct strategy *s, struct e
 	return 0;
 }
 
+/* Planning options that no trainer here runs (TRAINERS.md): the
+ * vocabulary split over the pipeline ranks (Yeung et al. 2024; the
+ * whole-layer placement of Megatron's --account-for-embedding-in-pipeline-
+ * split is what the layout expresses) and SlimPipe's sequence slices (Li
+ * et al. 2025). Checked last, so that a strategy a trainer refuses anyway
+ * names that rule. */
+static int check_planning_only(enum trainer t, const struct strategy *s, struct err *e)
+{
+	if (s->vocab_par)
+		return refuse(e, t, "vocabulary parallelism is a planning option only: no %s flag splits the embedding and the head over the pipeline ranks",
+			      names[t]);
+	if (strategy_slices(s) > 1)
+		return refuse(e, t, "SlimPipe (%d slices per micro-batch) is a planning option only: %s does not slice micro-batches along the sequence",
+			      strategy_slices(s), names[t]);
+	return 0;
+}
+
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {
 	if (check_shape(t, m, c, s, e) || check_precision(t, s, e) || check_schedule(t, s, e) ||
 	    check_batch(t, s, e) || check_tp(t, m, c, s, e) ||
 	    check_cp(t, m, s, e) || check_moe(t, m, s, e) ||
-	    check_zero(t, s, e) || check_model(t, m, s, e))
+	    check_zero(t, s, e) || check_model(t, m, s, e) || check_planning_only(t, s, e))
 		return -1;
 	if (nodes_fit(c, s, e)) {
 		err_prefix(e, "%s", names[t]);

@@ -226,6 +226,66 @@ START_TEST(launchable_plans_rank_first)
 }
 END_TEST
 
+/* The planning options no trainer runs: at 131,072 tokens Llama-3-8B is
+ * searched with vocabulary parallelism and SlimPipe's slices (powers of
+ * two with slices of at least 8,192 tokens: 2 to 16); their rows say
+ * "none" in the trainers column, rank after every launchable row, and the
+ * table ends with what the best of each would gain. Each trainer refuses
+ * them by name; --slices and --vocab-parallel take only what they say. */
+START_TEST(planning_options_rank_last)
+{
+	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 --json -");
+	const cJSON *o;
+	bool planning = false, seen[33] = { false };
+	int n_vocab = 0;
+	char *out, *err;
+
+	cJSON_ArrayForEach(o, field(doc, "strategies")) {
+		const char *who = cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring;
+		int v = cJSON_GetObjectItemCaseSensitive(o, "vocab_parallel")->valueint;
+		int n = cJSON_GetObjectItemCaseSensitive(o, "slimpipe_slices")->valueint;
+		int pp = cJSON_GetObjectItemCaseSensitive(o, "pp")->valueint;
+
+		ck_assert(n >= 1 && n <= 16 && (n & (n - 1)) == 0);
+		seen[n] = true;
+		n_vocab += v;
+		if (v || n > 1) {
+			ck_assert_str_eq(who, "none");
+			ck_assert_int_gt(pp, 1);
+			ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "schedule")->valuestring, "1f1b");
+			ck_assert(!(v && n > 1));	/* searched apart */
+			planning = true;
+		} else if (strcmp(who, "none")) {
+			ck_assert_msg(!planning, "a launchable row after a planning-only one");
+		}
+		if (!v)
+			ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "vocab_comm_s")->valuedouble, 0);
+	}
+	ck_assert(seen[1] && seen[2] && seen[16]);
+	ck_assert_int_gt(n_vocab, 0);
+	cJSON_Delete(doc);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 --top 1",
+				     &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs SlimPipe: best rank "));
+	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs vocabulary parallelism: best rank "));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 "
+				     "--slices 4 --vocab-parallel off --trainer nemo", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "nemo: SlimPipe (4 slices per micro-batch) is a planning option only"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --slices 0", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--slices needs a number of slices from 1 to 1024, not '0'"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --vocab-parallel yes", &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--vocab-parallel needs on or off, not 'yes'"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* When the trainer refuses every strategy by one rule, the error names the
  * rule, not the memory of strategies it could not run anyway. */
 START_TEST(nothing_fits_names_the_trainer_rule)
@@ -1020,6 +1080,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, launchable_plans_rank_first);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, cp_flavour_is_the_cheapest);
+	tcase_add_test(tc, planning_options_rank_last);
 	tcase_add_test(tc, cp_a2a_only_where_heads_split);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);

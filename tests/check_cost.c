@@ -1878,6 +1878,162 @@ START_TEST(test_frame_zb_h1)
 }
 END_TEST
 
+/* Vocabulary parallelism (Yeung et al. 2024) on the toy of
+ * test_evaluate_toy, pp 2, dp 2, m = 4, both ranks on group 0, allowance
+ * 0. By hand:
+ * - the embedding and the head cost nothing in the layer list; every rank
+ *   runs half of each: V = (fb(E) + fb(H)) / 2 of compute, plus the
+ *   collectives: S = 1000 tokens x 2e3 bytes = 2e6, the 2 ranks x 2 GPUs
+ *   inside one node (NVLink 1e11 B/s, no latency): 4 broadcasts/reduces
+ *   4 x 2e6 / 1e11 = 8e-5, and 2 all-reduces of 4 x 1000 bytes over 2
+ *   ranks, 2 x 2 x 1/2 x 4000 / 1e11 = 8e-8: 8.008e-5, half forward;
+ * - c0 = 2 fb(B) + V + 8.008e-5, c1 = the same + the send 4e-5;
+ *   T = 3 c1 + c0 + c1; each rank's tail as before (2e7 block
+ *   parameters + half of the 1e7 of embedding and head = 2.5e7):
+ *   1e-3 + opt;
+ * - memory per rank: half of the 1e7 vocabulary parameters, 18 x 5e6 =
+ *   9e7 of states, the head's input 4e3 x 1000 = 4e6 once, half the
+ *   logits 1000 x 1000 x 6 / 2 = 3e6: 9.7e7; 1F1B's in flight + 2 (Alg.
+ *   1), at most m: 4 and 3. Rank 0: 3.6e8 + 9e7 states, 4 x 2 x 3.4e7 +
+ *   4e6 activations, 3e6 logits: 7.29e8. */
+START_TEST(test_vocab_parallel)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct pipeline_frame f;
+	struct cost_result r;
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part H = toy_head(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	double V = (fb(E) + fb(H)) / 2, vc = 8.008e-5;
+	double c0 = 2 * fb(B) + V + vc, c1 = c0 + 4e-5;
+	double opt = 2.5e7 * COMPUTE_ADAM_BYTES / 1e12;
+
+	toy();
+	toy_cluster();
+	s.vocab_par = true;
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.time[0], 0, 0);
+	ck_assert_rel(lc.time[5], 0, 0);
+	ck_assert_rel(lc.time[1], fb(B), 1e-12);
+	ck_assert_rel(lc.vocab_time[0], V + vc, 1e-12);
+	ck_assert_rel(lc.vocab_fwd[0], (E.fwd + H.fwd) / 2 + vc / 2, 1e-12);
+	ck_assert_rel(lc.vocab_bytes, 9.7e7, 1e-12);
+	ck_assert_rel(lc.state_bytes[0] + lc.act_bytes[5] + lc.extra_bytes[5], 0, 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
+	ck_assert_rel(f.inflight[0], 4, 0);
+	ck_assert_rel(f.inflight[1], 3, 0);
+	ck_assert_rel(f.vocab[1], V + vc, 1e-12);
+	ck_assert_rel(f.cap_of[0], 80 * GiB - 9.7e7, 1e-12);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert(r.fits);
+	ck_assert_rel(r.iter_s, 3 * c1 + c0 + c1 + 1e-3 + opt, 1e-12);
+	ck_assert_rel(r.time.vocab, 4 * vc, 1e-12);
+	ck_assert_rel(r.time.compute, 4 * (2 * fb(B) + V), 1e-12);
+	ck_assert_rel(r.time.bubble, c0, 1e-9);
+	ck_assert_rel(r.time.compute + r.time.bubble + r.time.pp + r.time.vocab + r.time.dp +
+			      r.time.optimizer,
+		      r.iter_s, 1e-12);
+	ck_assert_int_eq(r.heaviest_rank, 0);
+	ck_assert_rel(r.peak_bytes, 7.29e8, 1e-12);
+	ck_assert_rel(r.mem.logits, 3e6, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
+/* SlimPipe (Li et al. 2025) on the toy of test_evaluate_toy with 2 slices
+ * of 500 tokens, pp 2, dp 2, m = 4, both ranks on group 0. By hand:
+ * - a block's GEMMs and memory-bound kernels are linear in the tokens, so
+ *   two slices do the same work, with the fixed overhead twice; the
+ *   causal attention of the whole sequence is split evenly between the
+ *   slices: fwd B.fwd + O, bwd B.bwd + MEM_BWD O; the same for the head
+ *   and the embedding;
+ * - weights: 1F1B over the 8 slices, a = m - 1/2 = 3.5, b = 1/2;
+ *   in flight p - k slices of half a micro-batch: 1 and 0.5;
+ * - memory: the head's logits per slice, 500 x 1000 x 6 = 3e6; each block
+ *   keeps the micro-batch's K and V, 2 x 8 x 125 x 2 x 1000 = 4e6;
+ * - T = 3.5 c1 + 0.5 (c0 + c1) + 1e-3 + opt, c0 = fb(E) + 2 fb(B) + 2
+ *   (1 + MEM_BWD) O (three layers with the extra overhead), c1 = 2 fb(B)
+ *   + fb(H) + 3 (1 + MEM_BWD) O + the send 4e-5. */
+START_TEST(test_slimpipe)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = {0};
+	struct pipeline_frame f;
+	struct cost_result r;
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part H = toy_head(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	double x = (1 + MEM_BWD) * O;
+	double c0 = fb(E) + 2 * fb(B) + 3 * x, c1 = 2 * fb(B) + fb(H) + 3 * x + 4e-5;
+	double opt = 2.5e7 * COMPUTE_ADAM_BYTES / 1e12;
+
+	toy();
+	toy_cluster();
+	s.slices = 2;
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.fwd[1], B.fwd + O, 1e-12);
+	ck_assert_rel(lc.time[1], fb(B) + x, 1e-12);
+	ck_assert_rel(lc.time[5], fb(H) + x, 1e-12);
+	ck_assert_rel(lc.extra_bytes[5], 3e6, 1e-12);
+	ck_assert_rel(lc.extra_bytes[1], 4e6, 1e-12);
+	ck_assert_rel(lc.act_bytes[1], 3.4e7, 1e-12);
+	cost_frame(&f, &mod, &clu, &s, &lc);
+	ck_assert_rel(f.a, 3.5, 0);
+	ck_assert_rel(f.b, 0.5, 0);
+	ck_assert_rel(f.inflight[0], 1, 0);
+	ck_assert_rel(f.inflight[1], 0.5, 0);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert_rel(r.iter_s, 3.5 * c1 + 0.5 * (c0 + c1) + 1e-3 + opt, 1e-12);
+	/* the bubble: 0.5 c0, against c0 unsliced (test_evaluate_toy) */
+	ck_assert_rel(r.time.bubble, 0.5 * c0, 1e-9);
+	cost_layers_free(&lc);
+}
+END_TEST
+
+/* Document masking on the toy (seq 1000): half the tokens in documents
+ * of 250 tokens, half in documents of 2000 (cut at the sequence: 1000).
+ * Keys per token over a single document's: (0.5 x 250 + 0.5 x 1000) /
+ * 1000 = 0.625, so the flash kernel's attention core, forward and
+ * backward, runs 0.625 of B.attn: fwd B.fwd - 0.375 B.attn, backward
+ * B.bwd - 0.375 B.attn FLASH_BWD_FLOPS / FLASH_BWD_RATE. The materialised
+ * scores of fused-softmax are computed whole: unchanged. */
+START_TEST(test_doc_masking)
+{
+	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
+	struct layer_costs lc = {0};
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	double fwd_unmasked;
+
+	toy();
+	toy_cluster();
+	s.first[1] = 6;
+	s.attn = ATTN_FUSED_SOFTMAX;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	fwd_unmasked = lc.fwd[1];
+	cost_layers_free(&lc);
+	mod.n_doc = 2;
+	mod.doc[0] = (struct doc_bin){.tokens = 250, .share = 0.5};
+	mod.doc[1] = (struct doc_bin){.tokens = 2000, .share = 0.5};
+	ck_assert_double_eq(model_doc_share(&mod, 1000), 0.625);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.fwd[1], fwd_unmasked, 1e-12);
+	cost_layers_free(&lc);
+	s.attn = ATTN_FLASH;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.fwd[1], B.fwd - 0.375 * B.attn, 1e-12);
+	ck_assert_rel(lc.time[1] - lc.fwd[1],
+		      B.bwd - 0.375 * B.attn * FLASH_BWD_FLOPS / FLASH_BWD_RATE, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
@@ -1917,6 +2073,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_moe);
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_evaluate_toy);
+	tcase_add_test(tc, test_vocab_parallel);
+	tcase_add_test(tc, test_slimpipe);
+	tcase_add_test(tc, test_doc_masking);
 	tcase_add_test(tc, test_evaluate_pp_rank0_bottleneck);
 	tcase_add_test(tc, test_ranks_toy);
 	tcase_add_test(tc, test_ranks_interleaved);

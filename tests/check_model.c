@@ -602,6 +602,32 @@ START_TEST(test_bad_file)
 }
 END_TEST
 
+/* A packed-document histogram (tests/data/llama70b-docs.json: a quarter
+ * of the tokens each in documents of 4,096, 32,768, 131,072 and 1,048,576
+ * tokens). The keys per token over a single document's, by hand:
+ * - at 131,072 tokens the two longest bins are cut at the sequence:
+ *   (4096 + 32768 + 131072 + 131072) / 4 / 131072 = 299008 / 524288 =
+ *   0.5703125;
+ * - at 1,048,576: (4096 + 32768 + 131072 + 1048576) / 4 / 1048576 =
+ *   1216512 / 4194304 = 0.2900390625;
+ * - at 4,096 every document fills the sequence: 1;
+ * - without a histogram: 1. */
+START_TEST(test_doc_share)
+{
+	struct model *m = load_ok("tests/data/llama70b-docs.json");
+
+	ck_assert_int_eq(m->n_doc, 4);
+	ck_assert_int_eq(m->doc[3].tokens, 1048576);
+	ck_assert_double_eq(m->doc[1].share, 0.25);
+	ck_assert_double_eq(model_doc_share(m, 131072), 0.5703125);
+	ck_assert_double_eq(model_doc_share(m, 1048576), 0.2900390625);
+	ck_assert_double_eq(model_doc_share(m, 4096), 1);
+	m->n_doc = 0;
+	ck_assert_double_eq(model_doc_share(m, 131072), 1);
+	model_free(m);
+}
+END_TEST
+
 START_TEST(test_missing_file)
 {
 	struct model *m = NULL;
@@ -640,6 +666,7 @@ static Suite *model_suite(void)
 	tcase_add_loop_test(tc, test_megatron_table1, 0, n_table1);
 	tcase_add_loop_test(tc, test_bad_file, 0, n_bad);
 	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_doc_share);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -114,7 +114,8 @@ static bool same_choice(const struct strategy *a, const struct strategy *b)
 	return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->dp == b->dp &&
 	       a->ep == b->ep && a->vp == b->vp && a->mbs == b->mbs &&
 	       a->schedule == b->schedule && a->recompute == b->recompute &&
-	       a->zero == b->zero;
+	       a->zero == b->zero && a->vocab_par == b->vocab_par &&
+	       a->slices == b->slices;
 }
 
 /* Best iteration time among rows of p with the choices of s; -1 if none. */
