@@ -1445,6 +1445,11 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			   o->vp > 1))
 		return err_set(e, "--pp 1 has no pipeline to interleave: --schedule %s and --vp need --pp > 1",
 			       o->schedule >= 0 ? schedule_name((enum schedule)o->schedule) : "interleaved");
+	if (o->pp == 1 && (o->vocab_par == 1 || o->slices > 1))
+		return err_set(e, "--pp 1 has no pipeline: %s need%s --pp > 1",
+			       o->vocab_par == 1 && o->slices > 1 ? "--vocab-parallel on and --slices" :
+			       o->vocab_par == 1 ? "--vocab-parallel on" : "--slices",
+			       o->vocab_par == 1 && o->slices > 1 ? "" : "s");
 	if (o->vp && o->schedule >= 0 &&
 	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
 	     (o->schedule == SCHED_ZB_V && o->vp != 2)))

@@ -630,6 +630,8 @@ static const struct {
 	{ DEMO " --overlap-grad-reduce enabled", "--overlap-grad-reduce needs on or off, not 'enabled'" },
 	{ DEMO " --overlap-param-gather ON", "--overlap-param-gather needs on or off, not 'ON'" },
 	{ DEMO " --pp 1 --schedule zb-v", "--pp 1 has no pipeline to interleave: --schedule zb-v and --vp need --pp > 1" },
+	{ DEMO " --pp 1 --vocab-parallel on", "--pp 1 has no pipeline: --vocab-parallel on needs --pp > 1" },
+	{ DEMO " --pp 1 --slices 4", "--pp 1 has no pipeline: --slices needs --pp > 1" },
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
 	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
 	{ DEMO " --work-budget 0", "--work-budget needs a positive number of strategies, not '0'" },
