@@ -298,7 +298,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 		const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	int L = m->n_layer, G = c->n_group;
-	double *buf, fr, all;
+	double *buf, fr, all, f0, rc, bw;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = NULL;
@@ -306,7 +306,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	if (check_strategy(s, e) < 0)
 		return -1;
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 1), sizeof *buf);
-	fr = all = 0;
+	fr = all = f0 = rc = bw = 0;
 	for (int g = 0; g < G; g++)
 		for (int l = 0; l < L; l++) {
 			struct parts p;
@@ -322,9 +322,15 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 			if (g == 0) {
 				fr += f + parts_rc(&p);
 				all += buf[l];
+				f0 += f;
+				rc += parts_rc(&p);
+				bw += parts_bwd(&p);
 			}
 		}
 	lc->zb_rho = all > 0 ? fr / all : 1.0 / 3;
+	/* ZB-H2 (schedule_weights): t_F + t_B - 2 t_W = F + R - bw / 2, at
+	   least F (the last rank's wait for its first input) */
+	lc->zb_h2_rho = all > 0 ? (rc > bw / 2 ? f0 + rc - bw / 2 : f0) / all : 1.0 / 3;
 	lc->time = buf;
 	lc->fwd = buf + (size_t)G * L;
 	lc->state_bytes = buf + (size_t)2 * G * L;
@@ -394,6 +400,8 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	if (s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_INTERLEAVED_ZB ||
 	    s->schedule == SCHED_ZB_V)
 		rho = lc->zb_rho;
+	else if (s->schedule == SCHED_ZB_H2)
+		rho = lc->zb_h2_rho;
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
 	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
 	f->n_group = c->n_group;

@@ -48,6 +48,11 @@ struct layer_costs {
 	 * independent of the partition and the placement; 1/3 (backward =
 	 * 2 x forward) without layers. */
 	double zb_rho;
+	/* ZB-H2's bubble share (schedule_weights) over the same layers:
+	 * max(F, F + t_B - 2 t_W) / (F + R + backward), F the forward alone,
+	 * R the recomputation (run before B), t_B = R + backward / 2, t_W =
+	 * backward / 2; 1/3 without layers. */
+	double zb_h2_rho;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer

@@ -34,7 +34,20 @@
  *   (--timeline's simulation of the order ends there for F = B = W).
  *   Balanced T = 2 m c_chunk + (p-1) rho c_chunk over the 2p chunks:
  *   a = 2m - rho, b = rho / 2: interleaved zero bubble's time at v = 2, with
- *   less memory on rank 0 and no p2p at the V's turn. */
+ *   less memory on rank 0 and no p2p at the V's turn.
+ * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Fig. 3 and Table 1: bubble (p-1)(t_F +
+ *   t_B - 2 t_W), peak memory (2p-1) M_B): more warm-up forwards and the
+ *   W passes moved to the tail turn ZB-H1's trapezoid into a
+ *   parallelogram. The paper's zero bubble at t_F = t_B = t_W needs its
+ *   post-validation (no optimizer synchronisation between iterations);
+ *   with a flush the last rank still waits (p-1) t_F for its first input,
+ *   so the bubble is (p-1) max(t_F, t_F + t_B - 2 t_W), the ZB-V bound
+ *   above, = rho c with rho = cost.h's zb_h2_rho (the forward alone, the
+ *   recomputation before B not counted while it is at most t_W): a = m -
+ *   rho, b = rho as ZB-H1. Without recomputation this is ZB-H1's time
+ *   (t_B = t_W); with it ZB-H2 saves (p-1) t_R. Needs m >= p
+ *   (each_schedule; --timeline's order ends at this bound for m >= p,
+ *   F = B = W). */
 void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		      double *b)
 {
@@ -58,6 +71,7 @@ void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		*b = rho / 2;
 		return;
 	case SCHED_ZB_H1:
+	case SCHED_ZB_H2:
 		*a = m - rho;
 		*b = rho;
 		return;
@@ -108,7 +122,17 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
  *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
  *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
  *   leg (stage r), 2 r + 1 on the second (stage 2 pp - 1 - r); each at
- *   most m. */
+ *   most m.
+ * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1: peak memory (2p-1) M_B):
+ *   rank 0 runs 2 pp - 1 forwards before micro-batch 0's B comes back (pp
+ *   forwards down and pp - 1 backwards up, at t_F = t_B) and holds each
+ *   micro-batch's activations until its W. Every rank is given that peak,
+ *   min(2 pp - 1, m): the later ranks hold W passes back for the
+ *   parallelogram's tail, (pp - 1) t_B / t_W + 1 of them on the last rank
+ *   for rank 0's last B to arrive in time; with fewer (1F1B's pp - r) the
+ *   iteration ends later than the closed form whenever t_B > t_W
+ *   (--timeline's order, which reaches it with this cap for m >= pp; the
+ *   paper states rank 0's peak only). */
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 {
 	int r = pp > 0 ? k % pp : 0;
@@ -120,6 +144,8 @@ double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 	case SCHED_ZB_V:
 		n = k < pp ? 2.0 * (pp - r) - 1 : 2.0 * (2 * pp - 1 - k) + 1;
 		return n < m ? n : m;
+	case SCHED_ZB_H2:
+		return 2 * pp - 1 < m ? 2 * pp - 1 : m;
 	case SCHED_INTERLEAVED:
 	case SCHED_INTERLEAVED_ZB:
 		if (v < 1)

@@ -16,7 +16,7 @@
  * (strategy_rank). */
 enum schedule {
 	SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_INTERLEAVED_ZB,
-	SCHED_ZB_V, SCHED_COUNT
+	SCHED_ZB_V, SCHED_ZB_H2, SCHED_COUNT
 };
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
@@ -90,7 +90,7 @@ struct strategy {
 };
 
 /* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe",
- * "interleaved-zb", "zb-v";
+ * "interleaved-zb", "zb-v", "zb-h2";
  * "none", "selective", "full"; "flash", "flash1", "fused-softmax",
  * "unfused". */
 const char *schedule_name(enum schedule s);

@@ -36,7 +36,8 @@ static int stage_rank(const struct timeline_in *in, int k)
 /* Whether the schedule splits the backward into B and W passes. */
 static bool has_w(enum schedule sc)
 {
-	return sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V;
+	return sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
+	       sc == SCHED_ZB_H2;
 }
 
 /* Appends pass (kind, chunk, mb) of rank r to ops[*n]. */
@@ -236,6 +237,75 @@ static int order_zb_v(const struct timeline_in *in, struct timeline_op *ops, con
 	return rc;
 }
 
+/* ZB-H2 (Qi et al. 2024 Sec. 3.1, Fig. 3): the orders of all ranks at once,
+ * from a list schedule in unit time as order_zb_v's: at each step each
+ * rank r runs, of the passes whose inputs were there at the end of the
+ * previous step,
+ *   1. its next B;
+ *   2. else its next F, if it holds fewer than 2 pp - 1 micro-batches of
+ *      activations (schedule_inflight; held from the F until the W);
+ *   3. else the W of its oldest B.
+ * Rank 0 so runs 2 pp - 1 forwards before its first B, the paper's
+ * warm-up, and every rank's W passes wait until there is nothing else:
+ * the parallelogram. On balanced stages with m >= pp the last rank runs
+ * without a gap from (pp - 1) t_F, and the iteration ends at the closed
+ * form m (t_F + t_B + t_W) + (pp - 1) t_F for t_F = t_B = t_W and for
+ * t_B = 2 t_W (with 1F1B's caps pp - r the later ranks' early W passes
+ * delay the last B by (pp - 1)(t_B - t_W)). It
+ * cannot stall: the oldest unfinished micro-batch's next pass finds its
+ * input ran (ranks take micro-batches in order) and room (a rank below
+ * its cap runs the F; one at its cap holds W passes it can run). Rank r's
+ * passes go to ops[first[r] .. first[r] + 3 m). Returns 0, or -1 if a step
+ * ran nothing (not expected). */
+static int order_zb_h2(const struct timeline_in *in, struct timeline_op *ops, const int *first)
+{
+	int pp = in->pp, m = in->m, left = 3 * pp * m, rc = 0;
+	int nf[MAX_STAGES] = { 0 }, nb[MAX_STAGES] = { 0 }, nw[MAX_STAGES] = { 0 };
+	int cnt[MAX_STAGES] = { 0 };
+	/* tf, tb [r * m + i]: step + 1 when F / B of micro-batch i on rank r
+	 * ran, 0 before */
+	int *tf = xcalloc((size_t)pp * m * 2, sizeof *tf), *tb = tf + (size_t)pp * m;
+
+	for (int step = 0; left > 0; step++) {
+		int ran = 0, kind[MAX_STAGES];
+
+		for (int r = 0; r < pp; r++) {
+			kind[r] = -1;
+			if (nb[r] < m && b_ready(tf, tb, pp, m, r, nb[r], step))
+				kind[r] = TIMELINE_B;
+			else if (nf[r] < m && nf[r] - nw[r] < 2 * pp - 1 &&
+				 (r == 0 || ran_by(tf, m, r - 1, nf[r], step)))
+				kind[r] = TIMELINE_F;
+			else if (nw[r] < nb[r])
+				kind[r] = TIMELINE_W;
+		}
+		for (int r = 0; r < pp; r++) {
+			int i;
+
+			if (kind[r] < 0)
+				continue;
+			if (kind[r] == TIMELINE_B) {
+				i = nb[r]++;
+				tb[(size_t)r * m + i] = step + 1;
+			} else if (kind[r] == TIMELINE_F) {
+				i = nf[r]++;
+				tf[(size_t)r * m + i] = step + 1;
+			} else {
+				i = nw[r]++;
+			}
+			push(ops + first[r], &cnt[r], r, (enum timeline_kind)kind[r], 0, i);
+			ran++;
+		}
+		if (!ran) {
+			rc = -1;
+			break;
+		}
+		left -= ran;
+	}
+	free(tf);
+	return rc;
+}
+
 /* Rank r's passes in the order it runs them (timeline.h). 1F1B and ZB-H1
  * share the frame: min(pp - r - 1, m) warm-up forwards, then a forward (while
  * any is left) and a backward at a time. ZB-H1 (Qi et al. 2024 Sec. 3.1,
@@ -290,7 +360,8 @@ static int check_in(const struct timeline_in *in, struct err *e)
 			       "interleaved-zb and zb-v only", in->vp, schedule_name(in->schedule));
 	if (in->schedule == SCHED_ZB_V && in->vp != 2)
 		return err_set(e, "vp %d with schedule zb-v: it runs 2 stages per rank", in->vp);
-	if ((in->schedule == SCHED_INTERLEAVED || in->schedule == SCHED_INTERLEAVED_ZB) &&
+	if ((in->schedule == SCHED_INTERLEAVED || in->schedule == SCHED_INTERLEAVED_ZB ||
+	     in->schedule == SCHED_ZB_H2) &&
 	    in->m < in->pp)
 		return err_set(e, "%s needs micro-batches (%d) >= pp (%d)", schedule_name(in->schedule),
 			       in->m, in->pp);
@@ -386,6 +457,14 @@ int timeline_simulate(struct timeline_sim *out, const struct timeline_in *in, st
 		if (order_zb_v(in, out->op, out->first) < 0) {
 			timeline_sim_free(out);
 			return err_set(e, "the zb-v list schedule stalled (pp %d, m %d)", pp, m);
+		}
+	} else if (in->schedule == SCHED_ZB_H2) {
+		for (int r = 0; r <= pp; r++)
+			out->first[r] = r * 3 * m;
+		out->n_op = 3 * m * pp;
+		if (order_zb_h2(in, out->op, out->first) < 0) {
+			timeline_sim_free(out);
+			return err_set(e, "the zb-h2 list schedule stalled (pp %d, m %d)", pp, m);
 		}
 	} else {
 		for (int r = 0; r < pp; r++) {

@@ -864,7 +864,8 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			/* Interleaving needs micro-batches >= pp (Megatron);
 			 * the zero-bubble schedules (Qi et al. 2024) assume it
 			 * too. */
-			if ((vp > 1 || sc == SCHED_ZB_H1) && s->micro_batches < s->pp)
+			if ((vp > 1 || sc == SCHED_ZB_H1 || sc == SCHED_ZB_H2) &&
+			    s->micro_batches < s->pp)
 				continue;
 			/* virtual stages need a pipeline (Megatron: the
 			 * interleaved schedule needs pipeline size > 1) */

@@ -99,20 +99,24 @@ static int check_shape(enum trainer t, const struct model *m,
  * - torchtitan v0.2.2 (torch.distributed.pipelining): 1F1B, GPipe,
  *   Interleaved1F1B, and the zero-bubble InterleavedZeroBubble (looped,
  *   several stages per rank: interleaved-zb) and ZBVZeroBubble (two stages
- *   per rank in a V: zb-v); no ZB-H1, which keeps one stage per rank.
+ *   per rank in a V: zb-v); no ZB-H1 or ZB-H2, which keep one stage per
+ *   rank (torch has no ZB-H2 schedule; Qi et al.'s own ZB-H2 runs in their
+ *   Megatron-LM fork, not in the Megatron-LM that TRAINERS.md reads).
  * - DeepSpeed's pipeline engine: 1F1B with one stage per rank only.
  * Every trainer: virtual stages go with the schedules that have them
  * (schedule_virtual; ZB-V exactly 2), and need micro-batches >= pp. */
 static int check_schedule(enum trainer t, const struct strategy *s, struct err *e)
 {
 	bool zb = s->schedule == SCHED_INTERLEAVED_ZB || s->schedule == SCHED_ZB_V;
+	bool h = s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_ZB_H2;
 
 	if (s->pp > 1) {
-		if (s->schedule == SCHED_ZB_H1 && t == TRAINER_TORCHTITAN)
-			return refuse(e, t, "schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v");
-		if (s->schedule == SCHED_ZB_H1)
-			return refuse(e, t, "schedule 'zb-h1' is a planning option only, with no %s flag or config; plan with 1f1b or interleaved",
-				      names[t]);
+		if (h && t == TRAINER_TORCHTITAN)
+			return refuse(e, t, "schedule '%s' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v",
+				      schedule_name(s->schedule));
+		if (h)
+			return refuse(e, t, "schedule '%s' is a planning option only, with no %s flag or config; plan with 1f1b or interleaved",
+				      schedule_name(s->schedule), names[t]);
 		if (zb && t != TRAINER_TORCHTITAN)
 			return refuse(e, t, "schedule '%s' has no %s flag or config (torchtitan runs it); plan with 1f1b%s",
 				      schedule_name(s->schedule), names[t],

@@ -181,6 +181,38 @@ START_TEST(test_zb_v)
 }
 END_TEST
 
+/* ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1), p = 4, m = 8, flushed:
+ * - F = B = W = 1 (c = 3, rho = 1/3): rank 3 waits 3 forwards, then runs
+ *   its 3 m = 24 without a gap: T = 27, ZB-H1's (p-1)(F + B - W) = 3 too;
+ *   a = 8 - 1/3, b = 1/3: 23 + 4 = 27.
+ * - F = 1, recomputation R = 1 before B, B = R + 1 = 2, W = 1 (c = 4):
+ *   ZB-H1 T = 32 + 3 (F + B - W) = 38 (rho = (F + R) / c = 1/2); ZB-H2 T
+ *   = 32 + 3 max(F, F + B - 2W) = 35 (its rho = 1/4): a = 7.75, b = 0.25:
+ *   31 + 4 = 35.
+ * In flight: the paper's peak 2p - 1 = 7 on every rank, at most m:
+ * m = 8: 7; m = 5: 5; m = 4: 4. */
+START_TEST(test_zb_h2)
+{
+	double a, b, c3[4] = {3, 3, 3, 3}, c4[4] = {4, 4, 4, 4};
+
+	schedule_weights(SCHED_ZB_H2, 8, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c3, 4), 27, 1e-12);
+	schedule_weights(SCHED_ZB_H1, 8, 1, 0.5, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 38, 1e-12);
+	schedule_weights(SCHED_ZB_H2, 8, 1, 0.25, &a, &b);
+	ck_assert_rel(a, 7.75, 1e-12);
+	ck_assert_rel(b, 0.25, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 35, 1e-12);
+	schedule_rank_weights(SCHED_ZB_H2, 8, 1, 0.25, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 35, 1e-12);
+	for (int r = 0; r < 4; r++) {
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 8, r), 7, 0);
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 5, r), 5, 0);
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 4, r), 4, 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -193,6 +225,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_interleaved_zb);
 	tcase_add_test(tc, test_zb_v);
+	tcase_add_test(tc, test_zb_h2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -307,11 +307,13 @@ static int rank_of(const struct timeline_in *in, int k)
  * rank's passes one after another; none starts before its input: F after
  * F of the stage before, B after B of the stage after (the last stage: its
  * own F), W after its B, plus half the boundary's send between ranks.
- * With ZB-V, no rank holds more than 2 pp chunks (F run, W not yet). */
+ * With ZB-V, no rank holds more than 2 pp chunks (F run, W not yet); with
+ * ZB-H2 more than 2 pp - 1 micro-batches. */
 static void check_deps(const struct timeline_in *in, const struct timeline_sim *sim)
 {
 	int pp = in->pp, S = pp * in->vp, m = in->m, zb = in->schedule == SCHED_ZB_H1 ||
-		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V;
+		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V ||
+		in->schedule == SCHED_ZB_H2;
 	double *end = xcalloc((size_t)3 * S * m, sizeof *end);
 	int *seen = xcalloc((size_t)3 * S * m, sizeof *seen);
 
@@ -361,6 +363,9 @@ static void check_deps(const struct timeline_in *in, const struct timeline_sim *
 		if (in->schedule == SCHED_ZB_V)
 			ck_assert_msg(most <= 2 * pp, "zb-v pp %d m %d rank %d holds %d", pp, m, r,
 				      most);
+		if (in->schedule == SCHED_ZB_H2)
+			ck_assert_msg(most <= 2 * pp - 1, "zb-h2 pp %d m %d rank %d holds %d", pp,
+				      m, r, most);
 	}
 	free(end);
 	free(seen);
@@ -374,10 +379,11 @@ static void check_deps(const struct timeline_in *in, const struct timeline_sim *
 START_TEST(test_dependencies)
 {
 	static const enum schedule scheds[] = { SCHED_1F1B, SCHED_GPIPE, SCHED_ZB_H1,
-						SCHED_INTERLEAVED, SCHED_INTERLEAVED_ZB, SCHED_ZB_V };
+						SCHED_INTERLEAVED, SCHED_INTERLEAVED_ZB, SCHED_ZB_V,
+						SCHED_ZB_H2 };
 	unsigned x = 12345;
 
-	for (int si = 0; si < 6; si++)
+	for (int si = 0; si < 7; si++)
 		for (int pp = 1; pp <= 8; pp++)
 			for (int m = scheds[si] == SCHED_ZB_V ? 1 : pp; m <= 3 * pp + 1; m++)
 				for (int uneven = 0; uneven < 2; uneven++) {
@@ -439,6 +445,49 @@ START_TEST(test_zb_closed_forms)
 				free(in);
 			}
 		}
+}
+END_TEST
+
+/* ZB-H2 against schedule.c's closed form on balanced stages, flushed:
+ * - t_F = t_B = t_W = 1 (rho 1/3): rank p - 1 waits p - 1 forwards and
+ *   then runs its 3 m passes without a gap: T = 3 m + p - 1 exactly, for
+ *   p 1 to 6 and m p to 4 p + 1; rank 0 holds 2 p - 1 micro-batches (m >=
+ *   2 p - 1), the paper's peak (check_deps: no rank more);
+ * - p = 4, m = 8, t_F = 1, t_B = 2 (recomputation 1 + input gradients 1),
+ *   t_W = 1: 8 x 4 + 3 max(t_F, t_F + t_B - 2 t_W) = 35; ZB-H1's order
+ *   8 x 4 + 3 (t_F + t_B - t_W) = 38. */
+START_TEST(test_zb_h2_closed_form)
+{
+	struct timeline_in *in;
+	struct timeline_sim sim;
+
+	for (int p = 1; p <= 6; p++)
+		for (int m = p; m <= 4 * p + 1; m++) {
+			int held = 0, most = 0;
+
+			in = balanced(SCHED_ZB_H2, p, 1, m, 1, 1, 1);
+			simulate(&sim, in);
+			ck_assert_msg(fabs(sim.makespan - (3.0 * m + p - 1)) < 1e-9,
+				      "zb-h2 p %d m %d: %g", p, m, sim.makespan);
+			for (int i = sim.first[0]; i < sim.first[1]; i++) {
+				held += sim.op[i].kind == TIMELINE_F ? 1 :
+					sim.op[i].kind == TIMELINE_W ? -1 : 0;
+				most = held > most ? held : most;
+			}
+			ck_assert_int_eq(most, m < 2 * p - 1 ? m : 2 * p - 1);
+			timeline_sim_free(&sim);
+			free(in);
+		}
+	in = balanced(SCHED_ZB_H2, 4, 1, 8, 1, 2, 1);
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 35, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+	in = balanced(SCHED_ZB_H1, 4, 1, 8, 1, 2, 1);
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 38, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
 }
 END_TEST
 
@@ -947,6 +996,7 @@ int main(void)
 	tcase_add_test(tc, test_zb_v_order);
 	tcase_add_test(tc, test_dependencies);
 	tcase_add_test(tc, test_zb_closed_forms);
+	tcase_add_test(tc, test_zb_h2_closed_form);
 	tcase_add_test(tc, test_interleaved_short_group);
 	tcase_add_test(tc, test_balanced_closed_forms);
 	tcase_add_test(tc, test_send_and_tails);
