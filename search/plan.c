@@ -858,7 +858,7 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			 * is searched at 2 (more with --vp), which keeps the
 			 * search within its time targets */
 			if (schedule_virtual((enum schedule)sc) != (vp > 1) ||
-			    (sc == SCHED_ZB_V && vp != 2) ||
+			    (schedule_v((enum schedule)sc) && vp != 2) ||
 			    (sc == SCHED_INTERLEAVED_ZB && !o->vp && vp != 2))
 				continue;
 			/* Interleaving needs micro-batches >= pp (Megatron);
@@ -866,6 +866,13 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			 * too. */
 			if ((vp > 1 || sc == SCHED_ZB_H1 || sc == SCHED_ZB_H2) &&
 			    s->micro_batches < s->pp)
+				continue;
+			/* DualPipe and DualPipeV need m >= 2 pp (the DualPipe
+			 * repository's num_chunks >= num_ranks * 2); DualPipe
+			 * an even pp and m (two directions, half each) */
+			if (schedule_fb_overlap((enum schedule)sc) &&
+			    (s->pp == 1 || s->micro_batches < 2 * s->pp ||
+			     (sc == SCHED_DUALPIPE && (s->pp % 2 || s->micro_batches % 2))))
 				continue;
 			/* virtual stages need a pipeline (Megatron: the
 			 * interleaved schedule needs pipeline size > 1) */
@@ -878,7 +885,22 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			s->schedule = (enum schedule)sc;
 			s->vp = vp;
 			s->n_stages = s->pp * vp;
+			if (!schedule_fb_overlap((enum schedule)sc)) {
+				fits |= evaluate(S, s);
+				continue;
+			}
+			/* DualPipe(V) hide part of the EP all-to-all in the
+			 * layers' own times (cost.c layer_parts): their own
+			 * layer costs, not the mbs loop's */
+			struct layer_costs keep = S->lc;
+
+			if (cost_layers(&S->lc, S->m, S->c, s, NULL) < 0) {
+				S->lc = keep;
+				continue;
+			}
 			fits |= evaluate(S, s);
+			cost_layers_free(&S->lc);
+			S->lc = keep;
 		}
 	}
 	return fits;
@@ -1379,10 +1401,13 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			       o->schedule >= 0 ? schedule_name((enum schedule)o->schedule) : "interleaved");
 	if (o->vp && o->schedule >= 0 &&
 	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
-	     (o->schedule == SCHED_ZB_V && o->vp != 2)))
+	     (schedule_v((enum schedule)o->schedule) && o->vp != 2)))
 		return err_set(e, "--vp %d does not go with --schedule %s%s", o->vp,
 			       schedule_name((enum schedule)o->schedule),
-			       o->schedule == SCHED_ZB_V ? " (ZB-V runs 2 stages per rank)" : "");
+			       schedule_v((enum schedule)o->schedule) ? " (it runs 2 stages per rank)" : "");
+	if (o->schedule == SCHED_DUALPIPE && o->pp && o->pp % 2)
+		return err_set(e, "--schedule dualpipe needs an even --pp (its two directions meet in the middle), not %d",
+			       o->pp);
 	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))
 		return err_set(e, "--exhaustive is for at most 14 blocks and 64 GPUs (it tries every partition and placement)");
 	if (o->fp8 == 1)

@@ -1652,6 +1652,7 @@ static const char *const v2_columns[] = {
 	"slowest_rank", "slowest_fwd_ms", "slowest_bwd_ms", "slowest_p2p_ms", "bubble_pct",
 	"gpus_used", "cost_per_iteration_usd", "cost_per_million_tokens_usd", "trainers",
 	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor", "etp",
+	"ep_comm_hidden_s",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -2074,7 +2075,7 @@ static const struct rule {
 	{ TRAINER_DEEPSPEED, r_zb_h1, "deepspeed: schedule 'zb-h1' is a planning option only" },
 	{ TRAINER_NEMO, r_gpipe, "nemo: schedule 'gpipe' has no nemo flag or config (its pipeline runs 1F1B)" },
 	{ TRAINER_MEGATRON, r_interleaved_vp1, "megatron: schedule 'interleaved' needs vp > 1, not 1" },
-	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', 'interleaved-zb' or 'zb-v', not '1f1b'" },
+	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', 'interleaved-zb', 'zb-v' or 'dualpipev', not '1f1b'" },
 	{ TRAINER_DEEPSPEED, r_vp, "deepspeed: no interleaved pipeline (vp 2)" },
 	{ TRAINER_MEGATRON, r_interleave_mb, "megatron: interleaving (vp 2) needs micro-batches (1) >= pp (2)" },
 	{ TRAINER_MEGATRON, r_gbs, "megatron: global batch (510) must be divisible by micro batch (1) * dp (4)" },
