@@ -666,7 +666,8 @@ static void why_not(struct search *S, struct plan_row *row)
  * searched every partition (one group) or every placement and partition
  * (small) without virtual stages, its optimum bounds the iteration from
  * below: the gap is 0 but where a later rank's tail ends after rank 0's
- * (cost.c iter_tail), which the DP does not see. Elsewhere
+ * (cost.c iter_tail), which the DP does not see. Elsewhere (and under
+ * DualPipe, whose stages share their ranks with their mirrors)
  * partition_place_bound; with virtual stages it takes cost_evaluate's
  * weights over the ranks' totals (the frame's ra, rb; cost.c pipe_terms). */
 static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
@@ -680,7 +681,9 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 		n += S->ranks[g] > 0;
 	if (S->o->exhaustive)
 		return 0;
-	if (best->vp == 1 && (n == 1 || (small && !S->fixed)))
+	/* DualPipe: the DP caps each stage at half its rank's memory, where
+	   the rank holds the stage and its mirror: not exact */
+	if (best->vp == 1 && best->schedule != SCHED_DUALPIPE && (n == 1 || (small && !S->fixed)))
 		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
 			       ? 0
 			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
