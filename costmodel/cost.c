@@ -23,7 +23,7 @@ struct parts {
 	double fwd, bwd, recompute;	/* compute */
 	double tp_f, tp_b, tp_r, tp_h;
 	double cp_f, cp_b, cp_r, cp_h;
-	double ep_f, ep_b, ep_r;
+	double ep_f, ep_b, ep_r, ep_h;
 	double z3_f, z3_b, z3_h;	/* ZeRO-3 parameter gathers */
 	double vc_f, vc_b;		/* vocabulary parallelism's collectives */
 };
@@ -131,7 +131,15 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   any recomputation of a block (full, or selective: the core itself)
  *   reruns the forward's;
  * - EP: dispatch + combine in forward and backward, exposed; full
- *   recomputation repeats the forward's;
+ *   recomputation repeats the forward's. Under DualPipe and DualPipeV
+ *   (DeepSeek-V3 technical report Sec. 3.2.1, Fig. 4: a forward chunk and
+ *   a backward chunk of two micro-batches run together, each one's
+ *   all-to-all under the other's compute) the paired share q of the passes
+ *   (schedule_fb_paired) exposes the forward's max(0, a2a - the backward's
+ *   compute) and the backward's max(0, a2a - the forward's compute), the
+ *   rest (1 - q) whole; the recomputation's stays exposed. At the layer's
+ *   granularity: the pair's dispatch and combine hide under the other
+ *   pass's attention and experts as a whole;
  * - ZeRO-3: the parameter gather prefetched under the layer's compute,
  *   forward max(0, gather - fwd), backward max(0, gather - bwd); the
  *   backward's gather serves the recomputation too;
@@ -199,6 +207,15 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->ep_f = k * comm_ep_fwd(m, l, c, g, &sl);
 	p->ep_b = p->ep_f;
 	p->ep_r = block && full ? p->ep_f : 0;
+	p->ep_h = 0;
+	if (schedule_fb_overlap(s->schedule) && p->ep_f > 0) {
+		double q = schedule_fb_paired(s->schedule, s->pp, micro_batches(s));
+		double a2a = p->ep_f;
+
+		p->ep_f = (1 - q) * a2a + q * exposed(a2a, t.bwd);
+		p->ep_b = (1 - q) * a2a + q * exposed(a2a, t.fwd);
+		p->ep_h = 2 * a2a - p->ep_f - p->ep_b;
+	}
 	z3 = comm_zero3_gather(m, l, c, g, s);
 	p->z3_f = exposed(z3, t.fwd);
 	p->z3_b = exposed(z3, t.bwd);
@@ -402,7 +419,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 		const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	int L = m->n_layer, G = c->n_group;
-	double *buf, fr, all;
+	double *buf, fr, all, f0, rc, bw;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
@@ -410,7 +427,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	if (check_strategy(s, e) < 0)
 		return -1;
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3), sizeof *buf);
-	fr = all = 0;
+	fr = all = f0 = rc = bw = 0;
 	for (int g = 0; g < G; g++)
 		for (int l = 0; l < L; l++) {
 			struct parts p;
@@ -426,9 +443,15 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 			if (g == 0) {
 				fr += f + parts_rc(&p);
 				all += buf[l];
+				f0 += f;
+				rc += parts_rc(&p);
+				bw += parts_bwd(&p);
 			}
 		}
 	lc->zb_rho = all > 0 ? fr / all : 1.0 / 3;
+	/* ZB-H2 (schedule_weights): t_F + t_B - 2 t_W = F + R - bw / 2, at
+	   least F (the last rank's wait for its first input) */
+	lc->zb_h2_rho = all > 0 ? (rc > bw / 2 ? f0 + rc - bw / 2 : f0) / all : 1.0 / 3;
 	lc->time = buf;
 	lc->fwd = buf + (size_t)G * L;
 	lc->state_bytes = buf + (size_t)2 * G * L;
@@ -515,8 +538,10 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	for (int k = 0; k < n; k++)
 		f->group[k] = s->group[strategy_rank(s, k)];
 	if (s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_INTERLEAVED_ZB ||
-	    s->schedule == SCHED_ZB_V)
+	    s->schedule == SCHED_ZB_V || schedule_fb_overlap(s->schedule))
 		rho = lc->zb_rho;
+	else if (s->schedule == SCHED_ZB_H2)
+		rho = lc->zb_h2_rho;
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
 	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
 	if (strategy_slices(s) > 1) {
@@ -536,7 +561,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = comm_pp_send(m, c, g, h, s);
 	}
-	if (s->schedule == SCHED_ZB_V)
+	if (schedule_v(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
 			st += lc->state_bytes[l] + lc->extra_bytes[l];
 			act += lc->act_bytes[l];
@@ -567,9 +592,13 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	for (int k = 0; k < n; k++) {
 		double pair = f->inflight[k] + f->inflight[n - 1 - k];
 
-		f->share[k] = s->schedule == SCHED_ZB_V && st + pair * act > 0
+		f->share[k] = schedule_v(s->schedule) && st + pair * act > 0
 				      ? 2 * (st + f->inflight[k] * act) / (2 * st + pair * act)
 				      : 1;
+		/* DualPipe: the stage's mirror in the other copy takes the
+		   rest of its rank's memory (pipe_terms, rank_memory) */
+		if (s->schedule == SCHED_DUALPIPE)
+			f->share[k] = 0.5;
 		f->cap[k] = f->cap_of[f->group[k]] * f->share[k];
 	}
 	if (n == 1)
@@ -611,11 +640,21 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 			act += lc->act_bytes[l];
 			ex += lc->extra_bytes[l];
 		}
-		t->rank_c[strategy_rank(s, k)] += t->ck[k];
-		t->rank_send[strategy_rank(s, k)] += f->send[k];
 		t->send_all += f->send[k];
 		t->rank_mem[strategy_rank(s, k)] += st + f->inflight[k] * act + ex +
 						    (k < pp ? lc->vocab_bytes : 0);
+		if (s->schedule != SCHED_DUALPIPE) {
+			t->rank_c[strategy_rank(s, k)] += t->ck[k];
+			t->rank_send[strategy_rank(s, k)] += f->send[k];
+			continue;
+		}
+		/* DualPipe: the other copy's stage k is on rank pp - 1 - k;
+		   each copy runs half the micro-batches (schedule_weights) */
+		t->rank_mem[pp - 1 - k] += st + f->inflight[k] * act + ex;
+		for (int q = 0; q < 2; q++) {
+			t->rank_c[q ? pp - 1 - k : k] += t->ck[k] / 2;
+			t->rank_send[q ? pp - 1 - k : k] += f->send[k] / 2;
+		}
 	}
 	/* Virtual stages: the slowest rank's chunks together set the steady
 	 * state, T = ra max_r C_r + rb sum_r C_r (interleaved: (m - 1/v) and
@@ -633,23 +672,46 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 	}
 }
 
+/* The virtual stages pipeline rank q runs into stage[], returns their
+ * count: its chunks (strategy_stage), or under DualPipe its stage q and
+ * the other copy's stage pp - 1 - q (DeepSeek-V3 Table 2: parameters 2x),
+ * each run on half the micro-batches. */
+static int rank_stages(int *stage, const struct strategy *s, const struct pipeline_frame *f,
+		       int q)
+{
+	int n = 0;
+
+	if (s->schedule == SCHED_DUALPIPE && s->pp > 1) {
+		stage[n++] = q;
+		stage[n++] = s->pp - 1 - q;
+		return n;
+	}
+	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j))
+		stage[n++] = k;
+	return n;
+}
+
 /* Adds w x the parts of pipeline rank q's layers (all its chunks; per
  * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
  * exposed tp, cp, ep, dp (ZeRO-3 gathers) and the hidden ones. pp, bubble
- * and optimizer are left alone. */
+ * and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
+ * of the other copy's stage pp - 1 - q that it also runs. */
 static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct pipeline_frame *f, int q)
 {
 	struct parts v;
+	int stage[2 * MAX_STAGES], n = rank_stages(stage, s, f, q);
 
 	vocab_parts(&v, m, c, f->group[q], s, NULL);
 	tm->compute += w * (v.fwd + v.bwd);
 	tm->tp += w * (v.tp_f + v.tp_b);
 	tm->tp_hidden += w * v.tp_h;
 	tm->vocab += w * (v.vc_f + v.vc_b);
-	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j)) {
-		int g = f->group[k];
+	if (s->schedule == SCHED_DUALPIPE)
+		w /= 2;
+	for (int i = 0; i < n; i++) {
+		int k = stage[i], g = f->group[k];
 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			struct parts p = {0};
@@ -664,6 +726,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 			tm->dp += w * (p.z3_f + p.z3_b);
 			tm->tp_hidden += w * p.tp_h;
 			tm->cp_hidden += w * p.cp_h;
+			tm->ep_hidden += w * p.ep_h;
 			tm->dp_hidden += w * p.z3_h;
 		}
 	}
@@ -677,18 +740,18 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 			  const struct strategy *s, const struct pipeline_frame *f, int q)
 {
 	static const struct cost_mem zero_mem;
-	int L = m->n_layer;
+	int L = m->n_layer, stage[2 * MAX_STAGES];
 
 	*mem = zero_mem;
-	for (int j = 0, k = q; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, q, ++j))
-		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
+	for (int i = 0, n = rank_stages(stage, s, f, q); i < n; i++)
+		for (int l = s->first[stage[i]]; l < s->first[stage[i] + 1]; l++) {
 			struct layer_mem lm;
 
 			memory_layer(&lm, m, l, s);
 			mem->weights += lm.weights;
 			mem->grads += lm.grads;
 			mem->optimizer += lm.optimizer;
-			mem->activations += f->inflight[k] * lm.act;
+			mem->activations += f->inflight[stage[i]] * lm.act;
 			mem->logits += lm.extra;
 		}
 	if (f->n_stages == 1 && tied_dense(m, s) > 0) {

@@ -57,6 +57,11 @@ struct layer_costs {
 	 * above, so that the partition balances the blocks alone. */
 	double *vocab_time, *vocab_fwd;
 	double vocab_bytes;
+	/* ZB-H2's bubble share (schedule_weights) over the same layers:
+	 * max(F, F + t_B - 2 t_W) / (F + R + backward), F the forward alone,
+	 * R the recomputation (run before B), t_B = R + backward / 2, t_W =
+	 * backward / 2; 1/3 without layers. */
+	double zb_h2_rho;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer
@@ -104,12 +109,14 @@ struct pipeline_frame {
 	double cap[MAX_STAGES];		/* bytes available for the stage's
 					   layers on one GPU: cap_of[group[k]]
 					   x share[k] */
-	/* Stage k's part of its rank's memory, times vp: 1 but under ZB-V,
-	 * whose two stages per rank hold different numbers of micro-batches
-	 * (2(p-r)-1 and 2r+1): there each gets what an even split of the
-	 * blocks would use, (S + i_k A) / (2S + (i_0 + i_1) A) x 2 for a
-	 * block's states S and activations A (sums over the blocks), so an
-	 * even split that fits the rank fits its stages. */
+	/* Stage k's part of its rank's memory, times vp: 1 but under ZB-V and
+	 * DualPipeV, whose two stages per rank hold different numbers of
+	 * micro-batches (ZB-V 2(p-r)-1 and 2r+1): there each gets what an
+	 * even split of the blocks would use, (S + i_k A) / (2S + (i_0 + i_1)
+	 * A) x 2 for a block's states S and activations A (sums over the
+	 * blocks), so an even split that fits the rank fits its stages; and
+	 * 1/2 under DualPipe, whose rank also holds stage k's mirror of the
+	 * other copy. */
 	double share[MAX_STAGES];
 	int group[MAX_STAGES];		/* node group of virtual stage k */
 	/* Placement-free terms, for a search that also places the ranks:
@@ -134,12 +141,15 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
  * kernels (norms, activations, softmax, ...). The _hidden fields are the
  * communication that runs overlapped with compute on the same path (not in
  * iter_s): TP under the GEMMs (tp_overlap), CP's ring under attention, DP
- * reduction and parameter gathers under the backward / forward passes. */
+ * reduction and parameter gathers under the backward / forward passes, EP
+ * all-to-alls under the other micro-batch of a DualPipe(V) pair. */
 struct cost_time {
 	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
 	double tp_hidden, cp_hidden, dp_hidden;
 	double vocab;	/* vocabulary parallelism's collectives, exposed (in
 			   iter_s too, the tenth part) */
+	double ep_hidden;	/* EP all-to-all under the paired micro-batch's
+				   compute (DualPipe, DualPipeV) */
 };
 
 /* Bytes per GPU on the heaviest pipeline rank; they add up to peak_bytes. */

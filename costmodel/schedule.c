@@ -34,7 +34,41 @@
  *   (--timeline's simulation of the order ends there for F = B = W).
  *   Balanced T = 2 m c_chunk + (p-1) rho c_chunk over the 2p chunks:
  *   a = 2m - rho, b = rho / 2: interleaved zero bubble's time at v = 2, with
- *   less memory on rank 0 and no p2p at the V's turn. */
+ *   less memory on rank 0 and no p2p at the V's turn.
+ * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Fig. 3 and Table 1: bubble (p-1)(t_F +
+ *   t_B - 2 t_W), peak memory (2p-1) M_B): more warm-up forwards and the
+ *   W passes moved to the tail turn ZB-H1's trapezoid into a
+ *   parallelogram. The paper's zero bubble at t_F = t_B = t_W needs its
+ *   post-validation (no optimizer synchronisation between iterations);
+ *   with a flush the last rank still waits (p-1) t_F for its first input,
+ *   so the bubble is (p-1) max(t_F, t_F + t_B - 2 t_W), the ZB-V bound
+ *   above, = rho c with rho = cost.h's zb_h2_rho (the forward alone, the
+ *   recomputation before B not counted while it is at most t_W): a = m -
+ *   rho, b = rho as ZB-H1. Without recomputation this is ZB-H1's time
+ *   (t_B = t_W); with it ZB-H2 saves (p-1) t_R. Needs m >= p
+ *   (each_schedule; --timeline's order ends at this bound for m >= p,
+ *   F = B = W).
+ * - DualPipeV (deepseek-ai/DualPipe, "DualPipeV": DualPipe cut in half,
+ *   two chunks per rank in a V as ZB-V; its table: bubble (PP/2 - 1)(F&B +
+ *   B - 3W) over PP = 2p chunks, i.e. (p-1)(F&B + B - 3W), F&B the
+ *   overlapped forward and backward of two micro-batches). Compute runs
+ *   one kernel at a time, so F&B = t_F + t_B in compute; what the overlap
+ *   saves is communication, hidden in cost.c (the EP all-to-all) before
+ *   rho is taken. With t_B = t_W: F&B + B - 3W = t_F - t_W < t_F, and with
+ *   a flush the last rank's first input comes after (p-1) chunk forwards
+ *   (the ZB-V bound above), so (p-1) t_F = (p-1) rho c_chunk: ZB-V's
+ *   weights a = 2m - rho, b = rho / 2. Needs m >= 2p (dualpipev.py:
+ *   num_chunks >= num_ranks * 2).
+ * - DualPipe (DeepSeek-V3 technical report Sec. 3.2.1, Table 2: bubble
+ *   (PP/2 - 1)(F&B + B - 3W), parameters 2x, activations PP + 1): two
+ *   copies of the model, one fed from each end, m / 2 micro-batches each;
+ *   rank r holds stage r of one and stage p - 1 - r of the other, c a
+ *   stage's time. Both end ranks start at once; the middle ranks wait
+ *   (p/2 - 1) forwards: balanced T = m c + (p/2 - 1) max(t_F, F&B + B -
+ *   3W) = m c + (p/2 - 1) rho c, a = m - rho, b = rho / 2 (a c + b p c).
+ *   For unbalanced stages an upper estimate (rank r's pace is the mean of
+ *   c_r and c_{p-1-r}, at most max c). Needs p even, m even and m >= 2p
+ *   (dualpipe.py). */
 void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		      double *b)
 {
@@ -54,10 +88,16 @@ void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		*b = rho / v;
 		return;
 	case SCHED_ZB_V:
+	case SCHED_DUALPIPE_V:
 		*a = 2.0 * m - rho;
 		*b = rho / 2;
 		return;
+	case SCHED_DUALPIPE:
+		*a = m - rho;
+		*b = rho / 2;
+		return;
 	case SCHED_ZB_H1:
+	case SCHED_ZB_H2:
 		*a = m - rho;
 		*b = rho;
 		return;
@@ -108,7 +148,24 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
  *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
  *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
  *   leg (stage r), 2 r + 1 on the second (stage 2 pp - 1 - r); each at
- *   most m. */
+ *   most m.
+ * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1: peak memory (2p-1) M_B):
+ *   rank 0 runs 2 pp - 1 forwards before micro-batch 0's B comes back (pp
+ *   forwards down and pp - 1 backwards up, at t_F = t_B) and holds each
+ *   micro-batch's activations until its W. Every rank is given that peak,
+ *   min(2 pp - 1, m): the later ranks hold W passes back for the
+ *   parallelogram's tail, (pp - 1) t_B / t_W + 1 of them on the last rank
+ *   for rank 0's last B to arrive in time; with fewer (1F1B's pp - r) the
+ *   iteration ends later than the closed form whenever t_B > t_W
+ *   (--timeline's order, which reaches it with this cap for m >= pp; the
+ *   paper states rank 0's peak only).
+ * - DualPipeV (DualPipe repository's table: PP + 1 chunk micro-batches
+ *   per device, PP = 2 pp chunks): ZB-V's split with the one more on the
+ *   first leg, where the warm-up's forwards pile up: min(2 (pp - r), m)
+ *   on stage r, min(2 r + 1, m) on stage 2 pp - 1 - r.
+ * - DualPipe (DeepSeek-V3 Table 2: PP + 1 stage micro-batches per
+ *   device): (pp + 1) / 2 on each of the rank's two stages (this one and
+ *   its mirror in the other copy, cost.c), at most m / 2 each. */
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 {
 	int r = pp > 0 ? k % pp : 0;
@@ -120,6 +177,13 @@ double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 	case SCHED_ZB_V:
 		n = k < pp ? 2.0 * (pp - r) - 1 : 2.0 * (2 * pp - 1 - k) + 1;
 		return n < m ? n : m;
+	case SCHED_ZB_H2:
+		return 2 * pp - 1 < m ? 2 * pp - 1 : m;
+	case SCHED_DUALPIPE_V:
+		n = k < pp ? 2.0 * (pp - r) : 2.0 * (2 * pp - 1 - k) + 1;
+		return n < m ? n : m;
+	case SCHED_DUALPIPE:
+		return (pp + 1 < m ? pp + 1 : m) / 2.0;
 	case SCHED_INTERLEAVED:
 	case SCHED_INTERLEAVED_ZB:
 		if (v < 1)
@@ -145,4 +209,28 @@ double schedule_time(double a, double b, const double *c, int n)
 		sum += c[k];
 	}
 	return a * mx + b * sum;
+}
+
+/* Of the forward (and backward) passes a rank runs per iteration, the share
+ * that DualPipe and DualPipeV run paired with a backward (forward) of
+ * another micro-batch (DeepSeek-V3 Sec. 3.2.1, Fig. 4-5), each pair hiding
+ * the other's communication: the forwards ahead of the rank's first
+ * backward (the micro-batches in flight, schedule_inflight: 2 pp + 1
+ * chunk passes of DualPipeV's 2 m, pp + 1 stage passes of DualPipe's m)
+ * and as many backwards after its last forward run alone. An estimate:
+ * max(0, 1 - held / passes); 0 for the other schedules. */
+double schedule_fb_paired(enum schedule sc, int pp, int m)
+{
+	double held, passes;
+
+	if (sc == SCHED_DUALPIPE_V) {
+		held = 2.0 * pp + 1;
+		passes = 2.0 * m;
+	} else if (sc == SCHED_DUALPIPE) {
+		held = pp + 1.0;
+		passes = m;
+	} else {
+		return 0;
+	}
+	return passes > held ? 1 - held / passes : 0;
 }

@@ -26,6 +26,11 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
  * evenly over its v chunks, so the value may be fractional. */
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k);
 
+/* The share, 0 to 1, of a rank's forward and backward passes that run in
+ * forward-backward pairs hiding each other's communication (DualPipe,
+ * DualPipeV; 0 for the others), for pp ranks and m micro-batches. */
+double schedule_fb_paired(enum schedule sc, int pp, int m);
+
 /* a * max_k c[k] + b * sum_k c[k] over n stages. */
 double schedule_time(double a, double b, const double *c, int n);
 

@@ -8,6 +8,8 @@ static const char *const sched_names[SCHED_COUNT] = {
 	[SCHED_1F1B] = "1f1b", [SCHED_INTERLEAVED] = "interleaved",
 	[SCHED_ZB_H1] = "zb-h1", [SCHED_GPIPE] = "gpipe",
 	[SCHED_INTERLEAVED_ZB] = "interleaved-zb", [SCHED_ZB_V] = "zb-v",
+	[SCHED_ZB_H2] = "zb-h2", [SCHED_DUALPIPE_V] = "dualpipev",
+	[SCHED_DUALPIPE] = "dualpipe",
 };
 static const char *const rc_names[RECOMPUTE_COUNT] = {
 	[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",

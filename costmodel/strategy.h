@@ -11,12 +11,15 @@
 /* Most node groups in a cluster. */
 #define MAX_GROUPS 16
 
-/* Interleaved 1F1B, interleaved zero bubble and ZB-V run vp > 1 virtual
- * stages per rank (schedule_virtual); ZB-V exactly 2, in a V
- * (strategy_rank). */
+/* Interleaved 1F1B, interleaved zero bubble, ZB-V and DualPipeV run vp > 1
+ * virtual stages per rank (schedule_virtual); ZB-V and DualPipeV exactly
+ * 2, in a V (schedule_v, strategy_rank). DualPipe (DeepSeek-V3) runs two
+ * copies of the model in opposite directions: one stage of each per rank,
+ * vp 1 (stage k of one copy and stage pp - 1 - k of the other on rank k;
+ * schedule.c, cost.c). */
 enum schedule {
 	SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_INTERLEAVED_ZB,
-	SCHED_ZB_V, SCHED_COUNT
+	SCHED_ZB_V, SCHED_ZB_H2, SCHED_DUALPIPE_V, SCHED_DUALPIPE, SCHED_COUNT
 };
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
@@ -100,7 +103,7 @@ struct strategy {
 };
 
 /* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe",
- * "interleaved-zb", "zb-v";
+ * "interleaved-zb", "zb-v", "zb-h2", "dualpipev", "dualpipe";
  * "none", "selective", "full"; "flash", "flash1", "fused-softmax",
  * "unfused". */
 const char *schedule_name(enum schedule s);
@@ -122,16 +125,33 @@ int attention_parse(const char *name);
 /* Whether schedule sc runs several virtual stages per pipeline rank. */
 static inline bool schedule_virtual(enum schedule sc)
 {
-	return sc == SCHED_INTERLEAVED || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V;
+	return sc == SCHED_INTERLEAVED || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
+	       sc == SCHED_DUALPIPE_V;
+}
+
+/* Whether schedule sc places its two chunks per rank in a V (ZB-V,
+ * DualPipeV): stages r and 2 pp - 1 - r on rank r. */
+static inline bool schedule_v(enum schedule sc)
+{
+	return sc == SCHED_ZB_V || sc == SCHED_DUALPIPE_V;
+}
+
+/* Whether schedule sc overlaps the forward of one micro-batch with the
+ * backward of another, so that each hides the other's communication
+ * (DualPipe and DualPipeV; DeepSeek-V3 technical report Sec. 3.2.1). */
+static inline bool schedule_fb_overlap(enum schedule sc)
+{
+	return sc == SCHED_DUALPIPE || sc == SCHED_DUALPIPE_V;
 }
 
 /* The pipeline rank of virtual stage k: k % pp, or under ZB-V (Qi et al.
- * 2024 Sec. 5; torch.distributed.pipelining's "v" style) stage k on rank
- * k for k < pp and on rank 2 pp - 1 - k after, so that rank r holds stages
- * r and 2 pp - 1 - r and the last stage sits beside the first. */
+ * 2024 Sec. 5; torch.distributed.pipelining's "v" style) and DualPipeV
+ * stage k on rank k for k < pp and on rank 2 pp - 1 - k after, so that
+ * rank r holds stages r and 2 pp - 1 - r and the last stage sits beside
+ * the first. */
 static inline int strategy_rank(const struct strategy *s, int k)
 {
-	if (s->schedule == SCHED_ZB_V && k >= s->pp)
+	if (schedule_v(s->schedule) && k >= s->pp)
 		return 2 * s->pp - 1 - k;
 	return k % s->pp;
 }
@@ -169,7 +189,7 @@ static inline int strategy_slices(const struct strategy *s)
  * of the model's layers: the inverse of strategy_rank. */
 static inline int strategy_stage(const struct strategy *s, int q, int j)
 {
-	if (s->schedule == SCHED_ZB_V && j > 0)
+	if (schedule_v(s->schedule) && j > 0)
 		return 2 * s->pp - 1 - q;
 	return q + j * s->pp;
 }

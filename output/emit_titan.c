@@ -145,7 +145,7 @@ static void toml(struct emit_ctx *x)
 	static const char *const sched[SCHED_COUNT] = {
 		[SCHED_1F1B] = "1F1B", [SCHED_INTERLEAVED] = "Interleaved1F1B",
 		[SCHED_GPIPE] = "GPipe", [SCHED_INTERLEAVED_ZB] = "InterleavedZeroBubble",
-		[SCHED_ZB_V] = "ZBVZeroBubble",
+		[SCHED_ZB_V] = "ZBVZeroBubble", [SCHED_DUALPIPE_V] = "DualPipeV",
 	};
 	static const char *const ac[RECOMPUTE_COUNT] = {
 		[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
@@ -208,10 +208,10 @@ static void toml(struct emit_ctx *x)
 			    "context_parallel_rotate_method = \"alltoall\"\n");
 	emit_printf(b, "pipeline_parallel_degree = %d\n", s->pp);
 	if (s->pp > 1) {
-		if (s->schedule == SCHED_ZB_V)
-			emit_printf(b, "# ZB-V: the model parts below in stage order; torchtitan places\n"
+		if (schedule_v(s->schedule))
+			emit_printf(b, "# %s: the model parts below in stage order; torchtitan places\n"
 				    "# stages r and %d - r on pipeline rank r (its \"v\" style)\n",
-				    2 * s->pp - 1);
+				    s->schedule == SCHED_ZB_V ? "ZB-V" : "DualPipeV", 2 * s->pp - 1);
 		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
 			    "pipeline_parallel_microbatch_size = %d\n",
 			    sched[s->schedule], s->mbs);

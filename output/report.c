@@ -280,6 +280,11 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	fprintf(out, "  communication hidden under compute (not in the iteration):\n");
 	for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
 		fprintf(out, "    %-12s %9.3f s  %s\n", hn[i], hv[i], hw[i]);
+	if (m->experts > 0)
+		fprintf(out, "    %-12s %9.3f s  %s\n", "EP comm", t->ep_hidden,
+			schedule_fb_overlap(s->schedule)
+				? "under the paired micro-batch's compute (forward and backward overlapped)"
+				: "(none: only DualPipe and DualPipeV pair micro-batches)");
 	fprintf(out, "  kernels and precision: attention %s, norms %s, FP8 GEMMs %s, gradients %s (accumulated %s)\n",
 		attention_name(s->attn), s->unfused_norm ? "unfused" : "fused", on_off(s->fp8),
 		grad_dtype_name(s, m->fp16), s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs");
@@ -593,6 +598,9 @@ static const struct column {
 	/* planning options: vocabulary parallelism (on/off) and its exposed
 	 * collectives, SlimPipe's slices per micro-batch (1: none) */
 	{ "vocab_parallel", COL_BOOL }, { "vocab_comm_s", COL_NUM }, { "slimpipe_slices", COL_NUM },
+	/* the EP all-to-all hidden under the paired micro-batch's compute
+	   (DualPipe, DualPipeV; 0 otherwise), not in iteration_s */
+	{ "ep_comm_hidden_s", COL_NUM },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -696,6 +704,7 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	snprintf(f[i++], FIELD_MAX, "%d", s->vocab_par);
 	snprintf(f[i++], FIELD_MAX, "%.6g", r->time.vocab);
 	snprintf(f[i++], FIELD_MAX, "%d", strategy_slices(s));
+	snprintf(f[i++], FIELD_MAX, "%.6g", r->time.ep_hidden);
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting

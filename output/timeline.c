@@ -36,7 +36,8 @@ static int stage_rank(const struct timeline_in *in, int k)
 /* Whether the schedule splits the backward into B and W passes. */
 static bool has_w(enum schedule sc)
 {
-	return sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V;
+	return sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
+	       sc == SCHED_ZB_H2 || sc == SCHED_DUALPIPE_V;
 }
 
 /* Appends pass (kind, chunk, mb) of rank r to ops[*n]. */
@@ -174,10 +175,17 @@ static bool b_ready(const int *tf, const int *tb, int S, int m, int k, int i, in
  * step never passes with all ranks idle. Each pass follows its inputs in
  * unit time, so the event simulation cannot wait on itself whatever the
  * real times. Rank r's passes go to ops[first[r] .. first[r] + 6 m).
- * Returns 0, or -1 if a step ran nothing (not expected). */
+ * DualPipeV (deepseek-ai/DualPipe; schedule.c) the same with one chunk
+ * activation more, 2 pp + 1 (its table's PP + 1): its forward-backward
+ * pairs are a B and an F in turn here, their communication already
+ * hidden in the pass times (cost.c). On balanced chunks with t_F = t_B =
+ * t_W it ends at the closed form 6 m + pp - 1 for pp <= 4, m >= 2 pp,
+ * within 2 (pp - 1) of it beyond. Returns 0, or -1 if a step ran nothing
+ * (not expected). */
 static int order_zb_v(const struct timeline_in *in, struct timeline_op *ops, const int *first)
 {
 	int pp = in->pp, m = in->m, S = 2 * pp, step = 0, left = 3 * S * m, rc = 0;
+	int room = in->schedule == SCHED_DUALPIPE_V ? S + 1 : S;
 	int nf[MAX_STAGES] = { 0 }, nb[MAX_STAGES] = { 0 }, held[MAX_STAGES] = { 0 };
 	int cnt[MAX_STAGES] = { 0 }, wh[MAX_STAGES] = { 0 }, wt[MAX_STAGES] = { 0 };
 	/* tf, tb [k * m + i]: step + 1 when F / B of micro-batch i on stage k
@@ -198,10 +206,11 @@ static int order_zb_v(const struct timeline_in *in, struct timeline_op *ops, con
 				k = k1;
 			if (k >= 0) {
 				kind = TIMELINE_B;
-			} else if (held[r] < S && nf[k1] < m && ran_by(tf, m, k1 - 1, nf[k1], step)) {
+			} else if (held[r] < room && nf[k1] < m &&
+				   ran_by(tf, m, k1 - 1, nf[k1], step)) {
 				k = k1;
 				kind = TIMELINE_F;
-			} else if (held[r] < S - 1 && nf[k0] < m &&
+			} else if (held[r] < room - 1 && nf[k0] < m &&
 				   (k0 == 0 || ran_by(tf, m, k0 - 1, nf[k0], step))) {
 				k = k0;
 				kind = TIMELINE_F;
@@ -233,6 +242,75 @@ static int order_zb_v(const struct timeline_in *in, struct timeline_op *ops, con
 	}
 	free(tf);
 	free(wk);
+	return rc;
+}
+
+/* ZB-H2 (Qi et al. 2024 Sec. 3.1, Fig. 3): the orders of all ranks at once,
+ * from a list schedule in unit time as order_zb_v's: at each step each
+ * rank r runs, of the passes whose inputs were there at the end of the
+ * previous step,
+ *   1. its next B;
+ *   2. else its next F, if it holds fewer than 2 pp - 1 micro-batches of
+ *      activations (schedule_inflight; held from the F until the W);
+ *   3. else the W of its oldest B.
+ * Rank 0 so runs 2 pp - 1 forwards before its first B, the paper's
+ * warm-up, and every rank's W passes wait until there is nothing else:
+ * the parallelogram. On balanced stages with m >= pp the last rank runs
+ * without a gap from (pp - 1) t_F, and the iteration ends at the closed
+ * form m (t_F + t_B + t_W) + (pp - 1) t_F for t_F = t_B = t_W and for
+ * t_B = 2 t_W (with 1F1B's caps pp - r the later ranks' early W passes
+ * delay the last B by (pp - 1)(t_B - t_W)). It
+ * cannot stall: the oldest unfinished micro-batch's next pass finds its
+ * input ran (ranks take micro-batches in order) and room (a rank below
+ * its cap runs the F; one at its cap holds W passes it can run). Rank r's
+ * passes go to ops[first[r] .. first[r] + 3 m). Returns 0, or -1 if a step
+ * ran nothing (not expected). */
+static int order_zb_h2(const struct timeline_in *in, struct timeline_op *ops, const int *first)
+{
+	int pp = in->pp, m = in->m, left = 3 * pp * m, rc = 0;
+	int nf[MAX_STAGES] = { 0 }, nb[MAX_STAGES] = { 0 }, nw[MAX_STAGES] = { 0 };
+	int cnt[MAX_STAGES] = { 0 };
+	/* tf, tb [r * m + i]: step + 1 when F / B of micro-batch i on rank r
+	 * ran, 0 before */
+	int *tf = xcalloc((size_t)pp * m * 2, sizeof *tf), *tb = tf + (size_t)pp * m;
+
+	for (int step = 0; left > 0; step++) {
+		int ran = 0, kind[MAX_STAGES];
+
+		for (int r = 0; r < pp; r++) {
+			kind[r] = -1;
+			if (nb[r] < m && b_ready(tf, tb, pp, m, r, nb[r], step))
+				kind[r] = TIMELINE_B;
+			else if (nf[r] < m && nf[r] - nw[r] < 2 * pp - 1 &&
+				 (r == 0 || ran_by(tf, m, r - 1, nf[r], step)))
+				kind[r] = TIMELINE_F;
+			else if (nw[r] < nb[r])
+				kind[r] = TIMELINE_W;
+		}
+		for (int r = 0; r < pp; r++) {
+			int i;
+
+			if (kind[r] < 0)
+				continue;
+			if (kind[r] == TIMELINE_B) {
+				i = nb[r]++;
+				tb[(size_t)r * m + i] = step + 1;
+			} else if (kind[r] == TIMELINE_F) {
+				i = nf[r]++;
+				tf[(size_t)r * m + i] = step + 1;
+			} else {
+				i = nw[r]++;
+			}
+			push(ops + first[r], &cnt[r], r, (enum timeline_kind)kind[r], 0, i);
+			ran++;
+		}
+		if (!ran) {
+			rc = -1;
+			break;
+		}
+		left -= ran;
+	}
+	free(tf);
 	return rc;
 }
 
@@ -287,10 +365,19 @@ static int check_in(const struct timeline_in *in, struct err *e)
 			       in->pp, in->vp, in->m, MAX_STAGES);
 	if (schedule_virtual(in->schedule) != (in->vp > 1))
 		return err_set(e, "vp %d with schedule %s: virtual stages go with interleaved, "
-			       "interleaved-zb and zb-v only", in->vp, schedule_name(in->schedule));
-	if (in->schedule == SCHED_ZB_V && in->vp != 2)
-		return err_set(e, "vp %d with schedule zb-v: it runs 2 stages per rank", in->vp);
-	if ((in->schedule == SCHED_INTERLEAVED || in->schedule == SCHED_INTERLEAVED_ZB) &&
+			       "interleaved-zb, zb-v and dualpipev only", in->vp,
+			       schedule_name(in->schedule));
+	if (schedule_v(in->schedule) && in->vp != 2)
+		return err_set(e, "vp %d with schedule %s: it runs 2 stages per rank", in->vp,
+			       schedule_name(in->schedule));
+	if (in->schedule == SCHED_DUALPIPE)
+		return err_set(e, "schedule dualpipe is not drawn: its two model copies, fed from "
+			       "both ends, do not fit the one chain of stages the simulation follows");
+	if (in->schedule == SCHED_DUALPIPE_V && in->m < 2 * in->pp)
+		return err_set(e, "dualpipev needs micro-batches (%d) >= 2 x pp (%d)", in->m,
+			       2 * in->pp);
+	if ((in->schedule == SCHED_INTERLEAVED || in->schedule == SCHED_INTERLEAVED_ZB ||
+	     in->schedule == SCHED_ZB_H2) &&
 	    in->m < in->pp)
 		return err_set(e, "%s needs micro-batches (%d) >= pp (%d)", schedule_name(in->schedule),
 			       in->m, in->pp);
@@ -379,13 +466,22 @@ int timeline_simulate(struct timeline_sim *out, const struct timeline_in *in, st
 		return -1;
 	S = pp * in->vp;
 	out->op = xcalloc((size_t)S * m * 3, sizeof *out->op);
-	if (in->schedule == SCHED_ZB_V) {
+	if (schedule_v(in->schedule)) {
 		for (int r = 0; r <= pp; r++)
 			out->first[r] = r * 6 * m;
 		out->n_op = 6 * m * pp;
 		if (order_zb_v(in, out->op, out->first) < 0) {
 			timeline_sim_free(out);
-			return err_set(e, "the zb-v list schedule stalled (pp %d, m %d)", pp, m);
+			return err_set(e, "the %s list schedule stalled (pp %d, m %d)",
+				       schedule_name(in->schedule), pp, m);
+		}
+	} else if (in->schedule == SCHED_ZB_H2) {
+		for (int r = 0; r <= pp; r++)
+			out->first[r] = r * 3 * m;
+		out->n_op = 3 * m * pp;
+		if (order_zb_h2(in, out->op, out->first) < 0) {
+			timeline_sim_free(out);
+			return err_set(e, "the zb-h2 list schedule stalled (pp %d, m %d)", pp, m);
 		}
 	} else {
 		for (int r = 0; r < pp; r++) {
@@ -633,7 +729,7 @@ static void legend(FILE *f, const struct timeline_in *in)
 					  zb ? "backward B (input gradients)" : "backward" };
 	if (zb)
 		item[n++] = (struct legend_item){ TIMELINE_COLOR_W, "W (weight gradients)" };
-	if (in->schedule == SCHED_ZB_V)
+	if (schedule_v(in->schedule))
 		item[n++] = (struct legend_item){ TIMELINE_COLOR_F2, "V's second leg (lighter)" };
 	else if (in->vp > 1)
 		item[n++] = (struct legend_item){ TIMELINE_COLOR_F2, "odd virtual stage (lighter)" };

@@ -50,13 +50,13 @@ struct timeline_rank {
  * value type (large: allocate it). */
 struct timeline_in {
 	enum schedule schedule;	/* interleaved and interleaved-zb need
-				   vp >= 2 and m >= pp, zb-v vp = 2, the
-				   others vp = 1 */
+				   vp >= 2 and m >= pp, zb-v vp = 2, zb-h2
+				   m >= pp, the others vp = 1 */
 	int pp, vp, m;
 	double fwd[MAX_STAGES];	/* forward pass */
 	double bwd[MAX_STAGES];	/* backward pass; with the zero-bubble
-				   schedules (zb-h1, interleaved-zb, zb-v)
-				   only its input-gradient part B */
+				   schedules (zb-h1, interleaved-zb, zb-v,
+				   zb-h2) only its input-gradient part B */
 	double wgt[MAX_STAGES];	/* zero bubble: the weight-gradient part W
 				   (Qi et al. 2024); ignored otherwise */
 	double send[MAX_STAGES];	/* p2p into stage k from stage k - 1,

@@ -38,7 +38,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP x TP / ETP and the experts)") \
 	X(ETP, "etp", 1, "N", "fix the expert tensor-parallel degree (MoE; divides TP; default: searched)") \
 	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
-	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v") \
+	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe") \
 	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
 	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
 	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
@@ -213,7 +213,7 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 	case OPT_EXHAUSTIVE: o->exhaustive = true; break;
 	case OPT_SCHEDULE:
 		if ((o->schedule = schedule_parse(arg)) < 0)
-			return usage("unknown schedule '%s' (1f1b, interleaved, zb-h1, gpipe)", arg);
+			return usage("unknown schedule '%s' (1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe)", arg);
 		break;
 	case OPT_RECOMPUTE:
 		if ((o->recompute = recompute_parse(arg)) < 0)

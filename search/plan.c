@@ -689,7 +689,8 @@ static void why_not(struct search *S, struct plan_row *row)
  * searched every partition (one group) or every placement and partition
  * (small) without virtual stages, its optimum bounds the iteration from
  * below: the gap is 0 but where a later rank's tail ends after rank 0's
- * (cost.c iter_tail), which the DP does not see. Elsewhere
+ * (cost.c iter_tail), which the DP does not see. Elsewhere (and under
+ * DualPipe, whose stages share their ranks with their mirrors)
  * partition_place_bound; with virtual stages it takes cost_evaluate's
  * weights over the ranks' totals (the frame's ra, rb; cost.c pipe_terms). */
 static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
@@ -714,7 +715,9 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 	/* vocabulary parallelism: every stage's share, which the bound does
 	 * not see (the DP does: pipeline_frame.vocab), at its least */
 	vmin = n ? (f.a + f.b * best->pp) * vmin : 0;
-	if (best->vp == 1 && (n == 1 || (small && !S->fixed)))
+	/* DualPipe: the DP caps each stage at half its rank's memory, where
+	   the rank holds the stage and its mirror: not exact */
+	if (best->vp == 1 && best->schedule != SCHED_DUALPIPE && (n == 1 || (small && !S->fixed)))
 		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
 			       ? 0
 			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
@@ -894,13 +897,21 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			 * is searched at 2 (more with --vp), which keeps the
 			 * search within its time targets */
 			if (schedule_virtual((enum schedule)sc) != (vp > 1) ||
-			    (sc == SCHED_ZB_V && vp != 2) ||
+			    (schedule_v((enum schedule)sc) && vp != 2) ||
 			    (sc == SCHED_INTERLEAVED_ZB && !o->vp && vp != 2))
 				continue;
 			/* Interleaving needs micro-batches >= pp (Megatron);
 			 * the zero-bubble schedules (Qi et al. 2024) assume it
 			 * too. */
-			if ((vp > 1 || sc == SCHED_ZB_H1) && s->micro_batches < s->pp)
+			if ((vp > 1 || sc == SCHED_ZB_H1 || sc == SCHED_ZB_H2) &&
+			    s->micro_batches < s->pp)
+				continue;
+			/* DualPipe and DualPipeV need m >= 2 pp (the DualPipe
+			 * repository's num_chunks >= num_ranks * 2); DualPipe
+			 * an even pp and m (two directions, half each) */
+			if (schedule_fb_overlap((enum schedule)sc) &&
+			    (s->pp == 1 || s->micro_batches < 2 * s->pp ||
+			     (sc == SCHED_DUALPIPE && (s->pp % 2 || s->micro_batches % 2))))
 				continue;
 			/* virtual stages need a pipeline (Megatron: the
 			 * interleaved schedule needs pipeline size > 1) */
@@ -913,7 +924,22 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			s->schedule = (enum schedule)sc;
 			s->vp = vp;
 			s->n_stages = s->pp * vp;
+			if (!schedule_fb_overlap((enum schedule)sc)) {
+				fits |= evaluate(S, s);
+				continue;
+			}
+			/* DualPipe(V) hide part of the EP all-to-all in the
+			 * layers' own times (cost.c layer_parts): their own
+			 * layer costs, not the mbs loop's */
+			struct layer_costs keep = S->lc;
+
+			if (cost_layers(&S->lc, S->m, S->c, s, NULL) < 0) {
+				S->lc = keep;
+				continue;
+			}
 			fits |= evaluate(S, s);
+			cost_layers_free(&S->lc);
+			S->lc = keep;
 		}
 	}
 	return fits;
@@ -1452,10 +1478,13 @@ static int check_opts(const struct model *m, const struct cluster *c,
 			       o->vocab_par == 1 && o->slices > 1 ? "" : "s");
 	if (o->vp && o->schedule >= 0 &&
 	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
-	     (o->schedule == SCHED_ZB_V && o->vp != 2)))
+	     (schedule_v((enum schedule)o->schedule) && o->vp != 2)))
 		return err_set(e, "--vp %d does not go with --schedule %s%s", o->vp,
 			       schedule_name((enum schedule)o->schedule),
-			       o->schedule == SCHED_ZB_V ? " (ZB-V runs 2 stages per rank)" : "");
+			       schedule_v((enum schedule)o->schedule) ? " (it runs 2 stages per rank)" : "");
+	if (o->schedule == SCHED_DUALPIPE && o->pp && o->pp % 2)
+		return err_set(e, "--schedule dualpipe needs an even --pp (its two directions meet in the middle), not %d",
+			       o->pp);
 	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))
 		return err_set(e, "--exhaustive is for at most 14 blocks and 64 GPUs (it tries every partition and placement)");
 	if (o->fp8 == 1)

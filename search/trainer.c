@@ -99,20 +99,32 @@ static int check_shape(enum trainer t, const struct model *m,
  * - torchtitan v0.2.2 (torch.distributed.pipelining): 1F1B, GPipe,
  *   Interleaved1F1B, and the zero-bubble InterleavedZeroBubble (looped,
  *   several stages per rank: interleaved-zb) and ZBVZeroBubble (two stages
- *   per rank in a V: zb-v); no ZB-H1, which keeps one stage per rank.
+ *   per rank in a V: zb-v); no ZB-H1 or ZB-H2, which keep one stage per
+ *   rank (torch has no ZB-H2 schedule; Qi et al.'s own ZB-H2 runs in their
+ *   Megatron-LM fork, not in the Megatron-LM that TRAINERS.md reads);
+ *   DualPipeV (two stages per rank in a V: dualpipev; TRAINERS.md lists it
+ *   among the names pipeline_parallel_schedule takes, from
+ *   torch.distributed.pipelining's ScheduleDualPipeV, which the PyTorch
+ *   that torchtitan v0.2.2 requires has).
+ * - DualPipe (two model copies) has no trainer here: deepseek-ai/DualPipe
+ *   is a library to build a trainer around, so it is planning only.
  * - DeepSpeed's pipeline engine: 1F1B with one stage per rank only.
  * Every trainer: virtual stages go with the schedules that have them
  * (schedule_virtual; ZB-V exactly 2), and need micro-batches >= pp. */
 static int check_schedule(enum trainer t, const struct strategy *s, struct err *e)
 {
-	bool zb = s->schedule == SCHED_INTERLEAVED_ZB || s->schedule == SCHED_ZB_V;
+	bool zb = s->schedule == SCHED_INTERLEAVED_ZB || s->schedule == SCHED_ZB_V ||
+		  s->schedule == SCHED_DUALPIPE_V;
+	bool h = s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_ZB_H2;
 
 	if (s->pp > 1) {
-		if (s->schedule == SCHED_ZB_H1 && t == TRAINER_TORCHTITAN)
-			return refuse(e, t, "schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v");
-		if (s->schedule == SCHED_ZB_H1)
-			return refuse(e, t, "schedule 'zb-h1' is a planning option only, with no %s flag or config; plan with 1f1b or interleaved",
-				      names[t]);
+		if (h && t == TRAINER_TORCHTITAN)
+			return refuse(e, t, "schedule '%s' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v",
+				      schedule_name(s->schedule));
+		if (h || s->schedule == SCHED_DUALPIPE)
+			return refuse(e, t, "schedule '%s' is a planning option only, with no %s flag or config; plan with 1f1b%s",
+				      schedule_name(s->schedule), names[t],
+				      t == TRAINER_DEEPSPEED ? "" : " or interleaved");
 		if (zb && t != TRAINER_TORCHTITAN)
 			return refuse(e, t, "schedule '%s' has no %s flag or config (torchtitan runs it); plan with 1f1b%s",
 				      schedule_name(s->schedule), names[t],
@@ -123,10 +135,14 @@ static int check_schedule(enum trainer t, const struct strategy *s, struct err *
 		if (schedule_virtual(s->schedule) && s->vp < 2)
 			return refuse(e, t, "schedule '%s' needs vp > 1, not %d",
 				      schedule_name(s->schedule), s->vp);
-		if (s->schedule == SCHED_ZB_V && s->vp != 2)
-			return refuse(e, t, "schedule 'zb-v' runs 2 stages per rank, not vp %d", s->vp);
+		if (schedule_v(s->schedule) && s->vp != 2)
+			return refuse(e, t, "schedule '%s' runs 2 stages per rank, not vp %d",
+				      schedule_name(s->schedule), s->vp);
+		if (s->schedule == SCHED_DUALPIPE_V && s->micro_batches < 2 * s->pp)
+			return refuse(e, t, "schedule 'dualpipev' needs micro-batches (%d) >= 2 x pp (%d)",
+				      s->micro_batches, 2 * s->pp);
 		if (!schedule_virtual(s->schedule) && s->vp > 1)
-			return refuse(e, t, "vp %d needs schedule 'interleaved', 'interleaved-zb' or 'zb-v', not '%s'",
+			return refuse(e, t, "vp %d needs schedule 'interleaved', 'interleaved-zb', 'zb-v' or 'dualpipev', not '%s'",
 				      s->vp, schedule_name(s->schedule));
 	}
 	if (s->vp > 1 && t == TRAINER_DEEPSPEED)

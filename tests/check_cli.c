@@ -632,6 +632,10 @@ static const struct {
 	{ DEMO " --pp 1 --schedule zb-v", "--pp 1 has no pipeline to interleave: --schedule zb-v and --vp need --pp > 1" },
 	{ DEMO " --pp 1 --vocab-parallel on", "--pp 1 has no pipeline: --vocab-parallel on needs --pp > 1" },
 	{ DEMO " --pp 1 --slices 4", "--pp 1 has no pipeline: --slices needs --pp > 1" },
+	{ DEMO " --pp 1 --schedule dualpipev", "--pp 1 has no pipeline to interleave: --schedule dualpipev and --vp need --pp > 1" },
+	{ DEMO " --schedule dualpipev --vp 3", "--vp 3 does not go with --schedule dualpipev (it runs 2 stages per rank)" },
+	{ DEMO " --schedule dualpipe --pp 3", "--schedule dualpipe needs an even --pp (its two directions meet in the middle), not 3" },
+	{ DEMO " --schedule bitpipe", "unknown schedule 'bitpipe' (1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe)" },
 	{ DEMO " --grad-dtype fp8", "--grad-dtype needs fp32, bf16 or fp16, not 'fp8'" },
 	{ DEMO " --grad-acc-fusion yes", "--grad-acc-fusion needs on or off, not 'yes'" },
 	{ DEMO " --work-budget 0", "--work-budget needs a positive number of strategies, not '0'" },
@@ -1005,6 +1009,49 @@ START_TEST(virtual_schedules_need_a_pipeline)
 }
 END_TEST
 
+/* The new schedules' rules on Mixtral-8x7B on 16 DGX H100 at global batch
+ * 256: ZB-H2 rows have micro-batches >= pp and one stage per rank;
+ * DualPipeV rows 2 stages per rank, micro-batches >= 2 pp and, with EP,
+ * part of the EP all-to-all hidden; DualPipe rows an even pp and micro-batches >= 2
+ * pp. No trainer runs ZB-H2 or DualPipe, and torchtitan, which runs
+ * DualPipeV, ships no Mixtral: every row with a pipeline is planning
+ * only. */
+START_TEST(new_schedules_rules)
+{
+	static const char *const sched[] = { "zb-h2", "dualpipev", "dualpipe" };
+
+	for (int i = 0; i < 3; i++) {
+		char args[256];
+		const cJSON *row;
+		int n = 0;
+
+		snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster "
+			 "clusters/dgx-h100.json --gbs 256 --top 5 --schedule %s --json -", sched[i]);
+		cJSON *doc = json_of(args);
+
+		cJSON_ArrayForEach(row, field(doc, "strategies")) {
+			int pp = field(row, "pp")->valueint, m = field(row, "micro_batches")->valueint;
+
+			ck_assert_str_eq(field(row, "schedule")->valuestring, sched[i]);
+			/* at pp 1 there is no pipeline to schedule */
+			if (pp > 1)
+				ck_assert_str_eq(field(row, "trainers")->valuestring, "none");
+			ck_assert_int_ge(m, i ? 2 * pp : pp);
+			ck_assert_int_eq(field(row, "virtual_stages")->valueint, i == 1 ? 2 : 1);
+			if (i == 2)
+				ck_assert(pp % 2 == 0 && m % 2 == 0);
+			if (i && field(row, "ep")->valueint > 1)
+				ck_assert_double_gt(field(row, "ep_comm_hidden_s")->valuedouble, 0);
+			else
+				ck_assert_double_eq(field(row, "ep_comm_hidden_s")->valuedouble, 0);
+			n++;
+		}
+		ck_assert_int_gt(n, 0);
+		cJSON_Delete(doc);
+	}
+}
+END_TEST
+
 /* On the mixed cluster the placement is still searched under a fixed
  * layout. Llama-3-70B at TP 8: a block has 2 h^2 + 2 h (8 x 128) + 3 h f
  * = 856e6 parameters, 107e6 per GPU, 1.8 GiB of states (18 bytes each);
@@ -1102,6 +1149,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, layout_keeps_searching_the_placement);
 	tcase_add_test(tc, zb_v_search_no_worse_than_even_split);
 	tcase_add_test(tc, virtual_schedules_need_a_pipeline);
+	tcase_add_test(tc, new_schedules_rules);
 	tcase_add_test(tc, moe_balance_and_capacity);
 	tcase_add_test(tc, expert_tp);
 	tcase_add_test(tc, what_if_that_does_not_fit);

@@ -898,6 +898,33 @@ static char *emit_text(const char *format, const struct fix *f, const char *name
 	return text;
 }
 
+/* DualPipeV (TRAINERS.md: torchtitan's pipeline_parallel_schedule takes
+ * "DualPipeV"): the ZB-V plan (stages 0 and 3 on rank 0, 1 and 2 on rank
+ * 1; 32 micro-batches >= 2 pp) under DualPipeV emits for torchtitan with
+ * its name and the V comment, and the Megatron-based trainers refuse it;
+ * with 3 micro-batches (< 2 pp = 4) torchtitan refuses it too. */
+START_TEST(test_dualpipev_titan)
+{
+	struct fix f;
+	struct err e = { "" };
+	char *toml;
+
+	fixture(&f, ZBV);
+	f.s.schedule = SCHED_DUALPIPE_V;
+	toml = emit_text("torchtitan", &f, "train.toml", true);
+	ck_assert_ptr_nonnull(toml);
+	ck_assert_ptr_nonnull(strstr(toml, "pipeline_parallel_schedule = \"DualPipeV\"\n"));
+	ck_assert_ptr_nonnull(strstr(toml, "# DualPipeV: the model parts below in stage order"));
+	free(toml);
+	ck_assert_int_eq(trainer_check(TRAINER_MEGATRON, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_str_eq(e.msg, "megatron: schedule 'dualpipev' has no megatron flag or config (torchtitan runs it); plan with 1f1b or interleaved");
+	f.s.gbs = 6;
+	f.s.micro_batches = 3;
+	ck_assert_int_eq(trainer_check(TRAINER_TORCHTITAN, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "schedule 'dualpipev' needs micro-batches (3) >= 2 x pp (4)"));
+}
+END_TEST
+
 #define F(name) static void name(struct fix *f)
 F(f_base) { (void)f; }
 F(f_tp_overlap) { f->s.tp_overlap = true; }
@@ -1653,6 +1680,7 @@ static const char *const v2_columns[] = {
 	"gpus_used", "cost_per_iteration_usd", "cost_per_million_tokens_usd", "trainers",
 	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor", "etp",
 	"vocab_parallel", "vocab_comm_s", "slimpipe_slices",
+	"ep_comm_hidden_s",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -2021,6 +2049,8 @@ R(r_group) { f->s.group[1] = 5; }
 R(r_zero_range) { f->s.zero = 4; }
 R(r_positive) { f->s.mbs = 0; }
 R(r_zb_h1) { f->s.schedule = SCHED_ZB_H1; }
+R(r_zb_h2) { f->s.schedule = SCHED_ZB_H2; }
+R(r_dualpipe) { f->s.schedule = SCHED_DUALPIPE; }
 R(r_gpipe) { f->s.schedule = SCHED_GPIPE; }
 R(r_interleaved_vp1) { f->s.schedule = SCHED_INTERLEAVED; }
 R(r_vp_1f1b) { interleave(f); f->s.schedule = SCHED_1F1B; }
@@ -2073,9 +2103,13 @@ static const struct rule {
 	{ TRAINER_MEGATRON, r_zb_h1, "megatron: schedule 'zb-h1' is a planning option only, with no megatron flag or config" },
 	{ TRAINER_TORCHTITAN, r_zb_h1, "torchtitan: schedule 'zb-h1' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank)" },
 	{ TRAINER_DEEPSPEED, r_zb_h1, "deepspeed: schedule 'zb-h1' is a planning option only" },
+	{ TRAINER_NEMO, r_zb_h2, "nemo: schedule 'zb-h2' is a planning option only, with no nemo flag or config" },
+	{ TRAINER_TORCHTITAN, r_zb_h2, "torchtitan: schedule 'zb-h2' (one stage per rank) has no torch.distributed.pipelining schedule" },
+	{ TRAINER_TORCHTITAN, r_dualpipe, "torchtitan: schedule 'dualpipe' is a planning option only, with no torchtitan flag or config" },
+	{ TRAINER_DEEPSPEED, r_dualpipe, "deepspeed: schedule 'dualpipe' is a planning option only, with no deepspeed flag or config; plan with 1f1b" },
 	{ TRAINER_NEMO, r_gpipe, "nemo: schedule 'gpipe' has no nemo flag or config (its pipeline runs 1F1B)" },
 	{ TRAINER_MEGATRON, r_interleaved_vp1, "megatron: schedule 'interleaved' needs vp > 1, not 1" },
-	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', 'interleaved-zb' or 'zb-v', not '1f1b'" },
+	{ TRAINER_MEGATRON, r_vp_1f1b, "megatron: vp 2 needs schedule 'interleaved', 'interleaved-zb', 'zb-v' or 'dualpipev', not '1f1b'" },
 	{ TRAINER_DEEPSPEED, r_vp, "deepspeed: no interleaved pipeline (vp 2)" },
 	{ TRAINER_MEGATRON, r_interleave_mb, "megatron: interleaving (vp 2) needs micro-batches (1) >= pp (2)" },
 	{ TRAINER_MEGATRON, r_gbs, "megatron: global batch (510) must be divisible by micro batch (1) * dp (4)" },
@@ -2169,6 +2203,7 @@ int main(void)
 	tcase_add_test(tc, test_titan_fidelity);
 	tcase_add_test(tc, test_feature_deepspeed);
 	tcase_add_test(tc, test_report_csv);
+	tcase_add_test(tc, test_dualpipev_titan);
 	tcase_add_test(tc, test_report_json);
 	tcase_add_test(tc, test_report_explain);
 	tcase_add_test(tc, test_write_dirs_and_replace);

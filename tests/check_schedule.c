@@ -181,6 +181,74 @@ START_TEST(test_zb_v)
 }
 END_TEST
 
+/* ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1), p = 4, m = 8, flushed:
+ * - F = B = W = 1 (c = 3, rho = 1/3): rank 3 waits 3 forwards, then runs
+ *   its 3 m = 24 without a gap: T = 27, ZB-H1's (p-1)(F + B - W) = 3 too;
+ *   a = 8 - 1/3, b = 1/3: 23 + 4 = 27.
+ * - F = 1, recomputation R = 1 before B, B = R + 1 = 2, W = 1 (c = 4):
+ *   ZB-H1 T = 32 + 3 (F + B - W) = 38 (rho = (F + R) / c = 1/2); ZB-H2 T
+ *   = 32 + 3 max(F, F + B - 2W) = 35 (its rho = 1/4): a = 7.75, b = 0.25:
+ *   31 + 4 = 35.
+ * In flight: the paper's peak 2p - 1 = 7 on every rank, at most m:
+ * m = 8: 7; m = 5: 5; m = 4: 4. */
+START_TEST(test_zb_h2)
+{
+	double a, b, c3[4] = {3, 3, 3, 3}, c4[4] = {4, 4, 4, 4};
+
+	schedule_weights(SCHED_ZB_H2, 8, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c3, 4), 27, 1e-12);
+	schedule_weights(SCHED_ZB_H1, 8, 1, 0.5, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 38, 1e-12);
+	schedule_weights(SCHED_ZB_H2, 8, 1, 0.25, &a, &b);
+	ck_assert_rel(a, 7.75, 1e-12);
+	ck_assert_rel(b, 0.25, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 35, 1e-12);
+	schedule_rank_weights(SCHED_ZB_H2, 8, 1, 0.25, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c4, 4), 35, 1e-12);
+	for (int r = 0; r < 4; r++) {
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 8, r), 7, 0);
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 5, r), 5, 0);
+		ck_assert_rel(schedule_inflight(SCHED_ZB_H2, 4, 1, 4, r), 4, 0);
+	}
+}
+END_TEST
+
+/* DualPipeV and DualPipe, p = 4, m = 8, F = B = W = 1, flushed:
+ * - DualPipeV: 8 chunks of c = 3; the last rank waits 3 chunk forwards,
+ *   then runs 2 x 8 x 3 = 48: T = 51; a = 16 - 1/3, b = 1/6: 47 + 4 = 51.
+ *   In flight 2p + 1 = 9 chunk micro-batches per rank: stage 0 holds 8,
+ *   stage 7 1; stage 3 2, stage 4 7; stage 1 6, stage 6 3.
+ * - DualPipe: 4 stages of c = 3 (each rank one of each copy), 8 x 3 = 24
+ *   of work, ranks 1 and 2 wait p/2 - 1 = 1 forward: T = 25; a = 8 -
+ *   1/3, b = 1/6: 23 + 2 = 25. In flight p + 1 = 5 per rank, 2.5 per
+ *   stage; m = 4: 2 per stage.
+ * - pairs: DualPipeV 1 - 9/16 = 7/16 of its 16 chunk passes; DualPipe 1 -
+ *   5/8 = 3/8; none for ZB-V, and none when the held fill the passes. */
+START_TEST(test_dualpipe)
+{
+	double a, b, c3[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+	static const double v8[8] = {8, 6, 4, 2, 7, 5, 3, 1};
+
+	schedule_weights(SCHED_DUALPIPE_V, 8, 2, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c3, 8), 51, 1e-12);
+	schedule_weights(SCHED_DUALPIPE, 8, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(a, 23.0 / 3, 1e-12);
+	ck_assert_rel(b, 1.0 / 6, 1e-12);
+	ck_assert_rel(schedule_time(a, b, c3, 4), 25, 1e-12);
+	schedule_rank_weights(SCHED_DUALPIPE, 8, 1, 1.0 / 3, &a, &b);
+	ck_assert_rel(schedule_time(a, b, c3, 4), 25, 1e-12);
+	for (int k = 0; k < 8; k++)
+		ck_assert_rel(schedule_inflight(SCHED_DUALPIPE_V, 4, 2, 8, k), v8[k], 0);
+	ck_assert_rel(schedule_inflight(SCHED_DUALPIPE, 4, 1, 8, 0), 2.5, 0);
+	ck_assert_rel(schedule_inflight(SCHED_DUALPIPE, 4, 1, 8, 3), 2.5, 0);
+	ck_assert_rel(schedule_inflight(SCHED_DUALPIPE, 4, 1, 4, 1), 2, 0);
+	ck_assert_rel(schedule_fb_paired(SCHED_DUALPIPE_V, 4, 8), 7.0 / 16, 1e-12);
+	ck_assert_rel(schedule_fb_paired(SCHED_DUALPIPE, 4, 8), 3.0 / 8, 1e-12);
+	ck_assert_rel(schedule_fb_paired(SCHED_ZB_V, 4, 8), 0, 0);
+	ck_assert_rel(schedule_fb_paired(SCHED_DUALPIPE, 4, 5), 0, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -193,6 +261,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_interleaved_zb);
 	tcase_add_test(tc, test_zb_v);
+	tcase_add_test(tc, test_zb_h2);
+	tcase_add_test(tc, test_dualpipe);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -370,6 +370,23 @@ START_TEST(zero_bubble_virtual_never_better)
 }
 END_TEST
 
+/* ZB-H2, DualPipeV (the V of 2 stages per rank) and DualPipe (each rank
+ * holding its stage's mirror of the second copy): held to never beat
+ * --exhaustive and to stay within the reported gap of it. */
+START_TEST(new_schedules_never_better)
+{
+	int rows = 0;
+
+	gaps = 0;
+	for (unsigned seed = 1; seed <= 20; seed++) {
+		never_better(seed * 86028121u, SCHED_ZB_H2, 0, &rows);
+		never_better(seed * 433494437u, SCHED_DUALPIPE_V, 20000, &rows);
+		never_better(seed * 2971215073u, SCHED_DUALPIPE, 0, &rows);
+	}
+	ck_assert_int_gt(rows, 20);
+}
+END_TEST
+
 START_TEST(search_is_exact_1f1b)
 {
 	int n = 0;
@@ -752,6 +769,7 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, candidate_placements_never_better_zb_gpipe);
 	tcase_add_test(tc, deep_pipelines_within_gap);
 	tcase_add_test(tc, zero_bubble_virtual_never_better);
+	tcase_add_test(tc, new_schedules_never_better);
 	tcase_add_test(tc, interleaved_never_better);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(opts, 60);

@@ -293,13 +293,13 @@ END_TEST
  * V (chunk 1 of rank r is stage 2 pp - 1 - r), else looped (c pp + r). */
 static int stage_of(const struct timeline_in *in, int r, int c)
 {
-	return in->schedule == SCHED_ZB_V && c ? 2 * in->pp - 1 - r : c * in->pp + r;
+	return schedule_v(in->schedule) && c ? 2 * in->pp - 1 - r : c * in->pp + r;
 }
 
 /* The rank of virtual stage k: the inverse. */
 static int rank_of(const struct timeline_in *in, int k)
 {
-	return in->schedule == SCHED_ZB_V && k >= in->pp ? 2 * in->pp - 1 - k : k % in->pp;
+	return schedule_v(in->schedule) && k >= in->pp ? 2 * in->pp - 1 - k : k % in->pp;
 }
 
 /* Checks sim against in: every pass (kind, stage, micro-batch) exactly
@@ -307,11 +307,13 @@ static int rank_of(const struct timeline_in *in, int k)
  * rank's passes one after another; none starts before its input: F after
  * F of the stage before, B after B of the stage after (the last stage: its
  * own F), W after its B, plus half the boundary's send between ranks.
- * With ZB-V, no rank holds more than 2 pp chunks (F run, W not yet). */
+ * With ZB-V, no rank holds more than 2 pp chunks (F run, W not yet); with
+ * ZB-H2 more than 2 pp - 1 micro-batches. */
 static void check_deps(const struct timeline_in *in, const struct timeline_sim *sim)
 {
 	int pp = in->pp, S = pp * in->vp, m = in->m, zb = in->schedule == SCHED_ZB_H1 ||
-		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V;
+		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V ||
+		in->schedule == SCHED_ZB_H2 || in->schedule == SCHED_DUALPIPE_V;
 	double *end = xcalloc((size_t)3 * S * m, sizeof *end);
 	int *seen = xcalloc((size_t)3 * S * m, sizeof *seen);
 
@@ -361,6 +363,12 @@ static void check_deps(const struct timeline_in *in, const struct timeline_sim *
 		if (in->schedule == SCHED_ZB_V)
 			ck_assert_msg(most <= 2 * pp, "zb-v pp %d m %d rank %d holds %d", pp, m, r,
 				      most);
+		if (in->schedule == SCHED_DUALPIPE_V)
+			ck_assert_msg(most <= 2 * pp + 1, "dualpipev pp %d m %d rank %d holds %d", pp,
+				      m, r, most);
+		if (in->schedule == SCHED_ZB_H2)
+			ck_assert_msg(most <= 2 * pp - 1, "zb-h2 pp %d m %d rank %d holds %d", pp,
+				      m, r, most);
 	}
 	free(end);
 	free(seen);
@@ -374,15 +382,17 @@ static void check_deps(const struct timeline_in *in, const struct timeline_sim *
 START_TEST(test_dependencies)
 {
 	static const enum schedule scheds[] = { SCHED_1F1B, SCHED_GPIPE, SCHED_ZB_H1,
-						SCHED_INTERLEAVED, SCHED_INTERLEAVED_ZB, SCHED_ZB_V };
+						SCHED_INTERLEAVED, SCHED_INTERLEAVED_ZB, SCHED_ZB_V,
+						SCHED_ZB_H2, SCHED_DUALPIPE_V };
 	unsigned x = 12345;
 
-	for (int si = 0; si < 6; si++)
+	for (int si = 0; si < 8; si++)
 		for (int pp = 1; pp <= 8; pp++)
-			for (int m = scheds[si] == SCHED_ZB_V ? 1 : pp; m <= 3 * pp + 1; m++)
+			for (int m = scheds[si] == SCHED_ZB_V ? 1 : scheds[si] == SCHED_DUALPIPE_V ? 2 * pp : pp;
+			     m <= 3 * pp + 1; m++)
 				for (int uneven = 0; uneven < 2; uneven++) {
 					enum schedule sc = scheds[si];
-					int vp = sc == SCHED_ZB_V ? 2 : schedule_virtual(sc) ? 2 + m % 2 : 1;
+					int vp = schedule_v(sc) ? 2 : schedule_virtual(sc) ? 2 + m % 2 : 1;
 					struct timeline_in *in = balanced(sc, pp, vp, m, 1, 1, 1);
 					struct timeline_sim sim;
 
@@ -438,6 +448,84 @@ START_TEST(test_zb_closed_forms)
 				timeline_sim_free(&sim);
 				free(in);
 			}
+		}
+}
+END_TEST
+
+/* ZB-H2 against schedule.c's closed form on balanced stages, flushed:
+ * - t_F = t_B = t_W = 1 (rho 1/3): rank p - 1 waits p - 1 forwards and
+ *   then runs its 3 m passes without a gap: T = 3 m + p - 1 exactly, for
+ *   p 1 to 6 and m p to 4 p + 1; rank 0 holds 2 p - 1 micro-batches (m >=
+ *   2 p - 1), the paper's peak (check_deps: no rank more);
+ * - p = 4, m = 8, t_F = 1, t_B = 2 (recomputation 1 + input gradients 1),
+ *   t_W = 1: 8 x 4 + 3 max(t_F, t_F + t_B - 2 t_W) = 35; ZB-H1's order
+ *   8 x 4 + 3 (t_F + t_B - t_W) = 38. */
+START_TEST(test_zb_h2_closed_form)
+{
+	struct timeline_in *in;
+	struct timeline_sim sim;
+
+	for (int p = 1; p <= 6; p++)
+		for (int m = p; m <= 4 * p + 1; m++) {
+			int held = 0, most = 0;
+
+			in = balanced(SCHED_ZB_H2, p, 1, m, 1, 1, 1);
+			simulate(&sim, in);
+			ck_assert_msg(fabs(sim.makespan - (3.0 * m + p - 1)) < 1e-9,
+				      "zb-h2 p %d m %d: %g", p, m, sim.makespan);
+			for (int i = sim.first[0]; i < sim.first[1]; i++) {
+				held += sim.op[i].kind == TIMELINE_F ? 1 :
+					sim.op[i].kind == TIMELINE_W ? -1 : 0;
+				most = held > most ? held : most;
+			}
+			ck_assert_int_eq(most, m < 2 * p - 1 ? m : 2 * p - 1);
+			timeline_sim_free(&sim);
+			free(in);
+		}
+	in = balanced(SCHED_ZB_H2, 4, 1, 8, 1, 2, 1);
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 35, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+	in = balanced(SCHED_ZB_H1, 4, 1, 8, 1, 2, 1);
+	simulate(&sim, in);
+	ck_assert_rel(sim.makespan, 38, 1e-12);
+	timeline_sim_free(&sim);
+	free(in);
+}
+END_TEST
+
+/* DualPipeV (schedule.c: ZB-V's weights, 2 pp + 1 chunks held) on balanced
+ * chunks, t_F = t_B = t_W = 1, c_chunk = 3, rho 1/3: closed form 2 m
+ * c_chunk + (p - 1) rho c_chunk = 6 m + p - 1 (p = 4, m = 8: 51; the last
+ * rank waits p - 1 = 3 chunk forwards, then runs its 2 x 8 x 3 = 48 passes
+ * without a gap). The order meets it for p 2 to 4 and m 2 p to 4 p; it is
+ * never below (a lower bound) and within 2 (p - 1) for p 5, 6. */
+START_TEST(test_dualpipe_v_closed_form)
+{
+	for (int p = 2; p <= 6; p++)
+		for (int m = 2 * p; m <= 4 * p; m++) {
+			struct timeline_in *in = balanced(SCHED_DUALPIPE_V, p, 2, m, 1, 1, 1);
+			struct timeline_sim sim;
+			double a, b, c[2 * MAX_STAGES], closed;
+
+			simulate(&sim, in);
+			for (int k = 0; k < 2 * p; k++)
+				c[k] = 3;
+			schedule_weights(SCHED_DUALPIPE_V, m, 2, 1.0 / 3, &a, &b);
+			closed = schedule_time(a, b, c, 2 * p);
+			ck_assert_rel(closed, 6.0 * m + p - 1, 1e-12);
+			if (p <= 4)
+				ck_assert_msg(fabs(sim.makespan - closed) < 1e-9,
+					      "dualpipev p %d m %d: %g (closed form %g)", p, m,
+					      sim.makespan, closed);
+			else
+				ck_assert_msg(sim.makespan >= closed - 1e-9 &&
+					      sim.makespan <= closed + 2 * (p - 1) + 1e-9,
+					      "dualpipev p %d m %d: %g (closed form %g)", p, m,
+					      sim.makespan, closed);
+			timeline_sim_free(&sim);
+			free(in);
 		}
 }
 END_TEST
@@ -557,6 +645,19 @@ START_TEST(test_bad_input)
 	in->schedule = SCHED_INTERLEAVED_ZB;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved-zb needs micro-batches (3) >= pp (4)"));
+	in->schedule = SCHED_DUALPIPE_V;
+	in->m = 7;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "dualpipev needs micro-batches (7) >= 2 x pp (8)"));
+	in->m = 3;
+	in->vp = 1;
+	in->schedule = SCHED_ZB_H2;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "zb-h2 needs micro-batches (3) >= pp (4)"));
+	in->schedule = SCHED_DUALPIPE;
+	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "schedule dualpipe is not drawn"));
+	in->vp = 2;
 	in->schedule = SCHED_ZB_V;
 	in->vp = 3;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
@@ -564,11 +665,11 @@ START_TEST(test_bad_input)
 	in->vp = 2;
 	in->schedule = SCHED_1F1B;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
-	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb and zb-v only"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb, zb-v and dualpipev only"));
 	in->schedule = SCHED_ZB_V;
 	in->vp = 1;
 	ck_assert_int_eq(timeline_simulate(&sim, in, &e), -1);
-	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb and zb-v only"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "interleaved, interleaved-zb, zb-v and dualpipev only"));
 	in->schedule = SCHED_1F1B;
 	in->vp = 1;
 	in->m = TIMELINE_MAX_OPS;
@@ -947,6 +1048,8 @@ int main(void)
 	tcase_add_test(tc, test_zb_v_order);
 	tcase_add_test(tc, test_dependencies);
 	tcase_add_test(tc, test_zb_closed_forms);
+	tcase_add_test(tc, test_zb_h2_closed_form);
+	tcase_add_test(tc, test_dualpipe_v_closed_form);
 	tcase_add_test(tc, test_interleaved_short_group);
 	tcase_add_test(tc, test_balanced_closed_forms);
 	tcase_add_test(tc, test_send_and_tails);
