@@ -1034,6 +1034,11 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 					continue;
 				s->vocab_par = v;
 				s->slices = n > 1 ? n : 0;
+				/* the layer costs of every schedule but DualPipe(V),
+				 * which each_schedule costs apart: not those of the
+				 * schedule the last strategy ended on */
+				s->schedule = SCHED_1F1B;
+				s->vp = 1;
 				if (cost_layers(&S->lc, S->m, S->c, s, e)) {
 					S->err_at = S->count;
 					*rc = -1;
