@@ -103,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_ASSERT(p->n_feasible >= 0 && p->n_feasible <= p->n_row);
+	/* the rows' groups index the plan's cluster (its mixed groups too) */
+	c = p->cluster;
 	if (report_csv(csv_path, p, m, c, &e) || report_json(json_path, p, m, c, &e)) {
 		fprintf(stderr, "fuzz_report: writing failed: %s\n", e.msg);
 		abort();

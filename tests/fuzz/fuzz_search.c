@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int k = 0; k < s->n_stages; k++)
 			FUZZ_ASSERT(s->first[k] < s->first[k + 1]);
 		for (int k = 0; k < s->pp; k++)
-			FUZZ_ASSERT(s->group[k] < c->n_group);
+			FUZZ_ASSERT(s->group[k] < p->cluster->n_group);
 		if (r < p->n_feasible) {
 			FUZZ_ASSERT(isfinite(row->r.tokens_per_s) && row->r.tokens_per_s > 0);
 			/* the rows a trainer runs first, then by throughput */
