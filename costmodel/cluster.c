@@ -673,8 +673,9 @@ static void mix_links(const struct cluster *c, struct node_group *M, int fresh)
 	M->price_gpu_hour = usd > 0 ? usd / M->stage_gpus : 0;
 }
 
-/* Appends to x the mixed groups for ranks of n GPUs (cluster_mix). */
-static void mix_size(struct cluster *x, const struct cluster *c, int n, int *fresh)
+/* Appends to c the mixed groups for ranks of n GPUs from the GPUs its real
+ * groups leave over (cluster_mix). */
+static void mix_size(struct cluster *c, int n, int *fresh)
 {
 	int left[MAX_GROUPS], total = 0;
 
@@ -682,10 +683,10 @@ static void mix_size(struct cluster *x, const struct cluster *c, int n, int *fre
 		left[g] = c->group[g].n_part ? 0 : c->group[g].nodes * c->group[g].gpus_per_node % n;
 		total += left[g];
 	}
-	if (!total || total % n || x->n_group + total / n > MAX_GROUPS)
+	if (!total || total % n || c->n_group + total / n > MAX_GROUPS)
 		return;
 	for (int g = 0, r = 0; r < total / n; r++) {
-		struct node_group *M = &x->group[x->n_group++];
+		struct node_group *M = &c->group[c->n_group++];
 		char name[256];
 		int at = 0;
 
@@ -736,7 +737,7 @@ struct cluster *cluster_mix(const struct cluster *c)
 	}
 	for (int n = 1; n <= c->total_gpus; n++)
 		if (c->total_gpus % n == 0)
-			mix_size(x, x, n, &fresh);
+			mix_size(x, n, &fresh);
 	return x;
 }
 
