@@ -115,7 +115,7 @@ static bool same_choice(const struct strategy *a, const struct strategy *b)
 	       a->ep == b->ep && a->vp == b->vp && a->mbs == b->mbs &&
 	       a->schedule == b->schedule && a->recompute == b->recompute &&
 	       a->zero == b->zero && a->vocab_par == b->vocab_par &&
-	       a->slices == b->slices;
+	       a->slices == b->slices && !memcmp(a->uneven, b->uneven, sizeof a->uneven);
 }
 
 /* Best iteration time among rows of p with the choices of s; -1 if none. */
