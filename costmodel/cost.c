@@ -253,9 +253,11 @@ static int most_batches(const struct cluster *c, const struct strategy *s)
  * the busiest replica runs in m's stead: on the strategy's mixed group the
  * part i with the largest n_i x its seconds, times n_i / m (n_i the most
  * micro-batches a replica of part i runs), on any other group its time x
- * max_i n_i / m (every replica passes through each stage). Exact for one
- * stage; with pp > 1 the stages' fill and drain are charged at the same
- * rate (README "Heterogeneous clusters"). Returns -1 with e set. */
+ * max_i n_i / m (every replica passes through each stage). One stage
+ * then takes max_i n_i t_i (up to the per-layer max, as the even split's
+ * slowest type); with pp > 1 the fill and drain are charged at the same
+ * rate, an upper bound (README "Uneven micro-batches on mixed ranks").
+ * Returns -1 with e set. */
 static int layer_parts(struct parts *p, const struct model *m, int l,
 		       const struct cluster *c, int g, const struct strategy *s,
 		       struct err *e)

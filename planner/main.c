@@ -786,7 +786,11 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
 		       p->row[i].s.zero, p->row[i].why);
 	}
-	if (!p->evaluated) {
+	if (!p->evaluated && cl->opts.uneven == 1) {
+		err_set(&e, "'%s': no strategy on '%s' has uneven micro-batches (--uneven-batches on): they need a pipeline rank whose DP replicas lie on GPU types of different speed, and a split that beats the even one",
+			cl->model, cl->cluster);
+		rc = EXIT_INPUT;
+	} else if (!p->evaluated) {
 		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;

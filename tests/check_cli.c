@@ -526,7 +526,9 @@ END_TEST
  * than the even one's with the same DP time (the gradients and their
  * reduction do not change); --explain shows the split and the token
  * weighting. The launch writers and --trainer refuse it with the
- * trainer's rule, writing nothing; --uneven-batches takes on or off. */
+ * trainer's rule, writing nothing; with one micro-batch per replica
+ * (micro-batch 16) there is no split, which the error says;
+ * --uneven-batches takes on or off. */
 START_TEST(uneven_batches_what_if_and_refusal)
 {
 	const char *args = "--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
@@ -580,6 +582,12 @@ START_TEST(uneven_batches_what_if_and_refusal)
 		free(err);
 	}
 	ck_assert_int_ne(access("build/uneven-refused", F_OK), 0);
+	/* micro-batch 16: one micro-batch per replica, none to move */
+	ck_assert_int_eq(run_ampplan("--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
+				     "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 16 --uneven-batches on", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "has uneven micro-batches (--uneven-batches on): they need a pipeline rank"));
+	free(out);
+	free(err);
 	snprintf(cmd, sizeof cmd, "%s --uneven-batches yes", args);
 	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 2);
 	ck_assert_ptr_nonnull(strstr(err, "--uneven-batches needs on or off, not 'yes'"));
