@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "collective.h"
@@ -148,13 +149,14 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   whole micro-batch (each slice's K and V go round once);
  * - vocabulary parallelism: nothing for the embedding and the head (every
  *   rank runs its share: vocab_parts).
- * p is zeroed first. */
-static int layer_parts(struct parts *p, const struct model *m, int l,
-		       const struct cluster *c, int g, const struct strategy *s,
-		       struct err *e)
+ * parts_of fills p's fields but vc_f, vc_b for the layer time t of a
+ * GPU type; layer_parts zeroes p, picks the type and applies uneven
+ * micro-batches (below). */
+static void parts_of(struct parts *p, const struct model *m, int l,
+		     const struct cluster *c, int g, const struct strategy *s,
+		     const struct layer_time *tt)
 {
-	static const struct parts zero_parts;
-	struct layer_time t;
+	struct layer_time t = *tt;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
 	double tf, tb, routed, step, a2a, ring_f, ring_b, z3;
 	struct strategy sl = *s;
@@ -165,21 +167,6 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	if (k > 1) {
 		sl.seq = s->seq / k;
 		sl.slices = 0;
-	}
-	*p = zero_parts;
-	if (s->vocab_par && !block)
-		return 0;
-	if (type_time(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
-		return -1;
-	/* a mixed group: each DP replica runs its share on its own type, and
-	 * the stage waits for the slowest (per layer) */
-	for (int i = 0; i < c->group[g].n_part; i++) {
-		struct layer_time u;
-
-		if (type_time(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
-			return -1;
-		if (u.fwd + u.bwd + u.recompute > t.fwd + t.bwd + t.recompute)
-			t = u;
 	}
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
@@ -220,6 +207,110 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	p->z3_f = exposed(z3, t.fwd);
 	p->z3_b = exposed(z3, t.bwd);
 	p->z3_h = 2 * z3 - p->z3_f - p->z3_b;
+}
+
+/* Every part of p times w. */
+static void parts_scale(struct parts *p, double w)
+{
+	p->fwd *= w, p->bwd *= w, p->recompute *= w;
+	p->tp_f *= w, p->tp_b *= w, p->tp_r *= w, p->tp_h *= w;
+	p->cp_f *= w, p->cp_b *= w, p->cp_r *= w, p->cp_h *= w;
+	p->ep_f *= w, p->ep_b *= w, p->ep_r *= w, p->ep_h *= w;
+	p->z3_f *= w, p->z3_b *= w, p->z3_h *= w;
+	p->vc_f *= w, p->vc_b *= w;
+}
+
+static double parts_total(const struct parts *p);
+
+/* The DP replicas (TP x CP groups) on part i of mixed group q. */
+static int part_replicas(const struct cluster *c, const struct strategy *s, int q, int i)
+{
+	int n = c->group[q].part_gpus[i] / (s->tp * s->cp);
+
+	return n > 0 ? n : 1;
+}
+
+/* The most micro-batches a DP replica of s runs: micro_batches, or under
+ * s->uneven the largest of ceil(uneven[i] / replicas) over the parts of
+ * its mixed rank. */
+static int most_batches(const struct cluster *c, const struct strategy *s)
+{
+	int q = strategy_uneven(s) ? cost_mixed_group(c, s) : -1, most = 0;
+
+	if (q < 0)
+		return micro_batches(s);
+	for (int i = 0; i < c->group[q].n_part; i++) {
+		int r = part_replicas(c, s, q, i), n = (s->uneven[i] + r - 1) / r;
+
+		most = n > most ? n : most;
+	}
+	return most > 0 ? most : micro_batches(s);
+}
+
+/* Layer l on one GPU of group g (parts_of): on a real group its type's;
+ * on a mixed group the slowest part type's (per layer); under uneven
+ * micro-batches (s->uneven) per micro-batch of the even count m, what
+ * the busiest replica runs in m's stead: on the strategy's mixed group the
+ * part i with the largest n_i x its seconds, times n_i / m (n_i the most
+ * micro-batches a replica of part i runs), on any other group its time x
+ * max_i n_i / m (every replica passes through each stage). One stage
+ * then takes max_i n_i t_i (up to the per-layer max, as the even split's
+ * slowest type); with pp > 1 the fill and drain are charged at the same
+ * rate, an upper bound (README "Uneven micro-batches on mixed ranks").
+ * Returns -1 with e set. */
+static int layer_parts(struct parts *p, const struct model *m, int l,
+		       const struct cluster *c, int g, const struct strategy *s,
+		       struct err *e)
+{
+	static const struct parts zero_parts;
+	struct layer_time t;
+	bool block = m->layer[l].kind == LAYER_BLOCK;
+	int q;
+
+	*p = zero_parts;
+	if (s->vocab_par && !block)
+		return 0;
+	if (type_time(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
+		return -1;
+	q = strategy_uneven(s) ? cost_mixed_group(c, s) : -1;
+	if (q >= 0 && g == q) {
+		/* uneven micro-batches: part i's replicas run up to n_i of
+		 * them on their own type; the stage is paced by the largest
+		 * n_i x its seconds per micro-batch, n_i / m x that part's */
+		double most = -1, w = 1;
+
+		for (int i = 0; i < c->group[g].n_part; i++) {
+			struct layer_time u;
+			struct parts x = zero_parts;
+			int r = part_replicas(c, s, g, i), n = (s->uneven[i] + r - 1) / r;
+
+			if (type_time(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
+				return -1;
+			parts_of(&x, m, l, c, g, s, &u);
+			if (n * parts_total(&x) > most) {
+				most = n * parts_total(&x);
+				*p = x;
+				w = (double)n / micro_batches(s);
+			}
+		}
+		parts_scale(p, w);
+		return 0;
+	}
+	/* a mixed group: each DP replica runs its share on its own type, and
+	 * the stage waits for the slowest (per layer) */
+	for (int i = 0; i < c->group[g].n_part; i++) {
+		struct layer_time u;
+
+		if (type_time(&u, m, l, &c->gpu[c->group[c->group[g].part_group[i]].gpu], s, e) < 0)
+			return -1;
+		if (u.fwd + u.bwd + u.recompute > t.fwd + t.bwd + t.recompute)
+			t = u;
+	}
+	parts_of(p, m, l, c, g, s, &t);
+	/* uneven micro-batches on another group: its replicas run up to the
+	 * most any replica runs */
+	if (q >= 0)
+		parts_scale(p, (double)most_batches(c, s) / micro_batches(s));
 	return 0;
 }
 
@@ -257,6 +348,123 @@ static int vocab_parts(struct parts *p, const struct model *m, const struct clus
 	return 0;
 }
 
+int cost_mixed_group(const struct cluster *c, const struct strategy *s)
+{
+	int found = -1, tpcp = s->tp * s->cp;
+
+	for (int g = 0; g < c->n_group; g++) {
+		const struct node_group *G = &c->group[g];
+		bool whole = G->n_part > 0 && G->stage_gpus == tpcp * s->dp;
+
+		for (int i = 0; whole && i < G->n_part; i++)
+			whole = G->part_gpus[i] % tpcp == 0;
+		if (!whole)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = g;
+	}
+	return found;
+}
+
+double cost_split(int n, const int *replicas, const double *t, long total, long cap,
+		  long *out)
+{
+	double most = 0;
+	long sum = 0;
+
+	if (n < 1)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (replicas[i] < 1 || !(t[i] > 0))
+			return -1;
+		out[i] = replicas[i];
+		sum += replicas[i];
+	}
+	if (total < sum || (cap > 0 && cap < 1))
+		return -1;
+	/* one micro-batch at a time to the part whose replica with the
+	 * fewest (out[i] / replicas[i] of them) would end least busy */
+	for (; sum < total; sum++) {
+		int best = 0;
+		double v = INFINITY;
+
+		for (int i = 0; i < n; i++) {
+			double x = (double)(out[i] / replicas[i] + 1) * t[i];
+
+			if (cap > 0 && out[i] / replicas[i] + 1 > cap)
+				continue;
+			if (x < v) {
+				v = x;
+				best = i;
+			}
+		}
+		if (v == INFINITY)
+			return -1;
+		out[best]++;
+	}
+	for (int i = 0; i < n; i++) {
+		double x = (double)((out[i] + replicas[i] - 1) / replicas[i]) * t[i];
+
+		most = x > most ? x : most;
+	}
+	return most;
+}
+
+int cost_uneven(unsigned short *out, const struct model *m, const struct cluster *c,
+		const struct strategy *s, int k, struct err *e)
+{
+	int q = cost_mixed_group(c, s), r[CLUSTER_MAX_PARTS], mb = micro_batches(s);
+	double t[CLUSTER_MAX_PARTS], even = 0, best;
+	long n[CLUSTER_MAX_PARTS], total = (long)mb * s->dp, cap = 0, most = 0;
+	struct strategy x = *s;
+
+	for (int i = 0; i < MAX_GROUPS; i++)
+		out[i] = 0;
+	if (q < 0 || c->group[q].n_part > MAX_GROUPS || total > 65535 || k < 0 ||
+	    k >= COST_UNEVEN_TRIES || (k > 0 && s->pp == 1))
+		return 0;
+	memset(x.uneven, 0, sizeof x.uneven);
+	for (int i = 0; i < c->group[q].n_part; i++) {
+		const struct gpu_type *gpu = &c->gpu[c->group[c->group[q].part_group[i]].gpu];
+
+		r[i] = part_replicas(c, s, q, i);
+		t[i] = 0;
+		for (int l = 0; l < m->n_layer; l++) {
+			struct layer_time u;
+			struct parts p = { 0 };
+
+			if (type_time(&u, m, l, gpu, &x, e) < 0)
+				return -1;
+			parts_of(&p, m, l, c, q, &x, &u);
+			t[i] += parts_total(&p);
+		}
+		if (!(t[i] > 0))
+			return 0;
+		even = t[i] * micro_batches(s) > even ? t[i] * micro_batches(s) : even;
+	}
+	best = cost_split(c->group[q].n_part, r, t, total, 0, n);
+	/* only where it beats the even split, by more than rounding */
+	if (!(best >= 0 && best < even * (1 - 1e-9)))
+		return 0;
+	for (int i = 0; i < c->group[q].n_part; i++)
+		most = (n[i] + r[i] - 1) / r[i] > most ? (n[i] + r[i] - 1) / r[i] : most;
+	if (k > 0) {
+		/* the cap of try k, none that repeats try k - 1's or the
+		 * uncapped most */
+		long d = most - mb, prev = mb + (d * (k - 1) + COST_UNEVEN_TRIES - 1) / COST_UNEVEN_TRIES;
+
+		cap = mb + (d * k + COST_UNEVEN_TRIES - 1) / COST_UNEVEN_TRIES;
+		if (cap >= most || (k > 1 && cap == prev) || cap <= mb)
+			return 0;
+		if (cost_split(c->group[q].n_part, r, t, total, cap, n) < 0)
+			return 0;
+	}
+	for (int i = 0; i < c->group[q].n_part; i++)
+		out[i] = (unsigned short)n[i];
+	return 1;
+}
+
 double cost_cp_exposed(const struct model *m, const struct cluster *c,
 		       const struct strategy *s)
 {
@@ -291,6 +499,12 @@ static double parts_rc(const struct parts *p)
 static double parts_bwd(const struct parts *p)
 {
 	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b + p->vc_b;
+}
+
+/* All of a layer's seconds per micro-batch. */
+static double parts_total(const struct parts *p)
+{
+	return parts_fwd(p) + parts_rc(p) + parts_bwd(p);
 }
 
 static int check_strategy(const struct strategy *s, struct err *e)
@@ -530,6 +744,9 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 {
 	int pp = s->pp > 0 ? s->pp : 1, vp = s->vp > 0 ? s->vp : 1;
 	int n = s->n_stages > 0 ? s->n_stages : pp * vp, mb = micro_batches(s);
+	/* uneven micro-batches: the busiest replica holds and sends as many
+	 * as it runs */
+	int most = most_batches(c, s);
 	double rho = 1.0 / 3, st = 0, act = 0;
 
 	if (n > MAX_STAGES)
@@ -559,7 +776,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp - lc->vocab_bytes;
 		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
-			f->link[g][h] = comm_pp_send(m, c, g, h, s);
+			f->link[g][h] = comm_pp_send(m, c, g, h, s) * most / mb;
 	}
 	if (schedule_v(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
@@ -570,7 +787,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	for (int k = 0; k < n; k++) {
 		bool hop = k && strategy_rank(s, k - 1) != strategy_rank(s, k);
 
-		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, mb, k);
+		f->inflight[k] = schedule_inflight(s->schedule, pp, vp, most, k);
 		if (strategy_slices(s) > 1) {
 			/* SlimPipe: stage k holds p - k slices in flight, each
 			 * 1/n of a micro-batch (Li et al. 2025 Sec. 3) */

@@ -72,6 +72,51 @@ struct layer_costs {
 double cost_cp_exposed(const struct model *m, const struct cluster *c,
 		       const struct strategy *s);
 
+/* The node group of the mixed rank that strategy s uses (README
+ * "Heterogeneous clusters"): the one mixed group of c (cluster_mix) made
+ * for ranks of tp x cp x dp GPUs whose parts are whole TP x CP groups;
+ * -1 when there is none, or more than one (uneven micro-batches are then
+ * not tried). */
+int cost_mixed_group(const struct cluster *c, const struct strategy *s);
+
+/* Uneven micro-batches by water-filling: n >= 1 parts, part i with
+ * replicas[i] >= 1 DP replicas taking t[i] > 0 seconds per micro-batch
+ * each; total micro-batches (at least the replicas' sum) given out one at
+ * a time to the replica whose count x t would be least after it (the
+ * first part on ties), each replica starting with one and, with cap > 0,
+ * none above cap. This is optimal for the largest count x t over the
+ * replicas: the greedy takes the total smallest of the terms (k x t_i for
+ * 2 <= k <= cap), and every split must reach the largest of them (the
+ * classic argument for a max of nondecreasing terms). Fills out[i] with
+ * part i's micro-batches, which its replicas share as evenly as integers
+ * go (ceil(out[i] / replicas[i]) the most). Returns that least max,
+ * seconds, or -1 with n < 1, a part without replicas or time, total below
+ * the replicas' sum or above cap x their sum. */
+double cost_split(int n, const int *replicas, const double *t, long total, long cap,
+		  long *out);
+
+/* The splits cost_uneven offers per strategy. */
+#define COST_UNEVEN_TRIES 4
+
+/* Try k (0 <= k < COST_UNEVEN_TRIES) of an uneven split for strategy s
+ * (degrees, mbs and micro_batches set) on the mixed rank it uses
+ * (cost_mixed_group): cost_split over its parts of the dp x m
+ * micro-batches (m = micro_batches), t_i the seconds per micro-batch of
+ * the whole model's layers on part i's GPU type with their exposed
+ * communication over the mixed rank's links (the slowest part's, as for
+ * the even split). Try 0: uncapped, the best split of a rank that holds
+ * the whole model (pp = 1). Tries 1 to COST_UNEVEN_TRIES - 1, with pp > 1
+ * only: capped at m + ceil(k (N - m) / COST_UNEVEN_TRIES) micro-batches
+ * per replica, N the most of try 0, since every replica runs its count
+ * through the single-type stages too (cost.c layer_parts); none that
+ * repeats the cap before it. Fills out[0..MAX_GROUPS) (all 0 when none;
+ * the values for strategy.uneven) and returns 1 where try 0 beats the
+ * even split (m x the slowest t_i) and try k exists; 0 where s uses no
+ * single mixed rank, try 0 cannot beat the even split, or try k is
+ * none; -1 with e set when a measured profile is unusable. */
+int cost_uneven(unsigned short *out, const struct model *m, const struct cluster *c,
+		const struct strategy *s, int k, struct err *e);
+
 /* Fills lc for strategy s (uses tp, cp, dp, ep, mbs, seq, recompute, zero,
  * sp; not the partition). Returns 0, or -1 with e set if a measured profile
  * is unusable. */

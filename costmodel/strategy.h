@@ -97,6 +97,15 @@ struct strategy {
 				   sequence into this many slices run as 1F1B
 				   units (1F1B only; no trainer here runs it);
 				   0 or 1: none (strategy_slices) */
+	unsigned short uneven[MAX_GROUPS];	/* uneven per-replica
+				   micro-batches (planning only; no trainer
+				   here runs them): uneven[i] the micro-batches
+				   per iteration of all the DP replicas on
+				   part i of the strategy's mixed rank
+				   (cost_mixed_group), spread over them as
+				   evenly as integers go; they sum to dp x
+				   micro_batches. All 0: every replica runs
+				   micro_batches (strategy_uneven) */
 	int n_stages;		/* pp * vp */
 	unsigned short first[MAX_STAGES + 1];
 	unsigned char group[MAX_STAGES];
@@ -183,6 +192,12 @@ static inline int strategy_vp(const struct strategy *s)
 static inline int strategy_slices(const struct strategy *s)
 {
 	return s->slices > 1 ? s->slices : 1;
+}
+
+/* Whether s runs uneven per-replica micro-batch counts (s->uneven). */
+static inline bool strategy_uneven(const struct strategy *s)
+{
+	return s->uneven[0] > 0;
 }
 
 /* The j-th virtual stage (0 <= j < vp) of pipeline rank q, in the order

@@ -124,10 +124,11 @@ static bool priced(const struct cluster *c)
 }
 
 /* "1f1b", "interleaved/v2", "slimpipe/8" (SlimPipe's 1F1B over 8 slices),
- * "1f1b+vocab" (vocabulary parallelism). */
+ * "1f1b+vocab" (vocabulary parallelism), "1f1b+uneven" (uneven
+ * per-replica micro-batches). */
 static void schedule_label(char *buf, size_t n, const struct strategy *s)
 {
-	const char *v = s->vocab_par ? "+vocab" : "";
+	const char *v = s->vocab_par ? "+vocab" : strategy_uneven(s) ? "+uneven" : "";
 
 	if (strategy_slices(s) > 1)
 		snprintf(buf, n, "slimpipe/%d%s", strategy_slices(s), v);
@@ -137,26 +138,53 @@ static void schedule_label(char *buf, size_t n, const struct strategy *s)
 		snprintf(buf, n, "%s%s", schedule_name(s->schedule), v);
 }
 
+/* Uneven per-replica micro-batches (strategy.uneven) as
+ * "p3:4x10+g4dn:3x5+g4dn:9x4": for each part of the mixed rank, in order,
+ * GROUP:RxN for R replicas that run N micro-batches each (two terms for a
+ * part whose replicas differ by one, the larger count first); "" when
+ * even. */
+static void uneven_label(char *buf, size_t n, const struct strategy *s, const struct cluster *c)
+{
+	int q = strategy_uneven(s) ? cost_mixed_group(c, s) : -1;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; q >= 0 && i < c->group[q].n_part; i++) {
+		const char *name = c->group[c->group[q].part_group[i]].name;
+		int r = c->group[q].part_gpus[i] / (s->tp * s->cp), lo = r > 0 ? s->uneven[i] / r : 0;
+		int hi = r > 0 ? s->uneven[i] % r : 0;
+
+		if (hi)
+			append(buf, n, &at, "%s%s:%dx%d", at ? "+" : "", name, hi, lo + 1);
+		if (r - hi)
+			append(buf, n, &at, "%s%s:%dx%d", at ? "+" : "", name, r - hi, lo);
+	}
+}
+
 /* Under the table: for the planning options no trainer here runs (SlimPipe,
- * vocabulary parallelism), the best row of each and what it would gain
- * over the best row a trainer runs (the first). */
+ * vocabulary parallelism, uneven micro-batches), the best row of each and
+ * what it would gain over the best row a trainer runs (the first). */
 static void planning_notes(FILE *out, const struct plan *p)
 {
 	const struct plan_row *best = p->n_feasible > 0 ? &p->row[0] : NULL;
 
 	if (!best || !best->trainers)
 		return;
-	for (int kind = 0; kind < 2; kind++)
+	for (int kind = 0; kind < 3; kind++)
 		for (int i = 0; i < p->n_feasible; i++) {
 			const struct plan_row *row = &p->row[i];
 			const struct strategy *s = &row->s;
+			const char *what[] = { "SlimPipe", "vocabulary parallelism",
+					       "uneven per-replica micro-batches" };
 			char sched[24];
 
-			if (kind ? !s->vocab_par : strategy_slices(s) < 2)
+			if (kind == 2 ? !strategy_uneven(s)
+			    : kind   ? !s->vocab_par
+				     : strategy_slices(s) < 2)
 				continue;
 			schedule_label(sched, sizeof sched, s);
 			fprintf(out, "planning only, no trainer here runs %s: best rank %d (%s, TP %d PP %d DP %d CP %d), %.3f s, %+.1f%% tokens/s and %.1f against %.1f GiB per GPU of rank 1\n",
-				kind ? "vocabulary parallelism" : "SlimPipe", i + 1, sched, s->tp, s->pp,
+				what[kind], i + 1, sched, s->tp, s->pp,
 				s->dp, s->cp, row->r.iter_s,
 				100.0 * (row->r.tokens_per_s / best->r.tokens_per_s - 1),
 				row->r.fullest_bytes / GiB, best->r.fullest_bytes / GiB);
@@ -304,6 +332,11 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	if (strategy_slices(s) > 1)
 		fprintf(out, "  SlimPipe (Li et al. 2025): each micro-batch of %d tokens run as %d slices of %d under 1F1B, causal attention evened out between them (planning only)\n",
 			s->seq, strategy_slices(s), s->seq / strategy_slices(s));
+	if (strategy_uneven(s)) {
+		uneven_label(why, sizeof why, s, c);
+		fprintf(out, "  uneven micro-batches per DP replica (planning only): %s of the even %d each, the global batch of %d kept; the per-micro-batch times below are the busiest replica's over %d; gradients must be averaged by tokens (each replica's sum over the global batch), not over DP\n",
+			why, s->micro_batches, s->gbs, s->micro_batches);
+	}
 	if (m->experts > 0) {
 		moe_label(why, sizeof why, s);
 		fprintf(out, "  MoE: EP %d x ETP %d x EDP %d, %s; the busiest of %d EP ranks at %.3f x the mean load (expert GEMMs, all-to-all, activations)\n",
@@ -601,6 +634,9 @@ static const struct column {
 	/* the EP all-to-all hidden under the paired micro-batch's compute
 	   (DualPipe, DualPipeV; 0 otherwise), not in iteration_s */
 	{ "ep_comm_hidden_s", COL_NUM },
+	/* planning option: uneven micro-batches per DP replica of the mixed
+	 * rank, GROUP:RxN terms (uneven_label; empty: even) */
+	{ "uneven_batches", COL_STR },
 };
 #define N_COLUMNS (sizeof columns / sizeof columns[0])
 #define FIELD_MAX 1024
@@ -705,6 +741,7 @@ static void row_fields(char f[][FIELD_MAX], int rank, const struct plan_row *row
 	snprintf(f[i++], FIELD_MAX, "%.6g", r->time.vocab);
 	snprintf(f[i++], FIELD_MAX, "%d", strategy_slices(s));
 	snprintf(f[i++], FIELD_MAX, "%.6g", r->time.ep_hidden);
+	uneven_label(f[i++], FIELD_MAX, s, c);
 }
 
 /* Writes one field: plain, or through csv_fwrite when it needs quoting

@@ -46,6 +46,7 @@ enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 	X(NORM, "norm", 1, "NAME", "norm kernels: fused (default), unfused")               \
 	X(VOCAB_PARALLEL, "vocab-parallel", 1, "on|off", "split embedding, head and loss over the pipeline ranks (planning only; default: both tried with PP > 1 under 1F1B; what-if: off)") \
 	X(SLICES, "slices", 1, "N", "SlimPipe: cut each micro-batch into N sequence slices under 1F1B, 1 for none (planning only; default: searched on long sequences; what-if: 1)") \
+	X(UNEVEN_BATCHES, "uneven-batches", 1, "on|off", "DP replicas of a mixed-type stage run micro-batch counts in proportion to speed (planning only; default: both tried where it is faster; what-if: off)") \
 	X(MOE_BALANCE, "moe-balance", 1, "NAME", "MoE balancing loss over each micro-batch (default) or the global-batch") \
 	X(MOE_CAPACITY, "moe-capacity", 1, "F", "MoE expert capacity factor: tokens beyond F x the mean are dropped (default: dropless)") \
 	X(FP8, "fp8", 1, "on|off", "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)") \
@@ -248,6 +249,10 @@ static int parse_option(struct cli *cl, int id, const char *arg)
 		if ((o->vocab_par = parse_switch(arg)) < 0)
 			return bad_value(name, "on or off", arg);
 		break;
+	case OPT_UNEVEN_BATCHES:
+		if ((o->uneven = parse_switch(arg)) < 0)
+			return bad_value(name, "on or off", arg);
+		break;
 	case OPT_SLICES:
 		if (parse_int(arg, 1, 1024, &o->slices))
 			return bad_value(name, "a number of slices from 1 to 1024", arg);
@@ -390,7 +395,7 @@ static bool strategy_option(int id)
 	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_ETP: case OPT_MBS:
 	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
 	case OPT_CP_COMM_TYPE: case OPT_MOE_BALANCE: case OPT_MOE_CAPACITY: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
-	case OPT_VOCAB_PARALLEL: case OPT_SLICES:
+	case OPT_VOCAB_PARALLEL: case OPT_SLICES: case OPT_UNEVEN_BATCHES:
 	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
 	case OPT_GRAD_DTYPE: case OPT_LAYOUT:
 		return true;
@@ -424,7 +429,7 @@ static int parse_compare(struct cli *cl, int i)
 					id = k;
 		}
 		if (id < 0 || !strategy_option(id)) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}
@@ -781,7 +786,11 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
 		       p->row[i].s.zero, p->row[i].why);
 	}
-	if (!p->evaluated) {
+	if (!p->evaluated && cl->opts.uneven == 1) {
+		err_set(&e, "'%s': no strategy on '%s' has uneven micro-batches (--uneven-batches on): they need a pipeline rank whose DP replicas lie on GPU types of different speed, and a split that beats the even one",
+			cl->model, cl->cluster);
+		rc = EXIT_INPUT;
+	} else if (!p->evaluated) {
 		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;

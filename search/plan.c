@@ -32,6 +32,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->attn = ATTN_FLASH;
 	o->cp_comm = -1;
 	o->vocab_par = -1;
+	o->uneven = -1;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->grad_acc_fusion = -1;
 	o->ilp_node_limit = ILP_NODE_LIMIT;
@@ -56,6 +57,8 @@ void plan_opts_complete(struct plan_opts *o)
 		o->fp8 = 0;
 	if (o->vocab_par < 0)
 		o->vocab_par = 0;
+	if (o->uneven < 0)
+		o->uneven = 0;
 	if (!o->slices)
 		o->slices = 1;
 	if (o->tp_overlap < 0)
@@ -890,7 +893,8 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			continue;
 		/* vocabulary parallelism and SlimPipe as their papers build
 		 * them: on 1F1B */
-		if ((s->vocab_par || strategy_slices(s) > 1) && sc != SCHED_1F1B)
+		if ((s->vocab_par || strategy_slices(s) > 1 || strategy_uneven(s)) &&
+		    sc != SCHED_1F1B)
 			continue;
 		for (int vp = o->vp ? o->vp : 1; vp <= (o->vp ? o->vp : 4); vp++) {
 			/* ZB-V has 2 stages per rank; interleaved zero bubble
@@ -1030,7 +1034,7 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 		for (int v = 0; v < 2 && !*rc; v++)
 			for (int n = S->o->slices > 1 ? S->o->slices : 1;
 			     n <= (S->o->slices > 1 ? S->o->slices : PLAN_MAX_SLICES) && !*rc; n *= 2) {
-				if (!pipeline_variant(S->o, s, v, n))
+				if (!pipeline_variant(S->o, s, v, n) || S->o->uneven == 1)
 					continue;
 				s->vocab_par = v;
 				s->slices = n > 1 ? n : 0;
@@ -1049,6 +1053,26 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 			}
 		s->vocab_par = false;
 		s->slices = 0;
+		/* uneven per-replica micro-batches, alone, where they beat
+		 * the even split on the strategy's mixed rank: its tries
+		 * (cost_uneven) */
+		for (int k = 0; k < COST_UNEVEN_TRIES && !*rc && S->o->uneven &&
+				S->o->vocab_par != 1 && S->o->slices <= 1; k++) {
+			int u = cost_uneven(s->uneven, S->m, S->c, s, k, e);
+
+			s->schedule = SCHED_1F1B;
+			s->vp = 1;
+			if (u < 0 || (u > 0 && cost_layers(&S->lc, S->m, S->c, s, e))) {
+				S->err_at = S->count;
+				*rc = -1;
+				return;
+			}
+			if (u > 0) {
+				fits |= each_schedule(S, s);
+				cost_layers_free(&S->lc);
+			}
+			memset(s->uneven, 0, sizeof s->uneven);
+		}
 		if (!fits)
 			break;
 	}

@@ -61,6 +61,12 @@ struct plan_opts {
 				   from 2 to PLAN_MAX_SLICES with slices of
 				   at least PLAN_MIN_SLICE_TOKENS tokens,
 				   where pp > 1 under 1F1B (what-if: 1) */
+	int uneven;		/* uneven per-replica micro-batches
+				   (strategy.uneven): 1 only those, 0 off,
+				   -1 (default) both, under 1F1B where the
+				   strategy's mixed rank has GPU types of
+				   different speed (cost_uneven; what-if:
+				   off) */
 	bool unfused_norm;	/* norms as separate kernels (default fused) */
 	int moe_balance;	/* enum moe_balance (default micro-batch) */
 	double moe_capacity;	/* MoE capacity factor; 0: dropless */

@@ -482,8 +482,11 @@ static int nodes_fit(const struct cluster *c, const struct strategy *s, struct e
 /* Planning options that no trainer here runs (TRAINERS.md): the
  * vocabulary split over the pipeline ranks (Yeung et al. 2024; the
  * whole-layer placement of Megatron's --account-for-embedding-in-pipeline-
- * split is what the layout expresses) and SlimPipe's sequence slices (Li
- * et al. 2025). Checked last, so that a strategy a trainer refuses anyway
+ * split is what the layout expresses), SlimPipe's sequence slices (Li
+ * et al. 2025) and uneven per-replica micro-batch counts (Megatron-LM
+ * and NeMo: micro-batches = gbs / (mbs x dp) on every DP rank;
+ * torchtitan: one local_batch_size; DeepSpeed: one
+ * gradient_accumulation_steps). Checked last, so that a strategy a trainer refuses anyway
  * names that rule. */
 static int check_planning_only(enum trainer t, const struct strategy *s, struct err *e)
 {
@@ -493,6 +496,13 @@ static int check_planning_only(enum trainer t, const struct strategy *s, struct 
 	if (strategy_slices(s) > 1)
 		return refuse(e, t, "SlimPipe (%d slices per micro-batch) is a planning option only: %s does not slice micro-batches along the sequence",
 			      strategy_slices(s), names[t]);
+	if (strategy_uneven(s))
+		return refuse(e, t, "uneven per-replica micro-batches are a planning option only: %s",
+			      t == TRAINER_TORCHTITAN
+				      ? "torchtitan gives every DP rank the same training.local_batch_size"
+			      : t == TRAINER_DEEPSPEED
+				      ? "DeepSpeed gives every DP rank the same gradient_accumulation_steps (train_batch_size = micro x steps x DP)"
+				      : "every DP rank runs global batch / (micro batch x DP) micro-batches");
 	return 0;
 }
 

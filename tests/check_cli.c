@@ -459,6 +459,143 @@ START_TEST(cluster_mixed_replicas_use_all)
 }
 END_TEST
 
+/* Uneven per-replica micro-batches on AMP's V100 + T4 cluster (GPT-2,
+ * 256 sequences): a planning option (no trainer here runs them), so its
+ * rows say trainers "none", rank after every launchable row, run 1F1B
+ * alone (neither vocabulary parallelism nor SlimPipe), and their
+ * uneven_batches terms GROUP:RxN (R replicas of N micro-batches each) cover
+ * the DP replicas once and give out the global batch exactly (sum R x N x
+ * mbs = gbs); the table's note names the best such row. Even rows leave
+ * the column empty. */
+START_TEST(uneven_batches_planning_only)
+{
+	const char *args = "--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256";
+	cJSON *doc;
+	const cJSON *o;
+	bool planning = false;
+	int n_uneven = 0;
+	char cmd[512], *out, *err;
+
+	snprintf(cmd, sizeof cmd, "%s --json -", args);
+	doc = json_of(cmd);
+	cJSON_ArrayForEach(o, field(doc, "strategies")) {
+		const char *who = field(o, "trainers")->valuestring;
+		const char *u = field(o, "uneven_batches")->valuestring;
+
+		if (u[0]) {
+			int dp = field(o, "dp")->valueint, replicas = 0, batches = 0;
+			char buf[256], *save = NULL;
+
+			ck_assert_str_eq(who, "none");
+			ck_assert_str_eq(field(o, "schedule")->valuestring, "1f1b");
+			ck_assert(!cJSON_IsTrue(field(o, "vocab_parallel")));
+			ck_assert_int_eq(field(o, "slimpipe_slices")->valueint, 1);
+			ck_assert_ptr_nonnull(strchr(field(o, "groups_per_rank")->valuestring, '+'));
+			snprintf(buf, sizeof buf, "%s", u);
+			for (char *t = strtok_r(buf, "+", &save); t; t = strtok_r(NULL, "+", &save)) {
+				int r, n;
+
+				ck_assert_msg(sscanf(strchr(t, ':') + 1, "%dx%d", &r, &n) == 2, "term '%s'", t);
+				ck_assert(r >= 1 && n >= 1);
+				replicas += r;
+				batches += r * n;
+			}
+			ck_assert_int_eq(replicas, dp);
+			ck_assert_int_eq(batches * field(o, "micro_batch_seqs")->valueint, 256);
+			ck_assert_int_eq(batches, dp * field(o, "micro_batches")->valueint);
+			planning = true;
+			n_uneven++;
+		} else if (strcmp(who, "none")) {
+			ck_assert_msg(!planning, "a launchable row after a planning-only one");
+		}
+	}
+	ck_assert_int_gt(n_uneven, 0);
+	cJSON_Delete(doc);
+	snprintf(cmd, sizeof cmd, "%s --top 1", args);
+	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs uneven per-replica micro-batches: best rank "));
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* One strategy of AMP's cluster, TP 1, PP 1, DP 16 (4 replicas on the
+ * V100s, 12 on the T4s), micro-batch 1, m = 16 each when even: with
+ * --uneven-batches on the V100s' replicas run more than 16 and the T4s'
+ * fewer (a V100 is faster per micro-batch), and the iteration is shorter
+ * than the even one's with the same DP time (the gradients and their
+ * reduction do not change); --explain shows the split and the token
+ * weighting. The launch writers and --trainer refuse it with the
+ * trainer's rule, writing nothing; with one micro-batch per replica
+ * (micro-batch 16) there is no split, which the error says;
+ * --uneven-batches takes on or off. */
+START_TEST(uneven_batches_what_if_and_refusal)
+{
+	const char *args = "--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
+			   "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 1";
+	static const struct {
+		const char *opt, *rule;
+	} refuse[] = {
+		{ "--emit megatron --out build/uneven-refused",
+		  "megatron: uneven per-replica micro-batches are a planning option only: every DP rank runs global batch / (micro batch x DP) micro-batches" },
+		{ "--emit nemo --out build/uneven-refused",
+		  "nemo: uneven per-replica micro-batches are a planning option only" },
+		{ "--trainer deepspeed",
+		  "deepspeed: uneven per-replica micro-batches are a planning option only: DeepSpeed gives every DP rank the same gradient_accumulation_steps" },
+	};
+	char cmd[512], *out, *err;
+	cJSON *even, *uneven;
+	const cJSON *e, *u;
+	int v100 = 0, t4 = 0;
+
+	snprintf(cmd, sizeof cmd, "%s --json -", args);
+	even = json_of(cmd);
+	snprintf(cmd, sizeof cmd, "%s --uneven-batches on --json -", args);
+	uneven = json_of(cmd);
+	e = cJSON_GetArrayItem(field(even, "strategies"), 0);
+	u = cJSON_GetArrayItem(field(uneven, "strategies"), 0);
+	ck_assert_str_eq(field(e, "uneven_batches")->valuestring, "");
+	ck_assert_str_eq(field(e, "trainers")->valuestring, "megatron,deepspeed,nemo");
+	ck_assert_str_eq(field(u, "trainers")->valuestring, "none");
+	ck_assert_int_eq(field(u, "micro_batches")->valueint, 16);
+	ck_assert(sscanf(field(u, "uneven_batches")->valuestring, "p3:4x%d+g4dn:", &v100) == 1);
+	t4 = atoi(strrchr(field(u, "uneven_batches")->valuestring, 'x') + 1);
+	ck_assert_int_gt(v100, 16);
+	ck_assert_int_lt(t4, 16);
+	ck_assert_double_lt(field(u, "iteration_s")->valuedouble, field(e, "iteration_s")->valuedouble);
+	ck_assert_double_lt(field(u, "compute_s")->valuedouble, field(e, "compute_s")->valuedouble);
+	ck_assert_double_eq(field(u, "dp_comm_s")->valuedouble, field(e, "dp_comm_s")->valuedouble);
+	cJSON_Delete(even);
+	cJSON_Delete(uneven);
+	snprintf(cmd, sizeof cmd, "%s --uneven-batches on --explain", args);
+	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "1f1b+uneven"));
+	ck_assert_ptr_nonnull(strstr(out, "uneven micro-batches per DP replica (planning only): p3:4x"));
+	ck_assert_ptr_nonnull(strstr(out, "gradients must be averaged by tokens"));
+	free(out);
+	free(err);
+	for (size_t i = 0; i < sizeof refuse / sizeof *refuse; i++) {
+		snprintf(cmd, sizeof cmd, "%s --uneven-batches on %s", args, refuse[i].opt);
+		ck_assert_int_eq(run_ampplan(cmd, &out, &err), 1);
+		ck_assert_msg(strstr(err, refuse[i].rule), "%s: %s", refuse[i].opt, err);
+		free(out);
+		free(err);
+	}
+	ck_assert_int_ne(access("build/uneven-refused", F_OK), 0);
+	/* micro-batch 16: one micro-batch per replica, none to move */
+	ck_assert_int_eq(run_ampplan("--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
+				     "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 16 --uneven-batches on", &out, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "has uneven micro-batches (--uneven-batches on): they need a pipeline rank"));
+	free(out);
+	free(err);
+	snprintf(cmd, sizeof cmd, "%s --uneven-batches yes", args);
+	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 2);
+	ck_assert_ptr_nonnull(strstr(err, "--uneven-batches needs on or off, not 'yes'"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* Group names of 300 and 200 characters: their mixed group's name (cluster_mix)
  * does not fit its 256-byte buffer; it is cut there, not written past it
  * (the sanitizer pass of make check saw the overflow). */
@@ -1164,6 +1301,8 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, model_that_fits_nothing);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, cluster_mixed_replicas_use_all);
+	tcase_add_test(tc, uneven_batches_planning_only);
+	tcase_add_test(tc, uneven_batches_what_if_and_refusal);
 	tcase_add_test(tc, mixed_group_long_names);
 	tcase_add_test(tc, dualpipe_leaves_1f1b_alone);
 	tcase_add_test(tc, launchable_plans_rank_first);

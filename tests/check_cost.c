@@ -459,6 +459,209 @@ START_TEST(test_mixed_replicas)
 }
 END_TEST
 
+/* Uneven micro-batches (cost_split), worked by hand:
+ * - two replicas of 1 and 2 s per micro-batch, 12 micro-batches: 8 and 4
+ *   (8 x 1 = 4 x 2 = 8 s), against 6 x 2 = 12 s for the even split; 7 and
+ *   5 would take 10 s, 9 and 3 9 s;
+ * - parts of 2 and 3 replicas at 1 and 3 s, 20 micro-batches: a bound T
+ *   allows 2 floor(T) + 3 floor(T / 3) of them, 18 at T = 6 and 20 at
+ *   T = 7, so 14 and 6 (7 each on the first part, 2 each on the second:
+ *   7 s and 6 s);
+ * - the first example capped at 7 per replica: 7 and 5, 5 x 2 = 10 s;
+ * - no split: fewer micro-batches than replicas, a cap that holds fewer
+ *   than the total (5 + 5 < 12), no parts, a part without time. */
+START_TEST(test_uneven_split_hand)
+{
+	const int r11[] = { 1, 1 }, r23[] = { 2, 3 };
+	const double t12[] = { 1, 2 }, t13[] = { 1, 3 }, t10[] = { 1, 0 };
+	long out[2];
+
+	ck_assert_double_eq(cost_split(2, r11, t12, 12, 0, out), 8);
+	ck_assert_int_eq(out[0], 8);
+	ck_assert_int_eq(out[1], 4);
+	ck_assert_double_eq(cost_split(2, r23, t13, 20, 0, out), 7);
+	ck_assert_int_eq(out[0], 14);
+	ck_assert_int_eq(out[1], 6);
+	ck_assert_double_eq(cost_split(2, r11, t12, 12, 7, out), 10);
+	ck_assert_int_eq(out[0], 7);
+	ck_assert_int_eq(out[1], 5);
+	ck_assert_double_eq(cost_split(2, r11, t12, 1, 0, out), -1);
+	ck_assert_double_eq(cost_split(2, r11, t12, 12, 5, out), -1);
+	ck_assert_double_eq(cost_split(0, r11, t12, 12, 0, out), -1);
+	ck_assert_double_eq(cost_split(2, r11, t10, 12, 0, out), -1);
+}
+END_TEST
+
+/* The least max over every way of giving total micro-batches to the n
+ * replicas t[0..n) one by one (each at least 1, at most cap when cap > 0):
+ * the brute force that cost_split must match. */
+static double brute_split(const double *t, int n, int total, int cap, int j, double most)
+{
+	double best = INFINITY;
+
+	if (j == n - 1) {
+		if (total < 1 || (cap > 0 && total > cap))
+			return INFINITY;
+		return fmax(most, total * t[j]);
+	}
+	for (int k = 1; k <= total - (n - 1 - j) && (cap <= 0 || k <= cap); k++)
+		best = fmin(best, brute_split(t, n, total - k, cap, j + 1, fmax(most, k * t[j])));
+	return best;
+}
+
+/* cost_split against the brute force on small random instances: up to 3
+ * parts of up to 2 replicas, times of 1 to 4 quarter-seconds (ties
+ * included), 14 micro-batches at most, with and without a cap. Its
+ * parts' totals add up to the total and their busiest replica is its
+ * answer. */
+START_TEST(test_uneven_split_brute)
+{
+	unsigned rng = 12345;
+
+	for (int iter = 0; iter < 400; iter++) {
+		int n = 1 + (int)((rng = rng * 1103515245u + 12345u) >> 16) % 3, r[3], nr = 0;
+		double t[3], tr[6];
+		long out[3], sum = 0;
+		int total, cap;
+		double got, want, most = 0;
+
+		for (int i = 0; i < n; i++) {
+			r[i] = 1 + (int)((rng = rng * 1103515245u + 12345u) >> 16) % 2;
+			t[i] = 0.25 * (1 + (int)((rng = rng * 1103515245u + 12345u) >> 16) % 4);
+			for (int k = 0; k < r[i]; k++)
+				tr[nr++] = t[i];
+		}
+		total = nr + (int)((rng = rng * 1103515245u + 12345u) >> 16) % (15 - nr);
+		cap = iter % 2 ? 0 : 1 + (int)((rng = rng * 1103515245u + 12345u) >> 16) % 8;
+		want = brute_split(tr, nr, total, cap, 0, 0);
+		got = cost_split(n, r, t, total, cap, out);
+		if (want == INFINITY) {
+			ck_assert_msg(got == -1, "iter %d: %g, brute force none", iter, got);
+			continue;
+		}
+		ck_assert_msg(fabs(got - want) < 1e-12, "iter %d: %g, brute force %g", iter, got, want);
+		for (int i = 0; i < n; i++) {
+			sum += out[i];
+			most = fmax(most, (double)((out[i] + r[i] - 1) / r[i]) * t[i]);
+			ck_assert(out[i] >= r[i] && (cap <= 0 || out[i] <= (long)cap * r[i]));
+		}
+		ck_assert_int_eq(sum, total);
+		ck_assert(fabs(most - got) < 1e-12);
+	}
+}
+END_TEST
+
+/* Uneven micro-batches on test_mixed_replicas's stage "a:8+b:8" (TP 8, a
+ * replica on a's 1 TFLOP/s GPUs and one on b's of half the peak), 12
+ * sequences of micro-batch 1, m = 6 each when even. Every block and the
+ * head take a little under twice as long on b as on a (the GEMMs twice,
+ * the memory-bound kernels and the launch overhead alike), the whole
+ * model (the embedding's small time included) a ratio r in
+ * (1.6, 2]: 8 on a and 4 on b (max(8, 4 r) = 8 t_a; 7 and 5 give 5 r >
+ * 8, 9 and 3 give 9) by hand. Then each layer on the mixed group takes
+ * the larger of 8/6 of a's time and 4/6 of b's, a layer on group a alone
+ * 8/6 of its time (its replicas run up to 8; the embedding, with no
+ * GEMM, as fast on both, 8/6 of a's), the stage's compute about
+ * 8 t_a / (6 t_b) = 2/3 of the even one, within 1% as r is within 1% of
+ * 2, its memory unchanged (one stage: 1 micro-batch in flight either way).
+ * No capped tries with one stage, and none on equal GPUs. */
+START_TEST(test_uneven_mixed_stage)
+{
+	struct strategy s = strat(8, 1, 1, 2, 1, 12, 1000);
+	struct layer_costs lc = {0}, lu = {0};
+	struct cost_result rm, ru;
+	unsigned short out[MAX_GROUPS];
+	struct cluster *x;
+	int L;
+
+	toy();
+	toy_cluster();
+	groups[0].nodes = groups[1].nodes = 1;
+	clu.total_gpus = 16;
+	x = cluster_mix(&clu);
+	ck_assert_int_eq(x->n_group, 3);
+	L = mod.n_layer;
+	s.first[0] = 0;
+	s.first[1] = (unsigned short)L;
+	s.group[0] = 2;
+	ck_assert_int_eq(cost_mixed_group(x, &s), 2);
+	ck_assert_int_eq(cost_uneven(out, &mod, x, &s, 0, NULL), 1);
+	ck_assert_int_eq(out[0], 8);
+	ck_assert_int_eq(out[1], 4);
+	ck_assert_int_eq(out[2], 0);
+	ck_assert_int_eq(cost_uneven(out, &mod, x, &s, 1, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	cost_evaluate(&rm, &mod, x, &s, &lc);
+	s.uneven[0] = 8;
+	s.uneven[1] = 4;
+	ck_assert_int_eq(cost_layers(&lu, &mod, x, &s, NULL), 0);
+	for (int l = 0; l < L; l++) {
+		double ta = lc.time[l], tb = lc.time[L + l];
+
+		/* the embedding has no GEMM: as fast on both */
+		if (l > 0)
+			ck_assert(tb > 1.6 * ta && tb <= 2 * ta);
+		else
+			ck_assert_double_eq_tol(tb, ta, 1e-12 * ta);
+		ck_assert_double_eq_tol(lu.time[2 * L + l], fmax(8.0 / 6 * ta, 4.0 / 6 * tb), 1e-12 * ta);
+		ck_assert_double_eq_tol(lu.time[l], 8.0 / 6 * ta, 1e-12 * ta);
+	}
+	cost_evaluate(&ru, &mod, x, &s, &lu);
+	ck_assert_double_eq_tol(ru.time.compute / rm.time.compute, 2.0 / 3, 0.01);
+	ck_assert(ru.iter_s < rm.iter_s);
+	ck_assert_double_eq(ru.peak_bytes, rm.peak_bytes);
+	cost_layers_free(&lc);
+	cost_layers_free(&lu);
+	cluster_free(x);
+	/* equal GPUs: nothing to gain */
+	gpus[1].peak_flops = gpus[0].peak_flops;
+	x = cluster_mix(&clu);
+	memset(s.uneven, 0, sizeof s.uneven);
+	ck_assert_int_eq(cost_uneven(out, &mod, x, &s, 0, NULL), 0);
+	ck_assert_int_eq(out[0], 0);
+	cluster_free(x);
+}
+END_TEST
+
+/* 1F1B's activations in flight under uneven micro-batches: stage k holds
+ * min(pp - k, n) of a replica's n. Four stages of the mixed group, m =
+ * 4 / 2 = 2 each when even: 2, 2, 2, 1; with 3 and 1 (the busiest
+ * replica runs 3) 3, 3, 2, 1, checked against the smaller memory; the p2p
+ * per micro-batch of m is 3/2 of the even one (the busiest replica sends
+ * 3 times). */
+START_TEST(test_uneven_inflight)
+{
+	struct strategy s = strat(8, 1, 4, 2, 1, 4, 1000);
+	struct layer_costs lc = {0};
+	struct pipeline_frame fe, fu;
+	struct cluster *x;
+	const double even[] = { 2, 2, 2, 1 }, uneven[] = { 3, 3, 2, 1 };
+
+	toy();
+	toy_cluster();
+	groups[0].nodes = groups[1].nodes = 1;
+	clu.total_gpus = 16;
+	x = cluster_mix(&clu);
+	for (int k = 0; k <= 4; k++)
+		s.first[k] = (unsigned short)(k < 4 ? k : mod.n_layer);
+	for (int k = 0; k < 4; k++)
+		s.group[k] = 2;
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	cost_frame(&fe, &mod, x, &s, &lc);
+	s.uneven[0] = 3;
+	s.uneven[1] = 1;
+	cost_frame(&fu, &mod, x, &s, &lc);
+	for (int k = 0; k < 4; k++) {
+		ck_assert_double_eq(fe.inflight[k], even[k]);
+		ck_assert_double_eq(fu.inflight[k], uneven[k]);
+	}
+	ck_assert_double_eq_tol(fu.send[1], 1.5 * fe.send[1], 1e-15);
+	ck_assert(fe.send[1] > 0);
+	cost_layers_free(&lc);
+	cluster_free(x);
+}
+END_TEST
+
 /* Eq. 3 end to end: the 1.7B row of Table 1 (L 24, h 2304, a 24) on one
  * GPU at efficiency 1, tp = pp = dp = 1, mbs 1, B = 512 (m = 512). With
  * Megatron's fused-softmax attention (the whole 4sh as batched GEMMs,
@@ -2068,6 +2271,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_eq3_time);
 	tcase_add_test(tc, test_mixed_replicas);
+	tcase_add_test(tc, test_uneven_split_hand);
+	tcase_add_test(tc, test_uneven_split_brute);
+	tcase_add_test(tc, test_uneven_mixed_stage);
+	tcase_add_test(tc, test_uneven_inflight);
 	tcase_add_test(tc, test_memory_gpt3);
 	tcase_add_test(tc, test_memory_overflow);
 	tcase_add_test(tc, test_memory_moe);

@@ -1680,7 +1680,7 @@ static const char *const v2_columns[] = {
 	"gpus_used", "cost_per_iteration_usd", "cost_per_million_tokens_usd", "trainers",
 	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor", "etp",
 	"vocab_parallel", "vocab_comm_s", "slimpipe_slices",
-	"ep_comm_hidden_s",
+	"ep_comm_hidden_s", "uneven_batches",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
