@@ -18,6 +18,8 @@
 struct dp {
 	int n, K, G, ncnt;
 	const int *ranks;		/* NULL: forced placement */
+	const int *cls, *seq;		/* free mode, when set: stage k only on
+					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
 	int radix[MAX_GROUPS];
@@ -56,6 +58,8 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 {
 	if (!d->ranks)
 		return d->f->group[k] == g;
+	if (d->seq && d->cls[g] != d->seq[k])
+		return 0;
 	return (cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g];
 }
 
@@ -710,6 +714,121 @@ int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f
 	if (total != f->n_stages)
 		return -1;
 	return solve(&d, group, first, t);
+}
+
+/* partition_place restricted to stage k on the groups of class seq[k]. */
+int partition_place_seq(const struct layer_costs *lc, const struct pipeline_frame *f,
+			const int *ranks, const int *cls, const int *seq, int *group,
+			unsigned short *first, double *t)
+{
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
+			.ncnt = 1, .ranks = ranks, .cls = cls, .seq = seq, .lc = lc, .f = f };
+	int total = 0;
+
+	if (!valid(lc, f) || f->vp != 1)
+		return -1;
+	for (int g = 0; g < d.G; g++) {
+		if (ranks[g] < 0)
+			return -1;
+		d.radix[g] = d.ncnt;
+		d.ncnt *= ranks[g] + 1;
+		total += ranks[g];
+	}
+	if (total != f->n_stages)
+		return -1;
+	return solve(&d, group, first, t);
+}
+
+/* The classes of the groups that host ranks: *C of them, map[g] the merged
+ * index of group g (-1 without ranks), rep[c] the caller's class value. */
+static int merge_classes(int G, const int *ranks, const int *cls, int *map, int *rep)
+{
+	int C = 0;
+
+	for (int g = 0; g < G; g++) {
+		int c = 0;
+
+		map[g] = -1;
+		if (!ranks[g])
+			continue;
+		while (c < C && rep[c] != cls[g])
+			c++;
+		if (c == C)
+			rep[C++] = cls[g];
+		map[g] = c;
+	}
+	return C;
+}
+
+double partition_relaxed_work(const struct layer_costs *lc, const struct pipeline_frame *f,
+			      const int *ranks, const int *cls)
+{
+	int map[MAX_GROUPS], rep[MAX_GROUPS], mr[MAX_GROUPS] = { 0 };
+	int C = merge_classes(lc->n_group, ranks, cls, map, rep);
+
+	for (int g = 0; g < lc->n_group; g++)
+		if (map[g] >= 0)
+			mr[map[g]] += ranks[g];
+	return partition_place_work(mr, C, lc->n_layer, f->n_stages);
+}
+
+int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_frame *f,
+			    const int *ranks, const int *cls, double *lb, int *seq)
+{
+	int n = lc->n_layer, G = lc->n_group, K = f->n_stages;
+	int map[MAX_GROUPS], rep[MAX_GROUPS], mr[MAX_GROUPS] = { 0 }, mg[MAX_STAGES];
+	int C = merge_classes(G, ranks, cls, map, rep), ret = -1;
+	struct layer_costs m = *lc;
+	struct pipeline_frame mf = *f;
+	unsigned short first[MAX_STAGES + 1];
+	double *time, *tail0 = NULL, t;
+
+	if (!valid(lc, f) || f->vp != 1 || C < 1)
+		return -1;
+	time = xmalloc((size_t)C * (size_t)n * sizeof *time);
+	for (size_t x = 0; x < (size_t)C * (size_t)n; x++)
+		time[x] = INFINITY;
+	if (lc->tail0) {
+		tail0 = xmalloc((size_t)C * (size_t)(n + 1) * sizeof *tail0);
+		for (size_t x = 0; x < (size_t)C * (size_t)(n + 1); x++)
+			tail0[x] = INFINITY;
+	}
+	for (int c = 0; c < C; c++) {
+		mf.cap_of[c] = -INFINITY;
+		mf.vocab_of[c] = INFINITY;
+		for (int e = 0; e < C; e++)
+			mf.link[c][e] = INFINITY;
+	}
+	for (int g = 0; g < G; g++) {
+		int c = map[g];
+
+		if (c < 0)
+			continue;
+		mr[c] += ranks[g];
+		mf.cap_of[c] = fmax(mf.cap_of[c], f->cap_of[g]);
+		mf.vocab_of[c] = fmin(mf.vocab_of[c], f->vocab_of[g]);
+		for (int l = 0; l < n; l++)
+			time[(size_t)c * n + l] = fmin(time[(size_t)c * n + l], lc->time[(size_t)g * n + l]);
+		for (int j = 0; j <= n && tail0; j++)
+			tail0[(size_t)c * (n + 1) + j] =
+				fmin(tail0[(size_t)c * (n + 1) + j], lc->tail0[(size_t)g * (n + 1) + j]);
+		for (int h = 0; h < G; h++)
+			if (map[h] >= 0)
+				mf.link[c][map[h]] = fmin(mf.link[c][map[h]], f->link[g][h]);
+	}
+	m.n_group = C;
+	m.time = time;
+	m.tail0 = tail0;
+	mf.n_group = C;
+	if (!partition_place(&m, &mf, mr, mg, first, &t)) {
+		*lb = t;
+		for (int k = 0; k < K; k++)
+			seq[k] = rep[mg[k]];
+		ret = 0;
+	}
+	free(time);
+	free(tail0);
+	return ret;
 }
 
 /* The sum of the middle layers' least times (t[g] each on group g) when at
