@@ -1354,6 +1354,85 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
 	return rc;
 }
 
+/* Most work (partition_place_work) of one exact joint placement DP, or of
+ * its relaxation, in refine_rows. */
+#define REFINE_DP_MAX 5e6
+
+/* After the search, on the ranked rows: each row without virtual stages
+ * (and not DualPipe) placed by the candidate placements, with a gap > 0,
+ * that could beat the top row (iter_s (1 - gap) below the top's iter_s) is
+ * placed and partitioned again by the exact joint DP (partition_place)
+ * where its work is at most REFINE_DP_MAX, its gap then the DP's (0 but
+ * for a later rank's tail); else its bound is raised to the relaxation in
+ * which the groups of one GPU type merge (partition_place_relaxed), whose
+ * placement by type partition_place_seq also tries. Runs once, in rank
+ * order, on one thread: deterministic. Returns whether a row changed. */
+static bool refine_rows(struct search *S)
+{
+	struct plan *P = S->p;
+	double top;
+	bool changed = false;
+
+	if (!P->n_row || P->row[0].why[0] || S->fixed || S->o->exhaustive)
+		return false;
+	top = P->row[0].r.iter_s;
+	for (int i = 0; i < P->n_row && !P->row[i].why[0]; i++) {
+		struct plan_row *row = &P->row[i];
+		struct strategy s = row->s, c = row->s;
+		struct search T = *S;
+		struct pipeline_frame f;
+		struct cost_result r;
+		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
+		double t, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb;
+		bool exact = false;
+
+		if (s.vp != 1 || s.schedule == SCHED_DUALPIPE || !(row->gap_pct > 0) ||
+		    !(lb < top * (1 - 1e-12)))
+			continue;
+		memset(T.ranks, 0, sizeof T.ranks);
+		for (int k = 0; k < s.pp; k++)
+			T.ranks[s.group[k]]++;
+		c.schedule = SCHED_1F1B;
+		if (cost_layers(&T.lc, S->m, S->c, &c, NULL))
+			continue;
+		cost_frame(&f, S->m, S->c, &s, &T.lc);
+		if (partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp) <= REFINE_DP_MAX) {
+			if (!partition_place(&T.lc, &f, T.ranks, group, s.first, &t)) {
+				exact = true;
+				lb = t;
+			}
+		} else {
+			for (int g = 0; g < S->c->n_group; g++)
+				cls[g] = S->c->group[g].gpu;
+			if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_DP_MAX &&
+			    !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
+				if (rlb > lb)
+					lb = rlb;
+				if (partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t))
+					t = INFINITY;
+			} else {
+				t = INFINITY;
+			}
+		}
+		if (t < INFINITY) {
+			for (int k = 0; k < s.pp; k++)
+				s.group[k] = (unsigned char)group[k];
+			cost_evaluate(&r, S->m, S->c, &s, &T.lc);
+			climb_tail(&T, &s, &r, t);
+			if (r.fits && (r.iter_s < row->r.iter_s || exact)) {
+				row->s = s;
+				row->r = r;
+				changed = true;
+			}
+		}
+		cost_layers_free(&T.lc);
+		row->gap_pct = lb < row->r.iter_s * (1 - 1e-9) ? 100 * (row->r.iter_s - lb) / row->r.iter_s : 0;
+		if (row->r.iter_s < top)
+			top = row->r.iter_s;
+	}
+	return changed;
+}
+
 /* Rows that fit first, and of them those a trainer runs. */
 static int launch_order(const struct plan_row *x, const struct plan_row *y)
 {
@@ -1584,6 +1663,8 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	if (S.p->n_row)
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
+	if (opts.objective == PLAN_THROUGHPUT && refine_rows(&S))
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
