@@ -1358,6 +1358,32 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
  * its relaxation, in refine_rows. */
 #define REFINE_DP_MAX 5e6
 
+/* Most work of partition_place_seq in refine_rows: it walks every count
+ * vector of the real groups (its scratch grows with them). */
+#define REFINE_SEQ_MAX 2e7
+
+/* The placement of class sequence seq (cls[g] the class of group g) that
+ * gives each class's stages to its groups in the cluster's order, ranks[g]
+ * each; group[] gets it. Returns 0, or -1 if seq does not match ranks. */
+static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls, const int *seq,
+		      int pp, int *group)
+{
+	int left[MAX_GROUPS];
+
+	memcpy(left, ranks, sizeof left);
+	for (int k = 0; k < pp; k++) {
+		int g = 0;
+
+		while (g < c->n_group && (!left[g] || cls[g] != seq[k]))
+			g++;
+		if (g == c->n_group)
+			return -1;
+		left[g]--;
+		group[k] = g;
+	}
+	return 0;
+}
+
 /* After the search, on the ranked rows: each row without virtual stages
  * (and not DualPipe) placed by the candidate placements, with a gap > 0,
  * that could beat the top row (iter_s (1 - gap) below the top's iter_s) is
@@ -1408,8 +1434,21 @@ static bool refine_rows(struct search *S)
 			    !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
 				if (rlb > lb)
 					lb = rlb;
-				if (partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t))
+				if (partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp) <=
+					    REFINE_SEQ_MAX &&
+				    !partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t))
+					;
+				else if (seq_blocks(S->c, T.ranks, cls, seq, s.pp, group))
 					t = INFINITY;
+				else {
+					struct pipeline_frame h;
+
+					for (int k = 0; k < s.pp; k++)
+						s.group[k] = (unsigned char)group[k];
+					cost_frame(&h, S->m, S->c, &s, &T.lc);
+					if (partition_solve(&T.lc, &h, s.first, &t))
+						t = INFINITY;
+				}
 			} else {
 				t = INFINITY;
 			}
