@@ -52,6 +52,14 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
 int partition_place_bound(const struct layer_costs *lc, const struct pipeline_frame *f,
 			  const int *ranks, double a, double b, double *lb);
 
+/* partition_place seeking only objectives below cut: the incumbent cut
+ * prunes the DP from its first pass. Returns 0 with group[], first[] and
+ * *t the optimum where it is below cut, else -1: no placement and
+ * partition that fits costs less than cut (a lower bound). */
+int partition_place_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  const int *ranks, double cut, int *group, unsigned short *first,
+			  double *t);
+
 /* partition_place restricted to the sequence of classes seq[0..n_stages):
  * stage k runs on a group g with cls[g] == seq[k]. Exact over those
  * placements and every partition. Returns as partition_place. */

@@ -1358,6 +1358,26 @@ static int run_workers(struct search *S, const struct strategy *s, struct err *e
  * its relaxation, in refine_rows. */
 #define REFINE_DP_MAX 5e6
 
+/* Most DP states (count vectors x groups x layer ends) of
+ * partition_place_below in refine_rows, where the work is above
+ * REFINE_DP_MAX: its scratch is about 11 bytes a state. */
+#define REFINE_CUT_STATES 5e6
+
+/* The states of the joint DP (partition.c drops the groups without
+ * ranks): count vectors x groups with ranks x (layers + 1). */
+static double place_states(const int *ranks, int n_group, int n_layer)
+{
+	double vectors = 1;
+	int groups = 0;
+
+	for (int g = 0; g < n_group; g++)
+		if (ranks[g]) {
+			vectors *= ranks[g] + 1.0;
+			groups++;
+		}
+	return vectors * groups * (n_layer + 1);
+}
+
 /* Most work of partition_place_seq in refine_rows: it walks every count
  * vector of the real groups (its scratch grows with them). */
 #define REFINE_SEQ_MAX 2e7
@@ -1442,7 +1462,10 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
  * that could beat the top row (iter_s (1 - gap) below the top's iter_s) is
  * placed and partitioned again by the exact joint DP (partition_place)
  * where its work is at most REFINE_DP_MAX, its gap then the DP's (0 but
- * for a later rank's tail); else its bound is raised to the relaxation in
+ * for a later rank's tail); up to REFINE_CUT_STATES states by the same DP
+ * seeking only what beats the top row (partition_place_below), which
+ * either finds the row's optimum or proves the top's time a bound of it;
+ * else its bound is raised to the relaxation in
  * which the groups of one GPU type merge (partition_place_relaxed), whose
  * placement by type partition_place_seq (or seq_blocks) also tries, and
  * the first REFINE_DESCENT_ROWS of them are polished by swap descent. A
@@ -1466,7 +1489,7 @@ static bool refine_rows(struct search *S, const struct cluster *c)
 		struct pipeline_frame f;
 		struct cost_result r;
 		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
-		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb;
+		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
 		bool exact = false, moved = false;
 
 		if (s.vp != 1 || s.schedule == SCHED_DUALPIPE || !(row->gap_pct > 0) ||
@@ -1482,11 +1505,20 @@ static bool refine_rows(struct search *S, const struct cluster *c)
 		cost_frame(&f, S->m, S->c, &s, &T.lc);
 		for (int g = 0; g < S->c->n_group; g++)
 			cls[g] = S->c->group[g].gpu;
-		if (partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp) <= REFINE_DP_MAX) {
+		work = partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp);
+		if (work <= REFINE_DP_MAX) {
 			if (!partition_place(&T.lc, &f, T.ranks, group, s.first, &t)) {
 				exact = true;
 				lb = t;
 			}
+		} else if (place_states(T.ranks, S->c->n_group, T.lc.n_layer) <= REFINE_CUT_STATES) {
+			/* exact below the top: where nothing is, the top's
+			 * time bounds the row */
+			exact = true;
+			if (!partition_place_below(&T.lc, &f, T.ranks, top, group, s.first, &t))
+				lb = t;
+			else if (top > lb)
+				lb = top;
 		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_DP_MAX &&
 			   !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
 			if (rlb > lb)
