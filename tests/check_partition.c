@@ -708,12 +708,14 @@ static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
 		}
 }
 
-/* partition_place, partition_place_relaxed and partition_place_seq
- * against the Pareto-front reference on 400 random instances of 2 to 16
- * stages and 1 to 4 groups (tight memory: some fit nothing) (some groups copies of another): the joint DP
- * is the optimum; the relaxation never above it, and equal to it where
- * each class is one group or copies of one group; the placement by class
- * sequence is the reference's optimum over that sequence. */
+/* partition_place, partition_place_below, partition_place_relaxed and
+ * partition_place_seq against the Pareto-front reference on 400 random
+ * instances of 2 to 16 stages and 1 to 4 groups (some copies of another;
+ * tight memory: some fit nothing): the joint DP is the optimum, and so is
+ * the DP with an incumbent just above it (none just below it); the
+ * relaxation is never above it, and equal to it where each class is one
+ * group or copies of one group; the placement by class sequence is the
+ * reference's optimum over that sequence. */
 START_TEST(test_place_random_deep)
 {
 	static struct pinst in;
@@ -745,6 +747,13 @@ START_TEST(test_place_random_deep)
 		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
 		feasible++;
 		deep += K >= 10;
+		/* with an incumbent: the optimum where it is below, else none */
+		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 + 1e-6), group,
+						       first, &t), 0);
+		ck_assert_rel(t, want, 1e-9);
+		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
+		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 - 1e-6), group,
+						       first, &t), -1);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, id, &lb, seq), 0);
 		ck_assert_rel(lb, want, 1e-9);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, same, &lb, seq), 0);
