@@ -348,7 +348,7 @@ END_TEST
  * --exhaustive's best strategy costs (every placement and partition of
  * every strategy through cost_evaluate), or its gap above 0 says that a
  * later rank's tail may hide a better one. Every row also stays within
- * never_better's bounds. Returns whether the top rows agree; adds to *n the
+ * never_better's bounds, and the ranking is the same on 1 and 3 threads. Returns whether the top rows agree; adds to *n the
  * instances with rows. */
 static bool top_is_exhaustive(unsigned seed, int sc, int *n)
 {
@@ -367,7 +367,23 @@ static bool top_is_exhaustive(unsigned seed, int sc, int *n)
 	plan_opts_init(&o);
 	o.schedule = sc;
 	o.place_dp_max = 0;
+	o.threads = 1;
 	ck_assert_int_eq(plan_search(&fast, m, c, &o, &e), 0);
+	/* refine_rows runs after the threads: the same rows on 3 */
+	o.threads = 3;
+	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+	ck_assert_int_eq(fast->n_row, ref->n_row);
+	for (int i = 0; i < fast->n_row; i++) {
+		const struct plan_row *x = &fast->row[i], *y = &ref->row[i];
+
+		ck_assert_msg(same_choice(&x->s, &y->s) &&
+				      !memcmp(x->s.group, y->s.group, sizeof x->s.group) &&
+				      !memcmp(x->s.first, y->s.first, sizeof x->s.first) &&
+				      x->r.iter_s == y->r.iter_s && x->gap_pct == y->gap_pct,
+			      "seed %u: row %d differs on 1 and 3 threads", seed, i);
+	}
+	plan_free(ref);
+	o.threads = 0;
 	o.exhaustive = true;
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	ck_assert_int_eq(fast->n_feasible, ref->n_feasible);
