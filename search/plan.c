@@ -1378,6 +1378,11 @@ static double place_states(const int *ranks, int n_group, int n_layer)
 	return vectors * groups * (n_layer + 1);
 }
 
+/* Most work (partition_relaxed_work) of the type relaxation in
+ * refine_rows: on 16 groups of four types (PP 16: 3.3e6) it costs more
+ * than the bound it adds. */
+#define REFINE_RELAX_MAX 1e6
+
 /* Most work of partition_place_seq in refine_rows: it walks every count
  * vector of the real groups (its scratch grows with them). */
 #define REFINE_SEQ_MAX 2e7
@@ -1465,12 +1470,13 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
  * for a later rank's tail); up to REFINE_CUT_STATES states by the same DP
  * seeking only what beats the top row (partition_place_below), which
  * either finds the row's optimum or proves the top's time a bound of it;
- * else its bound is raised to the relaxation in
- * which the groups of one GPU type merge (partition_place_relaxed), whose
- * placement by type partition_place_seq (or seq_blocks) also tries, and
- * the first REFINE_DESCENT_ROWS of them are polished by swap descent. A
- * row takes a placement only where it is faster. Runs once, in rank order,
- * on one thread: deterministic. c is the cluster of the trainer masks.
+ * else, where its work is at most REFINE_RELAX_MAX, its bound is raised
+ * to the relaxation in which the groups of one GPU type merge
+ * (partition_place_relaxed), whose placement by type partition_place_seq
+ * (or seq_blocks) also tries; and the first REFINE_DESCENT_ROWS rows not
+ * placed exactly are polished by swap descent. A row takes a placement
+ * only where it is faster. Runs once, in rank order, on one thread:
+ * deterministic. c is the cluster of the trainer masks.
  * Returns whether a row changed. */
 static bool refine_rows(struct search *S, const struct cluster *c)
 {
@@ -1519,7 +1525,7 @@ static bool refine_rows(struct search *S, const struct cluster *c)
 				lb = t;
 			else if (top > lb)
 				lb = top;
-		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_DP_MAX &&
+		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_RELAX_MAX &&
 			   !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
 			if (rlb > lb)
 				lb = rlb;
