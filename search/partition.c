@@ -18,6 +18,8 @@
 struct dp {
 	int n, K, G, ncnt;
 	const int *ranks;		/* NULL: forced placement */
+	const int *cls, *seq;		/* free mode, when set: stage k only on
+					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
 	int radix[MAX_GROUPS];
@@ -26,6 +28,8 @@ struct dp {
 	int *left;			/* [ncnt] left_mask() of each */
 	int *reach;			/* [ncnt][G] of greedy() */
 	int *back;			/* [ncnt] of fill_back() */
+	unsigned *full;			/* [ncnt] free mode: bit g where group g
+					   hosts all its ranks */
 	double *neck;			/* [ncnt][G] of greedy() */
 	double *pre;			/* [G][n + 1] time prefix sums */
 	unsigned short *jm;		/* [K][G][n + 1] last end that fits */
@@ -42,6 +46,9 @@ struct dp {
 	double floor;			/* no partition's bottleneck is lower */
 	int last_cnt;			/* count index of the pass's optimum */
 	double best;			/* objective of first[] and group[] */
+	double cut;			/* the search's initial incumbent: only
+					   objectives below it are sought
+					   (INFINITY: none) */
 	unsigned short first[MAX_STAGES + 1];
 	int group[MAX_STAGES];
 };
@@ -56,7 +63,9 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 {
 	if (!d->ranks)
 		return d->f->group[k] == g;
-	return (cnt / d->radix[g]) % (d->ranks[g] + 1) < d->ranks[g];
+	if (d->seq && d->cls[g] != d->seq[k])
+		return 0;
+	return !(d->full[cnt] >> g & 1);
 }
 
 static int next_count(const struct dp *d, int cnt, int g)
@@ -532,17 +541,23 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	if (!may_fit(d))
 		return -1;
 
-	d->stage_of = xmalloc((size_t)d->ncnt * 4 * sizeof(int));
+	d->stage_of = xmalloc((size_t)d->ncnt * 5 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
 	d->left = d->order + d->ncnt;
 	d->back = d->left + d->ncnt;
+	d->full = (unsigned *)(d->back + d->ncnt);
 	for (int c = 0; c < d->ncnt; c++) {
 		int k = c;
 
+		d->full[c] = 0;
 		if (d->ranks) {
 			k = 0;
-			for (int g = 0; g < G; g++)
-				k += (c / d->radix[g]) % (d->ranks[g] + 1);
+			for (int g = 0; g < G; g++) {
+				int used = (c / d->radix[g]) % (d->ranks[g] + 1);
+
+				k += used;
+				d->full[c] |= (unsigned)(used == d->ranks[g]) << g;
+			}
 		}
 		d->stage_of[c] = k;
 	}
@@ -614,7 +629,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
 	}
 	d->floor = lo * (1 - 1e-9);
-	d->best = INFINITY;
+	d->best = d->cut;
 	/* The optimum's bottleneck is usually at the floor or just above it:
 	 * the pass there gives the incumbent that bounds the search. */
 	{
@@ -624,7 +639,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			v = INFINITY;
 		search(d, v, nx, value_floor(d), top);
 	}
-	if (d->best < INFINITY) {
+	if (d->best < d->cut) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
 		if (group)
 			memcpy(group, d->group, (size_t)K * sizeof *group);
@@ -672,7 +687,7 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 		    unsigned short *first, double *t)
 {
 	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
-			.ncnt = f->n_stages + 1, .lc = lc, .f = f };
+			.ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = INFINITY };
 
 	if (!valid(lc, f))
 		return -1;
@@ -691,25 +706,185 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
 	return work < 1e12 ? work : 1e12;
 }
 
-int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f,
-		    const int *ranks, int *group, unsigned short *first, double *t)
+/* The joint DP on the groups that host ranks only (a group without ranks
+ * adds count vectors of one value but rows and links to every pass):
+ * copies their times, tails and links into a compact instance, solves it
+ * with incumbent cut (and the class sequence when seq is set), and maps the
+ * placement back. Returns as partition_place. */
+static int place_free(const struct layer_costs *lc, const struct pipeline_frame *f,
+		      const int *ranks, const int *cls, const int *seq, double cut, int *group,
+		      unsigned short *first, double *t)
 {
-	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
-			.ncnt = 1, .ranks = ranks, .lc = lc, .f = f };
-	int total = 0;
+	int n = lc->n_layer, G = lc->n_group, total = 0, C = 0, map[MAX_GROUPS];
+	int cr[MAX_GROUPS], ccls[MAX_GROUPS], cg[MAX_STAGES], ret;
+	struct layer_costs m = *lc;
+	struct pipeline_frame *cf;
+	struct dp d = { .n = n, .K = f->n_stages, .ncnt = 1, .lc = &m, .cut = cut };
+	double *time, *tail0 = NULL;
 
 	if (!valid(lc, f) || f->vp != 1)
 		return -1;
-	for (int g = 0; g < d.G; g++) {
+	for (int g = 0; g < G; g++) {
 		if (ranks[g] < 0)
 			return -1;
-		d.radix[g] = d.ncnt;
-		d.ncnt *= ranks[g] + 1;
 		total += ranks[g];
+		if (ranks[g])
+			map[C++] = g;
 	}
 	if (total != f->n_stages)
 		return -1;
-	return solve(&d, group, first, t);
+	cf = xmalloc(sizeof *cf);
+	*cf = *f;
+	time = xmalloc((size_t)C * (size_t)n * sizeof *time);
+	if (lc->tail0)
+		tail0 = xmalloc((size_t)C * (size_t)(n + 1) * sizeof *tail0);
+	for (int c = 0; c < C; c++) {
+		int g = map[c];
+
+		memcpy(time + (size_t)c * n, lc->time + (size_t)g * n, (size_t)n * sizeof *time);
+		if (tail0)
+			memcpy(tail0 + (size_t)c * (n + 1), lc->tail0 + (size_t)g * (n + 1),
+			       (size_t)(n + 1) * sizeof *tail0);
+		cf->cap_of[c] = f->cap_of[g];
+		cf->vocab_of[c] = f->vocab_of[g];
+		for (int e = 0; e < C; e++)
+			cf->link[c][e] = f->link[g][map[e]];
+		cr[c] = ranks[g];
+		ccls[c] = cls ? cls[g] : 0;
+	}
+	m.n_group = cf->n_group = d.G = C;
+	m.time = time;
+	m.tail0 = tail0;
+	d.f = cf;
+	d.ranks = cr;
+	if (seq) {
+		d.cls = ccls;
+		d.seq = seq;
+	}
+	for (int c = 0; c < C; c++) {
+		d.radix[c] = d.ncnt;
+		d.ncnt *= cr[c] + 1;
+	}
+	ret = solve(&d, cg, first, t);
+	if (!ret)
+		for (int k = 0; k < f->n_stages; k++)
+			group[k] = map[cg[k]];
+	free(time);
+	free(tail0);
+	free(cf);
+	return ret;
+}
+
+int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f,
+		    const int *ranks, int *group, unsigned short *first, double *t)
+{
+	return place_free(lc, f, ranks, NULL, NULL, INFINITY, group, first, t);
+}
+
+int partition_place_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  const int *ranks, double cut, int *group, unsigned short *first, double *t)
+{
+	return place_free(lc, f, ranks, NULL, NULL, cut, group, first, t);
+}
+
+/* partition_place restricted to stage k on the groups of class seq[k]. */
+int partition_place_seq(const struct layer_costs *lc, const struct pipeline_frame *f,
+			const int *ranks, const int *cls, const int *seq, int *group,
+			unsigned short *first, double *t)
+{
+	return place_free(lc, f, ranks, cls, seq, INFINITY, group, first, t);
+}
+
+/* The classes of the groups that host ranks: *C of them, map[g] the merged
+ * index of group g (-1 without ranks), rep[c] the caller's class value. */
+static int merge_classes(int G, const int *ranks, const int *cls, int *map, int *rep)
+{
+	int C = 0;
+
+	for (int g = 0; g < G; g++) {
+		int c = 0;
+
+		map[g] = -1;
+		if (!ranks[g])
+			continue;
+		while (c < C && rep[c] != cls[g])
+			c++;
+		if (c == C)
+			rep[C++] = cls[g];
+		map[g] = c;
+	}
+	return C;
+}
+
+double partition_relaxed_work(const struct layer_costs *lc, const struct pipeline_frame *f,
+			      const int *ranks, const int *cls)
+{
+	int map[MAX_GROUPS], rep[MAX_GROUPS], mr[MAX_GROUPS] = { 0 };
+	int C = merge_classes(lc->n_group, ranks, cls, map, rep);
+
+	for (int g = 0; g < lc->n_group; g++)
+		if (map[g] >= 0)
+			mr[map[g]] += ranks[g];
+	return partition_place_work(mr, C, lc->n_layer, f->n_stages);
+}
+
+int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_frame *f,
+			    const int *ranks, const int *cls, double *lb, int *seq)
+{
+	int n = lc->n_layer, G = lc->n_group, K = f->n_stages;
+	int map[MAX_GROUPS], rep[MAX_GROUPS], mr[MAX_GROUPS] = { 0 }, mg[MAX_STAGES];
+	int C = merge_classes(G, ranks, cls, map, rep), ret = -1;
+	struct layer_costs m = *lc;
+	struct pipeline_frame mf = *f;
+	unsigned short first[MAX_STAGES + 1];
+	double *time, *tail0 = NULL, t;
+
+	if (!valid(lc, f) || f->vp != 1 || C < 1)
+		return -1;
+	time = xmalloc((size_t)C * (size_t)n * sizeof *time);
+	for (size_t x = 0; x < (size_t)C * (size_t)n; x++)
+		time[x] = INFINITY;
+	if (lc->tail0) {
+		tail0 = xmalloc((size_t)C * (size_t)(n + 1) * sizeof *tail0);
+		for (size_t x = 0; x < (size_t)C * (size_t)(n + 1); x++)
+			tail0[x] = INFINITY;
+	}
+	for (int c = 0; c < C; c++) {
+		mf.cap_of[c] = -INFINITY;
+		mf.vocab_of[c] = INFINITY;
+		for (int e = 0; e < C; e++)
+			mf.link[c][e] = INFINITY;
+	}
+	for (int g = 0; g < G; g++) {
+		int c = map[g];
+
+		if (c < 0)
+			continue;
+		mr[c] += ranks[g];
+		mf.cap_of[c] = fmax(mf.cap_of[c], f->cap_of[g]);
+		mf.vocab_of[c] = fmin(mf.vocab_of[c], f->vocab_of[g]);
+		for (int l = 0; l < n; l++)
+			time[(size_t)c * n + l] = fmin(time[(size_t)c * n + l], lc->time[(size_t)g * n + l]);
+		for (int j = 0; j <= n && tail0; j++)
+			tail0[(size_t)c * (n + 1) + j] =
+				fmin(tail0[(size_t)c * (n + 1) + j], lc->tail0[(size_t)g * (n + 1) + j]);
+		for (int h = 0; h < G; h++)
+			if (map[h] >= 0)
+				mf.link[c][map[h]] = fmin(mf.link[c][map[h]], f->link[g][h]);
+	}
+	m.n_group = C;
+	m.time = time;
+	m.tail0 = tail0;
+	mf.n_group = C;
+	if (!partition_place(&m, &mf, mr, mg, first, &t)) {
+		*lb = t;
+		for (int k = 0; k < K; k++)
+			seq[k] = rep[mg[k]];
+		ret = 0;
+	}
+	free(time);
+	free(tail0);
+	return ret;
 }
 
 /* The sum of the middle layers' least times (t[g] each on group g) when at

@@ -52,4 +52,37 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
 int partition_place_bound(const struct layer_costs *lc, const struct pipeline_frame *f,
 			  const int *ranks, double a, double b, double *lb);
 
+/* partition_place seeking only objectives below cut: the incumbent cut
+ * prunes the DP from its first pass. Returns 0 with group[], first[] and
+ * *t the optimum where it is below cut, else -1: no placement and
+ * partition that fits costs less than cut (a lower bound). */
+int partition_place_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  const int *ranks, double cut, int *group, unsigned short *first,
+			  double *t);
+
+/* partition_place restricted to the sequence of classes seq[0..n_stages):
+ * stage k runs on a group g with cls[g] == seq[k]. Exact over those
+ * placements and every partition. Returns as partition_place. */
+int partition_place_seq(const struct layer_costs *lc, const struct pipeline_frame *f,
+			const int *ranks, const int *cls, const int *seq, int *group,
+			unsigned short *first, double *t);
+
+/* A lower bound *lb on partition_place's optimum (pipeline time + rank 0's
+ * tail) over every placement of ranks[], by the same DP on a relaxation in
+ * which the groups of one class (cls[g], any int: the caller's choice, e.g.
+ * the GPU type) merge into one group hosting their ranks together, each
+ * layer at its least time over the class, its memory cap the largest, each
+ * link the least between the classes' groups, the tail and vocabulary share
+ * the least. Exact (lb is the optimum) where each class is one group, or
+ * its groups are identical. seq[0..n_stages) gets the class of each stage
+ * in the relaxation's optimum (for partition_place_seq). Work per pass:
+ * partition_relaxed_work. Returns 0, or -1 if nothing fits (then no
+ * placement fits). */
+int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_frame *f,
+			    const int *ranks, const int *cls, double *lb, int *seq);
+
+/* partition_place_work of the relaxation above. */
+double partition_relaxed_work(const struct layer_costs *lc, const struct pipeline_frame *f,
+			      const int *ranks, const int *cls);
+
 #endif

@@ -496,6 +496,293 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* The joint placement instances below: up to 16 stages, 22 layers, 4
+ * groups, with links, rank 0's tail and vocabulary shares. */
+#define PN 22
+#define PG 4
+
+struct pinst {
+	struct layer_costs lc;
+	struct pipeline_frame f;
+	int ranks[PG];
+	double time[PG * PN], tail0[PG * (PN + 1)];
+	double state[PN], act[PN], extra[PN];
+};
+
+/* One state's Pareto front of (largest stage cost, b x sum + tail). */
+struct front {
+	int n, cap;
+	double *mx, *v;
+};
+
+static void front_add(struct front *fr, double mx, double v)
+{
+	int w = 0;
+
+	for (int x = 0; x < fr->n; x++)
+		if (fr->mx[x] <= mx && fr->v[x] <= v)
+			return;	/* dominated */
+	for (int x = 0; x < fr->n; x++)
+		if (!(mx <= fr->mx[x] && v <= fr->v[x])) {
+			fr->mx[w] = fr->mx[x];
+			fr->v[w++] = fr->v[x];
+		}
+	fr->n = w;
+	if (fr->n == fr->cap) {
+		fr->cap = fr->cap ? 2 * fr->cap : 4;
+		fr->mx = realloc(fr->mx, (size_t)fr->cap * sizeof *fr->mx);
+		fr->v = realloc(fr->v, (size_t)fr->cap * sizeof *fr->v);
+		ck_assert(fr->mx && fr->v);
+	}
+	fr->mx[fr->n] = mx;
+	fr->v[fr->n++] = v;
+}
+
+/* Whether layers [i, j) fit stage k on group g (sums in layer order). */
+static int pstage_fits(const struct pinst *in, int k, int g, int i, int j)
+{
+	double st = 0, ac = 0, ex = 0;
+
+	for (int l = i; l < j; l++) {
+		st += in->state[l];
+		ac += in->act[l];
+		ex += in->extra[l];
+	}
+	return st + in->f.inflight[k] * ac + ex <= in->f.cap_of[g] * in->f.share[k];
+}
+
+/* Stage k on group g over layers [i, j) after a stage on group h. */
+static double pstage_cost(const struct pinst *in, int k, int h, int g, int i, int j)
+{
+	int n = in->lc.n_layer;
+	double c = (k ? in->f.link[h][g] : 0) + in->f.vocab_of[g];
+
+	for (int l = i; l < j; l++)
+		c += in->time[g * n + l];
+	return c;
+}
+
+/* The objective of a placement and partition (INFINITY if it does not fit
+ * or breaks the rank counts). */
+static double pobjective(const struct pinst *in, const int *group, const unsigned short *first)
+{
+	int K = in->f.n_stages, n = in->lc.n_layer, used[PG] = { 0 };
+	double mx = 0, sum = 0;
+
+	if (first[0] != 0 || first[K] != n)
+		return INFINITY;
+	for (int k = 0; k < K; k++) {
+		double c;
+
+		if (group[k] < 0 || group[k] >= in->lc.n_group || first[k + 1] <= first[k] ||
+		    !pstage_fits(in, k, group[k], first[k], first[k + 1]))
+			return INFINITY;
+		used[group[k]]++;
+		c = pstage_cost(in, k, k ? group[k - 1] : 0, group[k], first[k], first[k + 1]);
+		mx = fmax(mx, c);
+		sum += c;
+	}
+	for (int g = 0; g < in->lc.n_group; g++)
+		if (used[g] != in->ranks[g])
+			return INFINITY;
+	return in->f.a * mx + in->f.b * sum + in->tail0[group[0] * (n + 1) + first[1]];
+}
+
+/* The reference optimum over every placement (stage k only on groups of
+ * class seq[k] when seq is set) and partition: a forward DP over (ranks
+ * used per group, group of the last stage, layers covered) that keeps the
+ * whole Pareto front of (largest stage cost, b x sum + tail) of the fitting
+ * prefixes: no bisection, bound or pruning. */
+static double pref(const struct pinst *in, const int *cls, const int *seq)
+{
+	int n = in->lc.n_layer, G = in->lc.n_group, K = in->f.n_stages, radix[PG], ncnt = 1;
+	struct front *fr;
+	double best = INFINITY;
+
+	for (int g = 0; g < G; g++) {
+		radix[g] = ncnt;
+		ncnt *= in->ranks[g] + 1;
+	}
+	fr = calloc((size_t)ncnt * G * (n + 1), sizeof *fr);
+	ck_assert(fr);
+#define FR(c, g, j) fr[((size_t)(c) * G + (g)) * (n + 1) + (j)]
+	/* count vectors in increasing order of their index: a successor's
+	 * index is larger */
+	for (int cnt = 0; cnt < ncnt; cnt++) {
+		int k = 0;
+
+		for (int g = 0; g < G; g++)
+			k += cnt / radix[g] % (in->ranks[g] + 1);
+		if (k == K)
+			continue;
+		for (int h = 0; h < G; h++)
+			for (int i = 0; i < n; i++) {
+				const struct front *from = &FR(cnt, h, i);
+
+				if (k ? from->n == 0 : (h || i))
+					continue;
+				for (int g = 0; g < G; g++) {
+					if (cnt / radix[g] % (in->ranks[g] + 1) == in->ranks[g] ||
+					    (seq && cls[g] != seq[k]))
+						continue;
+					for (int j = i + 1; j <= n - (K - 1 - k); j++) {
+						double c, tl;
+
+						if (!pstage_fits(in, k, g, i, j))
+							continue;
+						c = pstage_cost(in, k, h, g, i, j);
+						tl = k ? 0 : in->tail0[g * (n + 1) + j];
+						if (!k)
+							front_add(&FR(cnt + radix[g], g, j), c, in->f.b * c + tl);
+						for (int x = 0; k && x < from->n; x++)
+							front_add(&FR(cnt + radix[g], g, j), fmax(from->mx[x], c),
+								  from->v[x] + in->f.b * c);
+					}
+				}
+			}
+	}
+	for (int g = 0; g < G; g++) {
+		const struct front *e = &FR(ncnt - 1, g, n);
+
+		for (int x = 0; x < e->n; x++)
+			best = fmin(best, in->f.a * e->mx[x] + e->v[x]);
+	}
+	for (size_t x = 0; x < (size_t)ncnt * G * (n + 1); x++) {
+		free(fr[x].mx);
+		free(fr[x].v);
+	}
+	free(fr);
+#undef FR
+	return best;
+}
+
+/* A random joint instance: K stages, G groups (group g copies group g - 1
+ * when dup[g]: same times, cap, links and tail), n layers. */
+static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
+{
+	double tot = 0;
+
+	memset(in, 0, sizeof *in);
+	in->lc.n_layer = n;
+	in->lc.n_group = G;
+	in->lc.time = in->lc.fwd = in->time;
+	in->lc.state_bytes = in->state;
+	in->lc.act_bytes = in->act;
+	in->lc.extra_bytes = in->extra;
+	in->lc.tail0 = in->tail0;
+	in->f.n_stages = K;
+	in->f.hops = K - 1;
+	in->f.vp = 1;
+	in->f.a = unif(0.5, 8);
+	in->f.b = irand(0, 5) ? unif(0.2, 1.5) : 0;
+	for (int l = 0; l < n; l++) {
+		in->state[l] = unif(1, 3);
+		in->act[l] = unif(0, 1);
+		tot += in->state[l] + K * in->act[l];
+	}
+	if (irand(0, 1))
+		in->extra[n - 1] = unif(0, 3);
+	for (int k = 0; k < K; k++) {
+		in->f.inflight[k] = K - k < 6 ? K - k : 6;
+		in->f.share[k] = 1;
+	}
+	for (int k = 0; k < K; k++)
+		in->ranks[irand(0, G - 1)]++;
+	for (int g = 0; g < G; g++) {
+		int o = dup[g] ? g - 1 : g;
+		double speed = unif(0.4, 3);
+
+		for (int l = 0; l < n; l++)
+			in->time[g * n + l] = dup[g] ? in->time[o * n + l] : speed * unif(0.5, 1.5);
+		for (int j = 0; j <= n; j++)
+			in->tail0[g * (n + 1) + j] = dup[g] ? in->tail0[o * (n + 1) + j] : unif(0, 0.3) * j;
+		in->f.cap_of[g] = dup[g] ? in->f.cap_of[o] : tot / K * unif(0.6, 2.5);
+		in->f.vocab_of[g] = dup[g] ? in->f.vocab_of[o] : irand(0, 2) ? 0 : unif(0, 0.2);
+	}
+	for (int g = 0; g < G; g++)
+		for (int h = 0; h < G; h++) {
+			int og = dup[g] ? g - 1 : g, oh = dup[h] ? h - 1 : h;
+
+			/* a copy links as its original, to others and to itself */
+			in->f.link[g][h] = og != g || oh != h ? in->f.link[og][oh] : unif(0, 0.4);
+		}
+}
+
+/* partition_place, partition_place_below, partition_place_relaxed and
+ * partition_place_seq against the Pareto-front reference on 400 random
+ * instances of 2 to 16 stages and 1 to 4 groups (some copies of another;
+ * tight memory: some fit nothing): the joint DP is the optimum, and so is
+ * the DP with an incumbent just above it (none just below it); the
+ * relaxation is never above it, and equal to it where each class is one
+ * group or copies of one group; the placement by class sequence is the
+ * reference's optimum over that sequence. */
+START_TEST(test_place_random_deep)
+{
+	static struct pinst in;
+	int feasible = 0, infeasible = 0, merged = 0, deep = 0;
+
+	rng_state = 4099;
+	for (int it = 0; it < 400; it++) {
+		int K = irand(2, 16), G = irand(1, PG), n = irand(K, K + 6 < PN ? K + 6 : PN);
+		int dup[PG] = { 0 }, id[PG], same[PG], any[PG], seq[MAX_STAGES], group[MAX_STAGES];
+		unsigned short first[MAX_STAGES + 1];
+		double want, t, lb;
+
+		for (int g = 1; g < G; g++)
+			dup[g] = irand(0, 2) == 0;
+		random_pinst(&in, n, K, G, dup);
+		for (int g = 0; g < G; g++) {
+			id[g] = g;
+			same[g] = dup[g] ? same[g - 1] : g;	/* copies merge */
+			any[g] = irand(0, 1);			/* any merge */
+		}
+		want = pref(&in, NULL, NULL);
+		if (partition_place(&in.lc, &in.f, in.ranks, group, first, &t)) {
+			ck_assert_msg(want == INFINITY, "instance %d: none found, want %.17g", it, want);
+			infeasible++;
+			continue;
+		}
+		ck_assert_msg(want < INFINITY, "instance %d: found %.17g, none fits", it, t);
+		ck_assert_rel(t, want, 1e-9);
+		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
+		feasible++;
+		deep += K >= 10;
+		/* with an incumbent: the optimum where it is below, else none */
+		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 + 1e-6), group,
+						       first, &t), 0);
+		ck_assert_rel(t, want, 1e-9);
+		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
+		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 - 1e-6), group,
+						       first, &t), -1);
+		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, id, &lb, seq), 0);
+		ck_assert_rel(lb, want, 1e-9);
+		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, same, &lb, seq), 0);
+		ck_assert_rel(lb, want, 1e-9);
+		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, any, &lb, seq), 0);
+		ck_assert_msg(lb <= want * (1 + 1e-12), "instance %d: bound %.17g above %.17g", it, lb, want);
+		merged += lb < want * (1 - 1e-9);
+		{
+			double ws = pref(&in, any, seq);
+
+			if (partition_place_seq(&in.lc, &in.f, in.ranks, any, seq, group, first, &t)) {
+				ck_assert_msg(ws == INFINITY, "instance %d: none on the sequence, want %.17g",
+					      it, ws);
+				continue;
+			}
+			ck_assert_rel(t, ws, 1e-9);
+			ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
+			for (int k = 0; k < K; k++)
+				ck_assert_int_eq(any[group[k]], seq[k]);
+			ck_assert(t >= want * (1 - 1e-12));
+		}
+	}
+	ck_assert_int_ge(feasible, 300);
+	ck_assert_int_ge(infeasible, 20);
+	ck_assert_int_ge(deep, 100);
+	ck_assert_int_ge(merged, 100);
+}
+END_TEST
+
 static Suite *partition_suite(void)
 {
 	Suite *s = suite_create("partition");
@@ -510,6 +797,7 @@ static Suite *partition_suite(void)
 	tcase_add_test(tc, test_brute_force);
 	tcase_add_test(tc, test_all_bounds);
 	tcase_add_test(tc, test_large);
+	tcase_add_test(tc, test_place_random_deep);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -343,6 +343,84 @@ START_TEST(deep_pipelines_within_gap)
 }
 END_TEST
 
+/* The ranking's top after refine_rows (plan.c): on 5 and 6 groups of one
+ * GPU with the joint placement DP off (place_dp_max 0: the candidate
+ * placements, climbing and the ILP), the rows that could beat the top are
+ * placed again by the exact joint DP, so the search's top row costs what
+ * --exhaustive's best strategy costs (every placement and partition of
+ * every strategy through cost_evaluate), or its gap above 0 says that a
+ * later rank's tail may hide a better one. Every row also stays within
+ * never_better's bounds, and the ranking is the same on 1 and 3 threads. Returns whether the top rows agree; adds to *n the
+ * instances with rows. */
+static bool top_is_exhaustive(unsigned seed, int sc, int *n)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *fast = NULL, *ref = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	bool same = false;
+	int rows = 0;
+
+	never_better(seed, sc, 0, &rows);
+	rng = seed;
+	m = random_model();
+	c = random_cluster(m);
+	plan_opts_init(&o);
+	o.schedule = sc;
+	o.place_dp_max = 0;
+	o.threads = 1;
+	ck_assert_int_eq(plan_search(&fast, m, c, &o, &e), 0);
+	/* refine_rows runs after the threads: the same rows on 3 */
+	o.threads = 3;
+	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+	ck_assert_int_eq(fast->n_row, ref->n_row);
+	for (int i = 0; i < fast->n_row; i++) {
+		const struct plan_row *x = &fast->row[i], *y = &ref->row[i];
+
+		ck_assert_msg(same_choice(&x->s, &y->s) &&
+				      !memcmp(x->s.group, y->s.group, sizeof x->s.group) &&
+				      !memcmp(x->s.first, y->s.first, sizeof x->s.first) &&
+				      x->r.iter_s == y->r.iter_s && x->gap_pct == y->gap_pct,
+			      "seed %u: row %d differs on 1 and 3 threads", seed, i);
+	}
+	plan_free(ref);
+	o.threads = 0;
+	o.exhaustive = true;
+	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
+	ck_assert_int_eq(fast->n_feasible, ref->n_feasible);
+	if (fast->n_feasible) {
+		const struct plan_row *top = &fast->row[0];
+
+		(*n)++;
+		same = top->r.iter_s <= ref->row[0].r.iter_s * (1 + 1e-9);
+		ck_assert_msg(same || top->gap_pct > 0,
+			      "seed %u: top %.12g s with no gap, exhaustive best %.12g s", seed,
+			      top->r.iter_s, ref->row[0].r.iter_s);
+	}
+	plan_free(fast);
+	plan_free(ref);
+	model_free(m);
+	cluster_free(c);
+	return same;
+}
+
+START_TEST(refined_top_is_exhaustive)
+{
+	static const int sched[] = { SCHED_1F1B, SCHED_ZB_H1, SCHED_GPIPE };
+	int n = 0, same = 0;
+
+	for (unsigned seed = 1; seed <= 30; seed++) {
+		n_groups = 5 + (int)(seed % 2);
+		same += top_is_exhaustive(seed * 40503u, sched[seed % 3], &n);
+	}
+	n_groups = 0;
+	/* 25 of 26 here; 17 of 26 without refine_rows */
+	ck_assert_int_gt(n, 20);
+	ck_assert_int_ge(same * 10, n * 9);
+}
+END_TEST
+
 START_TEST(interleaved_never_better)
 {
 	int rows = 0;
@@ -773,6 +851,7 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, ilp_placements_never_better);
 	tcase_add_test(tc, candidate_placements_never_better_zb_gpipe);
 	tcase_add_test(tc, deep_pipelines_within_gap);
+	tcase_add_test(tc, refined_top_is_exhaustive);
 	tcase_add_test(tc, zero_bubble_virtual_never_better);
 	tcase_add_test(tc, new_schedules_never_better);
 	tcase_add_test(tc, interleaved_never_better);
