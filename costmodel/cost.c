@@ -223,6 +223,27 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	return 0;
 }
 
+/* Whether layer b costs what layer a costs in layer_parts under any
+ * strategy on any group: two blocks with the same numbers, no measured
+ * profile, and the same sliding window and FFN kind. layer_parts (with
+ * compute_layer, the comm_* functions and model_attn_flops) reads a layer
+ * only through m->layer[l] and model_block_windowed / model_block_moe of
+ * its block; the callers reuse a's parts for b instead of recomputing
+ * them (most models are one block repeated). */
+static bool layers_alike(const struct model *m, int a, int b)
+{
+	const struct layer *x = &m->layer[a], *y = &m->layer[b];
+
+	return x->kind == LAYER_BLOCK && y->kind == LAYER_BLOCK && !x->n_measure &&
+	       !y->n_measure && x->params == y->params &&
+	       x->expert_params == y->expert_params &&
+	       x->flops_per_token == y->flops_per_token &&
+	       x->act_bytes_per_token == y->act_bytes_per_token &&
+	       x->out_bytes_per_token == y->out_bytes_per_token &&
+	       model_block_windowed(m, a - 1) == model_block_windowed(m, b - 1) &&
+	       model_block_moe(m, a - 1) == model_block_moe(m, b - 1);
+}
+
 /* Vocabulary parallelism (Yeung et al. 2024 Sec. 3): what every pipeline
  * rank on group g runs per micro-batch of the embedding, the head and the
  * loss: 1/p of their compute and TP communication as they would run whole
@@ -428,12 +449,15 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 		return -1;
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3), sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
-	for (int g = 0; g < G; g++)
+	for (int g = 0; g < G; g++) {
+		struct parts p;
+
 		for (int l = 0; l < L; l++) {
-			struct parts p;
 			double f;
 
-			if (layer_parts(&p, m, l, c, g, s, e) < 0) {
+			/* a block like the one before: its parts (layers_alike) */
+			if (!(l > 0 && layers_alike(m, l - 1, l)) &&
+			    layer_parts(&p, m, l, c, g, s, e) < 0) {
 				free(buf);
 				return -1;
 			}
@@ -448,6 +472,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 				bw += parts_bwd(&p);
 			}
 		}
+	}
 	lc->zb_rho = all > 0 ? fr / all : 1.0 / 3;
 	/* ZB-H2 (schedule_weights): t_F + t_B - 2 t_W = F + R - bw / 2, at
 	   least F (the last rank's wait for its first input) */
@@ -712,12 +737,13 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		w /= 2;
 	for (int i = 0; i < n; i++) {
 		int k = stage[i], g = f->group[k];
+		struct parts p = {0};
 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			struct parts p = {0};
-
-			/* cannot fail: cost_layers checked the measured profiles */
-			layer_parts(&p, m, l, c, g, s, NULL);
+			/* cannot fail: cost_layers checked the measured profiles;
+			 * a block like the one before: its parts (layers_alike) */
+			if (!(l > s->first[k] && layers_alike(m, l - 1, l)))
+				layer_parts(&p, m, l, c, g, s, NULL);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
 			tm->tp += w * (p.tp_f + p.tp_b + p.tp_r);
