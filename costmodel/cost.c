@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "collective.h"
@@ -430,6 +431,17 @@ static double frag_share(const struct cluster *c)
 	return c->mem_allowance >= 0 ? 0 : MEM_FRAG_SHARE;
 }
 
+/* What comm_pp_send reads of s (layer_costs.link_key). */
+static void link_key(int *key, const struct strategy *s)
+{
+	key[0] = s->tp;
+	key[1] = s->cp;
+	key[2] = s->dp;
+	key[3] = s->mbs;
+	key[4] = s->seq;
+	key[5] = s->sp;
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
  * summed) and its forward side; per layer the bytes per GPU (memory_layer;
  * activations and logits with the allowance's share that grows with them,
@@ -443,11 +455,12 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	double *buf, fr, all, f0, rc, bw;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3), sizeof *buf);
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + (size_t)G * G,
+		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
 	for (int g = 0; g < G; g++) {
 		struct parts p;
@@ -485,6 +498,11 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	lc->tail0 = lc->extra_bytes + L;
 	lc->vocab_time = lc->tail0 + (size_t)G * (L + 1);
 	lc->vocab_fwd = lc->vocab_time + G;
+	lc->link = lc->vocab_fwd + G;
+	link_key(lc->link_key, s);
+	for (int g = 0; g < G; g++)
+		for (int h = 0; h < G; h++)
+			lc->link[(size_t)g * G + h] = comm_pp_send(m, c, g, h, s);
 	for (int g = 0; g < G; g++) {
 		struct parts p;
 
@@ -522,7 +540,7 @@ void cost_layers_free(struct layer_costs *lc)
 		return;
 	free(lc->time);
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;
 }
 
@@ -556,6 +574,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	int pp = s->pp > 0 ? s->pp : 1, vp = s->vp > 0 ? s->vp : 1;
 	int n = s->n_stages > 0 ? s->n_stages : pp * vp, mb = micro_batches(s);
 	double rho = 1.0 / 3, st = 0, act = 0;
+	const double *links = NULL;
 
 	if (n > MAX_STAGES)
 		n = MAX_STAGES;
@@ -580,11 +599,20 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	}
 	f->n_group = c->n_group;
 	f->vp = vp;
+	/* the links cost_layers computed, where they are s's */
+	if (lc->link && lc->n_group == c->n_group) {
+		int key[6];
+
+		link_key(key, s);
+		if (!memcmp(key, lc->link_key, sizeof key))
+			links = lc->link;
+	}
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
 		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp - lc->vocab_bytes;
 		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
-			f->link[g][h] = comm_pp_send(m, c, g, h, s);
+			f->link[g][h] = links ? links[(size_t)g * c->n_group + h]
+					      : comm_pp_send(m, c, g, h, s);
 	}
 	if (schedule_v(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
