@@ -314,6 +314,27 @@ static int layer_parts(struct parts *p, const struct model *m, int l,
 	return 0;
 }
 
+/* Whether layer b costs what layer a costs in layer_parts under any
+ * strategy on any group: two blocks with the same numbers, no measured
+ * profile, and the same sliding window and FFN kind. layer_parts (with
+ * compute_layer, the comm_* functions and model_attn_flops) reads a layer
+ * only through m->layer[l] and model_block_windowed / model_block_moe of
+ * its block; the callers reuse a's parts for b instead of recomputing
+ * them (most models are one block repeated). */
+static bool layers_alike(const struct model *m, int a, int b)
+{
+	const struct layer *x = &m->layer[a], *y = &m->layer[b];
+
+	return x->kind == LAYER_BLOCK && y->kind == LAYER_BLOCK && !x->n_measure &&
+	       !y->n_measure && x->params == y->params &&
+	       x->expert_params == y->expert_params &&
+	       x->flops_per_token == y->flops_per_token &&
+	       x->act_bytes_per_token == y->act_bytes_per_token &&
+	       x->out_bytes_per_token == y->out_bytes_per_token &&
+	       model_block_windowed(m, a - 1) == model_block_windowed(m, b - 1) &&
+	       model_block_moe(m, a - 1) == model_block_moe(m, b - 1);
+}
+
 /* Vocabulary parallelism (Yeung et al. 2024 Sec. 3): what every pipeline
  * rank on group g runs per micro-batch of the embedding, the head and the
  * loss: 1/p of their compute and TP communication as they would run whole
@@ -623,6 +644,17 @@ static double frag_share(const struct cluster *c)
 	return c->mem_allowance >= 0 ? 0 : MEM_FRAG_SHARE;
 }
 
+/* What comm_pp_send reads of s (layer_costs.link_key). */
+static void link_key(int *key, const struct strategy *s)
+{
+	key[0] = s->tp;
+	key[1] = s->cp;
+	key[2] = s->dp;
+	key[3] = s->mbs;
+	key[4] = s->seq;
+	key[5] = s->sp;
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
  * summed) and its forward side; per layer the bytes per GPU (memory_layer;
  * activations and logits with the allowance's share that grows with them,
@@ -636,18 +668,22 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	double *buf, fr, all, f0, rc, bw;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3), sizeof *buf);
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + (size_t)G * G,
+		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
-	for (int g = 0; g < G; g++)
+	for (int g = 0; g < G; g++) {
+		struct parts p;
+
 		for (int l = 0; l < L; l++) {
-			struct parts p;
 			double f;
 
-			if (layer_parts(&p, m, l, c, g, s, e) < 0) {
+			/* a block like the one before: its parts (layers_alike) */
+			if (!(l > 0 && layers_alike(m, l - 1, l)) &&
+			    layer_parts(&p, m, l, c, g, s, e) < 0) {
 				free(buf);
 				return -1;
 			}
@@ -662,6 +698,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 				bw += parts_bwd(&p);
 			}
 		}
+	}
 	lc->zb_rho = all > 0 ? fr / all : 1.0 / 3;
 	/* ZB-H2 (schedule_weights): t_F + t_B - 2 t_W = F + R - bw / 2, at
 	   least F (the last rank's wait for its first input) */
@@ -674,6 +711,11 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	lc->tail0 = lc->extra_bytes + L;
 	lc->vocab_time = lc->tail0 + (size_t)G * (L + 1);
 	lc->vocab_fwd = lc->vocab_time + G;
+	lc->link = lc->vocab_fwd + G;
+	link_key(lc->link_key, s);
+	for (int g = 0; g < G; g++)
+		for (int h = 0; h < G; h++)
+			lc->link[(size_t)g * G + h] = comm_pp_send(m, c, g, h, s);
 	for (int g = 0; g < G; g++) {
 		struct parts p;
 
@@ -711,7 +753,7 @@ void cost_layers_free(struct layer_costs *lc)
 		return;
 	free(lc->time);
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;
 }
 
@@ -748,6 +790,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	 * as it runs */
 	int most = most_batches(c, s);
 	double rho = 1.0 / 3, st = 0, act = 0;
+	const double *links = NULL;
 
 	if (n > MAX_STAGES)
 		n = MAX_STAGES;
@@ -772,11 +815,20 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	}
 	f->n_group = c->n_group;
 	f->vp = vp;
+	/* the links cost_layers computed, where they are s's */
+	if (lc->link && lc->n_group == c->n_group) {
+		int key[6];
+
+		link_key(key, s);
+		if (!memcmp(key, lc->link_key, sizeof key))
+			links = lc->link;
+	}
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
 		f->cap_of[g] = (cluster_group_mem(c, g) - context_bytes(c)) / vp - lc->vocab_bytes;
 		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
-			f->link[g][h] = comm_pp_send(m, c, g, h, s) * most / mb;
+			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
+						: comm_pp_send(m, c, g, h, s)) * most / mb;
 	}
 	if (schedule_v(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
@@ -929,12 +981,13 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		w /= 2;
 	for (int i = 0; i < n; i++) {
 		int k = stage[i], g = f->group[k];
+		struct parts p = {0};
 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-			struct parts p = {0};
-
-			/* cannot fail: cost_layers checked the measured profiles */
-			layer_parts(&p, m, l, c, g, s, NULL);
+			/* cannot fail: cost_layers checked the measured profiles;
+			 * a block like the one before: its parts (layers_alike) */
+			if (!(l > s->first[k] && layers_alike(m, l - 1, l)))
+				layer_parts(&p, m, l, c, g, s, NULL);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
 			tm->tp += w * (p.tp_f + p.tp_b + p.tp_r);

@@ -62,6 +62,12 @@ struct layer_costs {
 	 * R the recomputation (run before B), t_B = R + backward / 2, t_W =
 	 * backward / 2; 1/3 without layers. */
 	double zb_h2_rho;
+	/* [g * n_group + h]: comm_pp_send from group g to group h for the
+	 * strategy costed, whose tp, cp, dp, mbs, seq and sp link_key holds
+	 * (cost_frame takes them from here when they match its strategy's);
+	 * NULL: cost_frame computes them. */
+	double *link;
+	int link_key[6];
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer

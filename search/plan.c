@@ -928,13 +928,16 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			s->schedule = (enum schedule)sc;
 			s->vp = vp;
 			s->n_stages = s->pp * vp;
-			if (!schedule_fb_overlap((enum schedule)sc)) {
+			/* DualPipe(V) hide part of the EP all-to-all in the
+			 * layers' own times (cost.c layer_parts): their own
+			 * layer costs, not the mbs loop's. Without EP (ep 1,
+			 * every dense model) there is no all-to-all
+			 * (comm_ep_fwd is 0) and the layer costs are the mbs
+			 * loop's: layer_parts reads the schedule nowhere else */
+			if (!schedule_fb_overlap((enum schedule)sc) || s->ep <= 1) {
 				fits |= evaluate(S, s);
 				continue;
 			}
-			/* DualPipe(V) hide part of the EP all-to-all in the
-			 * layers' own times (cost.c layer_parts): their own
-			 * layer costs, not the mbs loop's */
 			struct layer_costs keep = S->lc;
 
 			if (cost_layers(&S->lc, S->m, S->c, s, NULL) < 0) {

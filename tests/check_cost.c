@@ -2046,6 +2046,67 @@ START_TEST(test_frame_interleaved)
 }
 END_TEST
 
+/* cost_layers reuses a block's parts for the next block only where they
+ * cost the same. The toy on group 0 (1 TFLOP/s, eff_max 1) at TP 1, one
+ * sequence of 1000 tokens: a block's GEMMs do (F - A) 1000 FLOPs, A the
+ * attention core's 4e6 FLOPs per token, forward once and backward twice;
+ * the flash core does CAUSAL_SHARE A 1000 / (P FLASH_RATE), backward x
+ * FLASH_BWD_FLOPS / FLASH_BWD_RATE. A window of 500 on every other block
+ * (sliding_every 2: blocks 0 and 2, layers 1 and 3) keeps k = 500 (2000 -
+ * 500 + 1) / 1001 / 1000 of A, whose rest the toy's fixed FLOPs per token
+ * give to the GEMMs: a full block costs (1 - k) A 1000 / P (CAUSAL_SHARE
+ * (1 + FLASH_BWD_FLOPS / FLASH_BWD_RATE) / FLASH_RATE - 3) more. 1e8 more
+ * FLOPs per token on the last block cost 3e8 x 1000 / P = 0.3 s more. */
+START_TEST(test_layers_alike)
+{
+	struct strategy s;
+	struct layer_costs lc = {0};
+	double P = 1e12, A = 4e6, k = 500.0 * 1501 / 1001 / 1000;
+	double d = (1 - k) * A * 1000 / P *
+		   (CAUSAL_SHARE * (1 + FLASH_BWD_FLOPS / FLASH_BWD_RATE) / FLASH_RATE - 3);
+
+	toy();
+	toy_cluster();
+	s = strat(1, 1, 1, 1, 1, 1, 1000);
+	mod.sliding_window = 500;
+	mod.sliding_every = 2;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.time[1], lc.time[3], 0);
+	ck_assert_rel(lc.time[2], lc.time[4], 0);
+	ck_assert_rel(lc.time[2] - lc.time[1], d, 1e-9);
+	cost_layers_free(&lc);
+	lay[4].flops_per_token += 1e8;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_rel(lc.time[4] - lc.time[2], 0.3, 1e-9);
+	cost_layers_free(&lc);
+}
+END_TEST
+
+/* cost_frame takes the links cost_layers kept only for the strategy they
+ * were computed for: at 2 sequences a micro-batch each p2p carries twice
+ * the bytes, twice the seconds without latencies. */
+START_TEST(test_frame_links)
+{
+	struct strategy s = strat(8, 1, 2, 1, 1, 8, 2048), t;
+	struct layer_costs lc = {0};
+	struct pipeline_frame f, g;
+
+	gpt(4, 1024, 16, 1000, 2048);
+	s.group[1] = 1;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
+	ck_assert(f.link[0][1] > 0);
+	t = s;
+	t.mbs = 2;
+	cost_frame(&g, &mod, &clu, &t, &lc);
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 2; b++)
+			ck_assert_rel(g.link[a][b], 2 * f.link[a][b], 1e-12);
+	ck_assert_rel(g.send[1], 2 * f.send[1], 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 /* ZB-H1 on the toy, one rank of group 0: rho = forward / total over the
  * whole model, (E.fwd + 4 B.fwd + H.fwd) / (the same + the backwards),
  * so a = m - rho. With full recomputation the blocks rerun their forward:
@@ -2302,6 +2363,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_tied_single_stage);
 	tcase_add_test(tc, test_frame_interleaved);
 	tcase_add_test(tc, test_frame_zb_h1);
+	tcase_add_test(tc, test_layers_alike);
+	tcase_add_test(tc, test_frame_links);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;
