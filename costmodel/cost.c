@@ -449,15 +449,22 @@ int cost_uneven(unsigned short *out, const struct model *m, const struct cluster
 	for (int i = 0; i < c->group[q].n_part; i++) {
 		const struct gpu_type *gpu = &c->gpu[c->group[c->group[q].part_group[i]].gpu];
 
+		struct parts p;
+
 		r[i] = part_replicas(c, s, q, i);
 		t[i] = 0;
 		for (int l = 0; l < m->n_layer; l++) {
 			struct layer_time u;
-			struct parts p = { 0 };
 
-			if (type_time(&u, m, l, gpu, &x, e) < 0)
-				return -1;
-			parts_of(&p, m, l, c, q, &x, &u);
+			/* a block like the one before: its parts (layers_alike) */
+			if (!(l > 0 && layers_alike(m, l - 1, l))) {
+				static const struct parts zero_parts;
+
+				if (type_time(&u, m, l, gpu, &x, e) < 0)
+					return -1;
+				p = zero_parts;
+				parts_of(&p, m, l, c, q, &x, &u);
+			}
 			t[i] += parts_total(&p);
 		}
 		if (!(t[i] > 0))
