@@ -68,6 +68,24 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 	return !(d->full[cnt] >> g & 1);
 }
 
+/* The groups [*lo, *hi) that stage k may run on (k < K), and those of the
+ * stage before it (k > 0); with the placement forced, one group each. */
+static void groups_of(const struct dp *d, int k, int *lo, int *hi)
+{
+	*lo = d->ranks ? 0 : d->f->group[k];
+	*hi = d->ranks ? d->G : *lo + 1;
+}
+
+static void groups_before(const struct dp *d, int k, int *lo, int *hi)
+{
+	if (!k) {
+		*lo = 0;
+		*hi = 1;
+	} else {
+		groups_of(d, k - 1, lo, hi);
+	}
+}
+
 static int next_count(const struct dp *d, int cnt, int g)
 {
 	return d->ranks ? cnt + d->radix[g] : cnt + 1;
@@ -175,9 +193,12 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 		d->reach[x] = -1;
 	*m = *nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o], k = d->stage_of[cnt];
+		int cnt = d->order[o], k = d->stage_of[cnt], h0, h1, g0 = 0, g1 = 0;
 
-		for (int h = 0; h < (k ? G : 1); h++) {
+		groups_before(d, k, &h0, &h1);
+		if (k < d->K)
+			groups_of(d, k, &g0, &g1);
+		for (int h = h0; h < h1; h++) {
 			size_t row = (size_t)cnt * G + h;
 			int i = k ? d->reach[row] : 0;
 			double neck = k ? d->neck[row] : 0;
@@ -189,7 +210,7 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 					*m = neck;
 				continue;
 			}
-			for (int g = 0; g < G; g++) {
+			for (int g = g0; g < g1; g++) {
 				const double *p = d->pre + (size_t)g * (n + 1);
 				double sd = send(d, k, h, g), c;
 				size_t next = (size_t)next_count(d, cnt, g) * G + g;
@@ -276,9 +297,11 @@ static void fill_back(struct dp *d, double u, double *nx)
 	int n = d->n;
 
 	for (int o = d->ncnt - 1; o >= 0; o--) {
-		int cnt = d->order[o], k = d->stage_of[cnt], least = n;
+		int cnt = d->order[o], k = d->stage_of[cnt], least = n, g0 = 0, g1 = 0;
 
-		for (int g = 0; g < d->G && k < d->K; g++) {
+		if (k < d->K)
+			groups_of(d, k, &g0, &g1);
+		for (int g = g0; g < g1; g++) {
 			const double *p = d->pre + (size_t)g * (n + 1);
 			double sd = least_send(d, k, g);
 			int e, i;
@@ -325,11 +348,13 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	*nx = INFINITY;
 	fill_back(d, u, nx);
 	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o], k = d->stage_of[cnt];
+		int cnt = d->order[o], k = d->stage_of[cnt], g0, g1, h0, h1;
 
 		if (k == K)
 			break;
-		for (int g = 0; g < G; g++) {
+		groups_of(d, k, &g0, &g1);
+		groups_before(d, k, &h0, &h1);
+		for (int g = g0; g < g1; g++) {
 			int nc, left, need;
 			size_t nrow;
 			const double *p = d->pre + (size_t)g * n1, *mono;
@@ -344,7 +369,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			cur = d->val + nrow * n1;
 			left = d->left[nc];
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
-			for (int h = 0; h < (k ? G : 1); h++) {
+			for (int h = h0; h < h1; h++) {
 				size_t row = (size_t)cnt * G + h;
 				const double *prev = d->val + row * n1;
 				double sd = send(d, k, h, g);
@@ -699,10 +724,15 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages)
 {
-	double work = (double)n_group * n_layer * n_stages;
+	double work = (double)n_layer * n_stages;
+	int hosts = 0;
 
-	for (int g = 0; g < n_group && work < 1e12; g++)
+	/* place_free keeps the groups that host ranks: a row each */
+	for (int g = 0; g < n_group; g++) {
 		work *= ranks[g] + 1;
+		hosts += ranks[g] > 0;
+	}
+	work *= hosts;
 	return work < 1e12 ? work : 1e12;
 }
 
@@ -909,7 +939,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 	int n = lc->n_layer, G = lc->n_group, K = f->n_stages, nm = n >= 2 ? n - 2 : 0;
 	int by[MAX_GROUPS], nb = 0;
 	double t[MAX_GROUPS], most[MAX_GROUPS], take[MAX_GROUPS], fewest = INFINITY;
-	double u0 = 0, ends = 0, link = INFINITY, tail = 0, best = INFINITY;
+	double u0 = 0, ends = 0, link = INFINITY, tail = 0, best = INFINITY, w = INFINITY, least;
 
 	if (K < 1 || K > n || G < 1 || G > MAX_GROUPS || f->vp < 1)
 		return -1;
@@ -924,16 +954,17 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		ends += m;
 		u0 = fmax(u0, m);
 	}
+	for (int l = 1; l <= nm; l++)
+		w = fmin(w, lc->state_bytes[l] + lc->extra_bytes[l] + fewest * lc->act_bytes[l]);
 	for (int g = 0; g < G; g++) {
-		double w = INFINITY;
+		const double *tg = lc->time + (size_t)g * n;
 
 		if (!ranks[g])
 			continue;
 		t[g] = INFINITY;
-		for (int l = 1; l <= nm; l++) {
-			t[g] = fmin(t[g], lc->time[(size_t)g * n + l]);
-			w = fmin(w, lc->state_bytes[l] + lc->extra_bytes[l] + fewest * lc->act_bytes[l]);
-		}
+		for (int l = 1; l <= nm; l++)
+			if (tg[l] < t[g])
+				t[g] = tg[l];
 		most[g] = !(w > 0)	    ? nm
 			  : f->cap_of[g] < 0 ? 0
 					     : fmin(nm, floor(f->cap_of[g] * f->vp / w));
@@ -957,10 +988,18 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 				tail = fmin(tail, lc->tail0[(size_t)g * (n + 1) + j]);
 	}
 	/* a U + b (the least sum at bound U) is least at u0 or where a
-	 * group's stages take one more layer: U = L t[g] */
+	 * group's stages take one more layer: U = L t[g]. No sum is below
+	 * every middle layer on the fastest group (least): a bound U whose
+	 * a U + b least already exceeds the best is skipped, and so are the
+	 * larger ones of its group. */
+	least = b * (ends + (nb ? nm * t[by[0]] : 0) + f->hops * link) + tail;
 	for (int c = -1; c < nb * (nm > 0 ? nm : 0); c++) {
 		double u = c < 0 ? u0 : (c % nm + 1) * t[by[c / nm]], sum;
 
+		if (c >= 0 && a * u + least > best * (1 + 1e-9)) {
+			c += nm - 1 - c % nm;	/* to the group's last */
+			continue;
+		}
 		if (u < u0)
 			continue;
 		for (int i = 0; i < nb; i++) {

@@ -30,8 +30,8 @@ int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f
 		    const int *ranks, int *group, unsigned short *first, double *t);
 
 /* The work of one partition_place pass, in state transitions:
- * prod_g (ranks[g] + 1) x n_group (states per layer) x n_layer x n_stages
- * (saturates at 1e12). The caller places the ranks otherwise when it is
+ * prod_g (ranks[g] + 1) x the groups with ranks (states per layer: the
+ * DP drops the others) x n_layer x n_stages (saturates at 1e12). The caller places the ranks otherwise when it is
  * too large. */
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages);
 
