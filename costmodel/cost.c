@@ -612,9 +612,10 @@ static void rank_tail(double *dp, double *hidden, double *opt, const struct mode
 	stage_tail(dp, hidden, opt, c, s, g, D, E, fwd, bwd);
 }
 
-/* lc->tail0 for every group and every end of the first stage. */
+/* lc->tail0 for every end of the first stage on each group with ranks
+ * (every group when ranks is NULL); INFINITY on the others. */
 static void first_stage_tails(struct layer_costs *lc, const struct model *m,
-			      const struct cluster *c, const struct strategy *s)
+			      const struct cluster *c, const struct strategy *s, const int *ranks)
 {
 	int L = lc->n_layer;
 
@@ -623,6 +624,11 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 		double bwd = lc->vocab_time[g] - lc->vocab_fwd[g], dp, hid, opt;
 		double *t = lc->tail0 + (size_t)g * (L + 1);
 
+		if (ranks && !ranks[g]) {
+			for (int j = 0; j <= L; j++)
+				t[j] = INFINITY;
+			continue;
+		}
 		t[0] = 0;
 		for (int l = 0; l < L; l++) {
 			double d, x;
@@ -668,8 +674,8 @@ static void link_key(int *key, const struct strategy *s)
  * frag_share).
  * One allocation holds all five arrays (lc->time is its base). O(layers x
  * groups). */
-int cost_layers(struct layer_costs *lc, const struct model *m,
-		const struct cluster *c, const struct strategy *s, struct err *e)
+int cost_layers(struct layer_costs *lc, const struct model *m, const struct cluster *c,
+		const struct strategy *s, const int *ranks, struct err *e)
 {
 	int L = m->n_layer, G = c->n_group;
 	double *buf, fr, all, f0, rc, bw;
@@ -750,7 +756,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m,
 	}
 	lc->n_layer = L;
 	lc->n_group = G;
-	first_stage_tails(lc, m, c, s);
+	first_stage_tails(lc, m, c, s, ranks);
 	return 0;
 }
 

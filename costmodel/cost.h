@@ -124,10 +124,12 @@ int cost_uneven(unsigned short *out, const struct model *m, const struct cluster
 		const struct strategy *s, int k, struct err *e);
 
 /* Fills lc for strategy s (uses tp, cp, dp, ep, mbs, seq, recompute, zero,
- * sp; not the partition). Returns 0, or -1 with e set if a measured profile
- * is unusable. */
-int cost_layers(struct layer_costs *lc, const struct model *m,
-		const struct cluster *c, const struct strategy *s, struct err *e);
+ * sp; not the partition). ranks: pipeline ranks per node group, whose
+ * groups without ranks get no tail0 (INFINITY: no rank 0 there); NULL for
+ * every group. Returns 0, or -1 with e set if a measured profile is
+ * unusable. */
+int cost_layers(struct layer_costs *lc, const struct model *m, const struct cluster *c,
+		const struct strategy *s, const int *ranks, struct err *e);
 /* Frees lc's arrays and zeroes it; lc itself is the caller's. NULL-safe. */
 void cost_layers_free(struct layer_costs *lc);
 

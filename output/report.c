@@ -379,7 +379,7 @@ static struct cost_rank *row_ranks(const struct plan_row *row, const struct mode
 	struct layer_costs lc;
 	struct cost_rank *x;
 
-	if (cost_layers(&lc, m, c, &row->s, NULL) < 0)
+	if (cost_layers(&lc, m, c, &row->s, NULL, NULL) < 0)
 		return NULL;
 	x = xcalloc((size_t)row->s.pp, sizeof *x);
 	cost_ranks(x, m, c, &row->s, &lc);
@@ -823,7 +823,7 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 	struct cost_rank *x = NULL;
 	struct cost_stage *st = NULL;
 
-	if (cost_layers(&lc, m, c, s, NULL) == 0) {
+	if (cost_layers(&lc, m, c, s, NULL, NULL) == 0) {
 		x = xcalloc((size_t)s->pp, sizeof *x);
 		st = xcalloc((size_t)s->n_stages, sizeof *st);
 		cost_ranks(x, m, c, s, &lc);

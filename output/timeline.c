@@ -854,7 +854,7 @@ static int timeline_input(struct timeline_in *in, const struct plan_row *row,
 	struct layer_costs lc;
 	int n;
 
-	if (cost_layers(&lc, m, c, s, e) < 0) {
+	if (cost_layers(&lc, m, c, s, NULL, e) < 0) {
 		free(st);
 		free(rk);
 		return -1;

@@ -940,7 +940,7 @@ static bool each_schedule(struct search *S, struct strategy *s)
 			}
 			struct layer_costs keep = S->lc;
 
-			if (cost_layers(&S->lc, S->m, S->c, s, NULL) < 0) {
+			if (cost_layers(&S->lc, S->m, S->c, s, S->ranks, NULL) < 0) {
 				S->lc = keep;
 				continue;
 			}
@@ -1046,7 +1046,7 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 				 * schedule the last strategy ended on */
 				s->schedule = SCHED_1F1B;
 				s->vp = 1;
-				if (cost_layers(&S->lc, S->m, S->c, s, e)) {
+				if (cost_layers(&S->lc, S->m, S->c, s, S->ranks, e)) {
 					S->err_at = S->count;
 					*rc = -1;
 					return;
@@ -1065,7 +1065,7 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 
 			s->schedule = SCHED_1F1B;
 			s->vp = 1;
-			if (u < 0 || (u > 0 && cost_layers(&S->lc, S->m, S->c, s, e))) {
+			if (u < 0 || (u > 0 && cost_layers(&S->lc, S->m, S->c, s, S->ranks, e))) {
 				S->err_at = S->count;
 				*rc = -1;
 				return;
@@ -1533,7 +1533,7 @@ static bool refine_rows(struct search *S, const struct cluster *c)
 			T.ranks[s.group[k]]++;
 		/* the layer costs of the search: 1F1B's (each_schedule) */
 		one.schedule = SCHED_1F1B;
-		if (cost_layers(&T.lc, S->m, S->c, &one, NULL))
+		if (cost_layers(&T.lc, S->m, S->c, &one, T.ranks, NULL))
 			continue;
 		cost_frame(&f, S->m, S->c, &s, &T.lc);
 		for (int g = 0; g < S->c->n_group; g++)

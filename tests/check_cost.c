@@ -444,7 +444,7 @@ START_TEST(test_mixed_replicas)
 	s.first[0] = 0;
 	s.first[1] = (unsigned short)mod.n_layer;
 	s.group[0] = 0;
-	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL, NULL), 0);
 	cost_evaluate(&ra, &mod, x, &s, &lc);
 	s.group[0] = 1;
 	cost_evaluate(&rb, &mod, x, &s, &lc);
@@ -590,11 +590,11 @@ START_TEST(test_uneven_mixed_stage)
 	ck_assert_int_eq(out[1], 4);
 	ck_assert_int_eq(out[2], 0);
 	ck_assert_int_eq(cost_uneven(out, &mod, x, &s, 1, NULL), 0);
-	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL, NULL), 0);
 	cost_evaluate(&rm, &mod, x, &s, &lc);
 	s.uneven[0] = 8;
 	s.uneven[1] = 4;
-	ck_assert_int_eq(cost_layers(&lu, &mod, x, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lu, &mod, x, &s, NULL, NULL), 0);
 	for (int l = 0; l < L; l++) {
 		double ta = lc.time[l], tb = lc.time[L + l];
 
@@ -646,7 +646,7 @@ START_TEST(test_uneven_inflight)
 		s.first[k] = (unsigned short)(k < 4 ? k : mod.n_layer);
 	for (int k = 0; k < 4; k++)
 		s.group[k] = 2;
-	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, x, &s, NULL, NULL), 0);
 	cost_frame(&fe, &mod, x, &s, &lc);
 	s.uneven[0] = 3;
 	s.uneven[1] = 1;
@@ -686,7 +686,7 @@ START_TEST(test_eq3_time)
 	s.attn = ATTN_FUSED_SOFTMAX;
 	s.first[0] = 0;
 	s.first[1] = (unsigned short)mod.n_layer;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.compute + r.time.recompute,
 		      eq3 / 312e12 + 512 * O * ((1 + MEM_BWD) * 26 + 24), 1e-12);
@@ -720,7 +720,7 @@ START_TEST(test_memory_gpt3)
 	s.zero = 1;
 	for (int k = 0; k <= 8; k++)
 		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98 : 1 + 12 * k);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	/* Distributed optimizer: 2 + 4 + 12/8 = 7.5 bytes per parameter. */
 	ck_assert_rel(lc.state_bytes[1], 7.5 * P, 1e-12);
 	/* Korthikanti 2022 Table 2, TP + SP, selective: 34 s b h / t =
@@ -819,7 +819,7 @@ START_TEST(test_memory_overflow)
 	s.attn = ATTN_FUSED_SOFTMAX;
 	for (int k = 0; k <= 8; k++)
 		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98 : 1 + 12 * k);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 83751862272.0, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
@@ -828,7 +828,7 @@ START_TEST(test_memory_overflow)
 	ck_assert_rel(r.peak_bytes, 84825722880.0 + 2 * GiB, 1e-12);
 	cost_layers_free(&lc);
 	s.attn = ATTN_FLASH;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(r.fits);
 	ck_assert_rel(r.peak_bytes, 60666531840.0 + 2 * GiB, 1e-12);
@@ -925,7 +925,7 @@ START_TEST(test_evaluate_toy)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_int_eq(lc.n_layer, 6);
 	ck_assert_int_eq(lc.n_group, 2);
 	ck_assert_rel(lc.time[0], fb(E), 1e-12);
@@ -971,7 +971,7 @@ START_TEST(test_evaluate_toy)
 	 * rank 0's 1e-3 + opt: the DP part 10 - lead, the optimizer opt. */
 	groups[1].intra_bw = 1e7;
 	cost_layers_free(&lc);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	{
 		double lead = E.bwd + 2 * B.bwd + 4e-5;
@@ -1028,7 +1028,7 @@ START_TEST(test_ranks_toy)
 	s.first[2] = 6;
 	s.group[1] = 1;
 	ck_assert(c1 > c0);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
 	ck_assert_int_eq(x[0].group, 0);
 	ck_assert_int_eq(x[1].group, 1);
@@ -1123,7 +1123,7 @@ START_TEST(test_ranks_interleaved)
 	s.first[3] = 5;
 	s.first[4] = 6;
 	ck_assert(C0 > C1);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_int_eq(cost_stages(st, &mod, &clu, &s, &lc), 4);
 	ck_assert_int_eq(st[2].rank, 0);
 	ck_assert_int_eq(st[3].rank, 1);
@@ -1173,7 +1173,7 @@ START_TEST(test_evaluate_pp_rank0_bottleneck)
 	s.group[0] = 1;
 	s.group[1] = 0;
 	ck_assert(c0 > c1);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.pp, 8e-5, 1e-9);
 	ck_assert_rel(r.time.compute, 4 * c0, 1e-12);
@@ -1228,7 +1228,7 @@ START_TEST(test_evaluate_dp_tail)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, 8.02, 1e-12);
 	ck_assert_rel(r.time.dp_hidden, 0, 0);
@@ -1244,7 +1244,7 @@ START_TEST(test_evaluate_dp_tail)
 
 	s.grad_overlap = true;
 	ck_assert(8.02 - bwd0 > share * 8.02);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, 8.02 - bwd0, 1e-12);
 	ck_assert_rel(r.time.dp_hidden, bwd0, 1e-12);
@@ -1255,7 +1255,7 @@ START_TEST(test_evaluate_dp_tail)
 	/* the bucket floor */
 	groups[0].intra_bw = 1e10;
 	ck_assert(0.802 < bwd0);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, share * 0.802, 1e-12);
 	ck_assert_rel(r.time.dp_hidden, (1 - share) * 0.802, 1e-12);
@@ -1265,7 +1265,7 @@ START_TEST(test_evaluate_dp_tail)
 	groups[0].intra_bw = 1e9;
 	s.grad_overlap = false;
 	s.zero = 1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, 4.01 + 2.005, 1e-12);
 	ck_assert_rel(r.time.optimizer, opt / 2, 1e-12);
@@ -1275,7 +1275,7 @@ START_TEST(test_evaluate_dp_tail)
 	s.param_overlap = true;
 	x_r = 4.01 - bwd0 > share * 4.01 ? 4.01 - bwd0 : share * 4.01;
 	x_g = 2.005 - fwd0 > share * 2.005 ? 2.005 - fwd0 : share * 2.005;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, x_r + x_g, 1e-12);
 	ck_assert_rel(r.time.dp_hidden, 4.01 + 2.005 - x_r - x_g, 1e-12);
@@ -1283,7 +1283,7 @@ START_TEST(test_evaluate_dp_tail)
 	cost_layers_free(&lc);
 	/* the gather overlap alone */
 	s.grad_overlap = false;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, 4.01 + x_g, 1e-12);
 	cost_layers_free(&lc);
@@ -1292,7 +1292,7 @@ START_TEST(test_evaluate_dp_tail)
 	s.zero = 0;
 	s.param_overlap = false;
 	s.grad_bytes = 2;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.dp, 4.01, 1e-12);
 	cost_layers_free(&lc);
@@ -1314,12 +1314,12 @@ START_TEST(test_layers_tp)
 	toy();
 	toy_cluster();
 	s.sp = true;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + 8e-5, 1e-12);
 	ck_assert_rel(lc.fwd[1], B.fwd + 4e-5, 1e-12);
 	cost_layers_free(&lc);
 	s.recompute = RECOMPUTE_FULL;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + B.fwd + 12e-5, 1e-12);
 	ck_assert_rel(lc.fwd[1], B.fwd + 4e-5, 1e-12);
 	cost_layers_free(&lc);
@@ -1351,7 +1351,7 @@ START_TEST(test_tp_overlap)
 	s.tp_overlap = true;
 	s.first[0] = 0;
 	s.first[1] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + 4e-5, 1e-12);
 	ck_assert_rel(lc.fwd[1], B.fwd + 2e-5, 1e-12);
 	ck_assert_rel(lc.time[0], fb(E) + 2e6 / 1e11, 1e-12);
@@ -1361,7 +1361,7 @@ START_TEST(test_tp_overlap)
 	cost_layers_free(&lc);
 	/* overlap off: exposed whole, nothing hidden */
 	s.tp_overlap = false;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.tp, 4 * 8e-5 + eh, 1e-12);
 	ck_assert_rel(r.time.tp_hidden, 0, 1e-15);
@@ -1369,14 +1369,14 @@ START_TEST(test_tp_overlap)
 	/* a slow link: the GEMMs cover only part of it */
 	s.tp_overlap = true;
 	groups[0].intra_bw = 1e6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + 3.5 + 3, 1e-12);
 	ck_assert_rel(lc.fwd[1], B.fwd + 3.5, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.tp_hidden, 4 * (8 - 6.5), 1e-12);
 	cost_layers_free(&lc);
 	s.recompute = RECOMPUTE_FULL;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + B.fwd + 3.5 + 3 + 3.5, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.time.tp_hidden, 4 * (12 - 10), 1e-12);
@@ -1403,16 +1403,16 @@ START_TEST(test_layers_cp)
 	toy();
 	toy_cluster();
 	ck_assert(a > 4e-5 && a < 0.02 && ab < 0.04);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B), 1e-12);
 	cost_layers_free(&lc);
 	groups[0].intra_bw = 1e8;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + 0.02 - a / 2 + 0.04 - ab / 2, 1e-12);
 	ck_assert_rel(lc.fwd[1], B.fwd + 0.02 - a / 2, 1e-12);
 	cost_layers_free(&lc);
 	s.recompute = RECOMPUTE_SELECTIVE;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], fb(B) + 0.02 - a / 2 + 0.04 - ab / 2 + a + 0.02 - a / 2, 1e-12);
 	cost_layers_free(&lc);
 }
@@ -1773,7 +1773,7 @@ START_TEST(test_allowance)
 	s.first[1] = 6;
 	gpus[0].mem_bytes = body + MEM_CONTEXT_BYTES + 1e3;
 	clu.mem_allowance = 0.5 * MEM_CONTEXT_BYTES;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.act_bytes[1], 34e6, 1e-12);
 	ck_assert_rel(lc.extra_bytes[5], 6e6, 1e-12);
 	cost_frame(&f, &mod, &clu, &s, &lc);
@@ -1787,14 +1787,14 @@ START_TEST(test_allowance)
 	cost_layers_free(&lc);
 
 	clu.mem_allowance = MEM_CONTEXT_BYTES;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert_rel(r.peak_bytes, body + MEM_CONTEXT_BYTES, 1e-12);
 	ck_assert(r.fits);
 	cost_layers_free(&lc);
 
 	clu.mem_allowance = -1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.act_bytes[1], 34e6 * (1 + MEM_FRAG_SHARE), 1e-12);
 	ck_assert_rel(lc.extra_bytes[5], 6e6 * (1 + MEM_FRAG_SHARE), 1e-12);
 	ck_assert_rel(lc.state_bytes[1], 18e7, 1e-12);
@@ -1853,7 +1853,7 @@ START_TEST(test_zb_v_placement)
 	gpus[0].mem_bytes = 1e9;
 	ck_assert_int_eq(strategy_rank(&s, 3), 0);
 	ck_assert_int_eq(strategy_stage(&s, 1, 1), 2);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_int_eq(f.group[0], 0);
 	ck_assert_int_eq(f.group[1], 1);
@@ -1902,7 +1902,7 @@ START_TEST(test_fit_interleaved_chunks)
 	s.first[3] = 5;
 	s.first[4] = 6;
 	gpus[0].mem_bytes = 1e9;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 5e8, 1e-12);
 	ck_assert_rel(f.inflight[0], 2.5, 1e-12);
@@ -1959,7 +1959,7 @@ START_TEST(test_tied_single_stage)
 	gpus[0].mem_bytes = 8.9e8;
 	s.first[0] = 0;
 	s.first[1] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.state_bytes[5], 18 * (1e6 + 1e3), 1e-12);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8 + 18e6, 1e-12);
@@ -1975,7 +1975,7 @@ START_TEST(test_tied_single_stage)
 	cost_layers_free(&lc);
 
 	mod.tied = false;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
@@ -1989,7 +1989,7 @@ START_TEST(test_tied_single_stage)
 	 * count once, 1e6 + 4e7 parameters, no NaN */
 	mod.tied = true;
 	lay[5].params = 0;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 8.9e8, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
@@ -2001,7 +2001,7 @@ START_TEST(test_tied_single_stage)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[1], 8.9e8, 1e-12);
 	cost_layers_free(&lc);
@@ -2028,7 +2028,7 @@ START_TEST(test_frame_interleaved)
 	s.vp = 2;
 	s.n_stages = 4;
 	s.group[1] = 1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_int_eq(f.n_stages, 4);
 	ck_assert_rel(f.a, 7, 0);
@@ -2070,13 +2070,13 @@ START_TEST(test_layers_alike)
 	s = strat(1, 1, 1, 1, 1, 1, 1000);
 	mod.sliding_window = 500;
 	mod.sliding_every = 2;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[1], lc.time[3], 0);
 	ck_assert_rel(lc.time[2], lc.time[4], 0);
 	ck_assert_rel(lc.time[2] - lc.time[1], d, 1e-9);
 	cost_layers_free(&lc);
 	lay[4].flops_per_token += 1e8;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[4] - lc.time[2], 0.3, 1e-9);
 	cost_layers_free(&lc);
 }
@@ -2093,7 +2093,7 @@ START_TEST(test_frame_links)
 
 	gpt(4, 1024, 16, 1000, 2048);
 	s.group[1] = 1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert(f.link[0][1] > 0);
 	t = s;
@@ -2125,7 +2125,7 @@ START_TEST(test_frame_zb_h1)
 	toy();
 	toy_cluster();
 	s.schedule = SCHED_ZB_H1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.a, 8 - rho, 1e-12);
 	ck_assert_rel(f.b, rho, 1e-12);
@@ -2134,7 +2134,7 @@ START_TEST(test_frame_zb_h1)
 	s.recompute = RECOMPUTE_FULL;
 	rho = (fw + 4 * B.fwd) / (all + 4 * B.fwd);
 	cost_layers_free(&lc);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.a, 8 - rho, 1e-12);
 	ck_assert_rel(f.b, rho, 1e-12);
@@ -2179,7 +2179,7 @@ START_TEST(test_vocab_parallel)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.time[0], 0, 0);
 	ck_assert_rel(lc.time[5], 0, 0);
 	ck_assert_rel(lc.time[1], fb(B), 1e-12);
@@ -2241,7 +2241,7 @@ START_TEST(test_slimpipe)
 	s.first[0] = 0;
 	s.first[1] = 3;
 	s.first[2] = 6;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.fwd[1], B.fwd + O, 1e-12);
 	ck_assert_rel(lc.time[1], fb(B) + x, 1e-12);
 	ck_assert_rel(lc.time[5], fb(H) + x, 1e-12);
@@ -2279,18 +2279,18 @@ START_TEST(test_doc_masking)
 	toy_cluster();
 	s.first[1] = 6;
 	s.attn = ATTN_FUSED_SOFTMAX;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	fwd_unmasked = lc.fwd[1];
 	cost_layers_free(&lc);
 	mod.n_doc = 2;
 	mod.doc[0] = (struct doc_bin){.tokens = 250, .share = 0.5};
 	mod.doc[1] = (struct doc_bin){.tokens = 2000, .share = 0.5};
 	ck_assert_double_eq(model_doc_share(&mod, 1000), 0.625);
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.fwd[1], fwd_unmasked, 1e-12);
 	cost_layers_free(&lc);
 	s.attn = ATTN_FLASH;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL), 0);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.fwd[1], B.fwd - 0.375 * B.attn, 1e-12);
 	ck_assert_rel(lc.time[1] - lc.fwd[1],
 		      B.bwd - 0.375 * B.attn * FLASH_BWD_FLOPS / FLASH_BWD_RATE, 1e-12);
@@ -2307,13 +2307,13 @@ START_TEST(test_errors)
 
 	toy();
 	s.tp = 0;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, &e), -1);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "tp 0"));
 	ck_assert_ptr_null(lc.time);
 	s.tp = 1;
 	lay[2].measure = &bad;
 	lay[2].n_measure = 1;
-	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, &e), -1);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "layer 2"));
 	ck_assert_ptr_null(lc.time);
 	cost_layers_free(&lc);

@@ -627,7 +627,7 @@ START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
 	m->layer[0].params = 60 * GiB / 18;
 	ck_assert_int_eq(model_set_seq(m, 1024, &e), 0);
 	/* the DP with per-chunk caps finds nothing */
-	ck_assert_int_eq(cost_layers(&lc, m, c, &s, &e), 0);
+	ck_assert_int_eq(cost_layers(&lc, m, c, &s, NULL, &e), 0);
 	cost_frame(&f, m, c, &s, &lc);
 	ck_assert_int_ne(partition_solve(&lc, &f, first, &t), 0);
 	cost_layers_free(&lc);
