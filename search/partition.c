@@ -708,11 +708,11 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
  * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 1.4 to
  * 4 passes per partition. */
-int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
-		    unsigned short *first, double *t)
+int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  double cut, unsigned short *first, double *t)
 {
 	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
-			.ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = INFINITY };
+			.ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
 
 	if (!valid(lc, f))
 		return -1;
@@ -720,6 +720,12 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
 			return -1;
 	return solve(&d, NULL, first, t);
+}
+
+int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
+		    unsigned short *first, double *t)
+{
+	return partition_solve_below(lc, f, INFINITY, first, t);
 }
 
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages)

@@ -22,6 +22,12 @@ struct pipeline_frame;
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t);
 
+/* partition_solve seeking only objectives below cut (the caller's
+ * incumbent): returns its optimum where that is below cut, else -1 (none
+ * fits, or none beats cut). Passes prune every state that cannot. */
+int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  double cut, unsigned short *first, double *t);
+
 /* Places and partitions jointly: node group g hosts exactly ranks[g] of the
  * stages (sum = f->n_stages; f->vp must be 1), c_k uses f->link[g][h] and
  * f->cap_of[g]. Exact over every placement and partition. Returns 0 with

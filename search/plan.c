@@ -402,12 +402,6 @@ static bool next_perm(int *a, int n)
 	return true;
 }
 
-/* Partitions the layers for placement s->group (or takes the fixed
- * layout) and keeps the result in *best if it fits and beats it. With
- * virtual stages the partition DP holds each chunk to its rank's memory /
- * vp, stricter than cost_evaluate's test of the rank's chunks together:
- * when the DP finds nothing, Megatron's default split may still fit.
- * Returns the iteration time costed (seconds), INFINITY if nothing fits. */
 /* Where the partition DP's optimum t (pipeline time + rank 0's tail) is
  * below the evaluated r (vp 1): a later rank's tail ends after rank 0's
  * (cost.c iter_tail), which the DP does not see. While it helps, moves a
@@ -444,6 +438,15 @@ static void climb_tail(struct search *S, struct strategy *s, struct cost_result 
 	}
 }
 
+/* Partitions the layers for placement s->group (or takes the fixed
+ * layout) and keeps the result in *best if it fits and beats it. With
+ * virtual stages the partition DP holds each chunk to its rank's memory /
+ * vp, stricter than cost_evaluate's test of the rank's chunks together:
+ * when the DP finds nothing, Megatron's default split may still fit.
+ * Without them the DP's optimum bounds the evaluated time from below
+ * (cost.c iter_tail), so the DP seeks only what beats *best_r.
+ * Returns the iteration time costed (seconds), INFINITY if nothing fits
+ * or nothing beats *best_r (vp = 1). */
 static double try_placement(struct search *S, struct strategy *s,
 			  struct strategy *best, struct cost_result *best_r)
 {
@@ -455,7 +458,9 @@ static double try_placement(struct search *S, struct strategy *s,
 		memcpy(s->first, S->layout, sizeof s->first);
 	} else {
 		cost_frame(&f, S->m, S->c, s, &S->lc);
-		if (partition_solve(&S->lc, &f, s->first, &t)) {
+		if (partition_solve_below(&S->lc, &f,
+					  s->vp == 1 && best_r->fits ? best_r->iter_s : INFINITY,
+					  s->first, &t)) {
 			if (s->vp == 1)
 				return INFINITY;
 			default_split(s, S->m->n_layer);

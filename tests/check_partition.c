@@ -212,6 +212,14 @@ static void check_against(const struct inst *in, double want, int seed)
 	ck_assert_msg(rc == 0, "seed %d: none found, want %.10g", seed, want);
 	ck_assert_rel(t, want, 1e-9);
 	ck_assert_rel(objective(in, first), t, 1e-9);
+	/* with an incumbent: the optimum where it is below, else none */
+	t = -1;
+	rc = partition_solve_below(&in->lc, &in->f, want * (1 + 1e-6) + 1e-12, first, &t);
+	ck_assert_msg(rc == 0, "seed %d: none below %.10g", seed, want * (1 + 1e-6) + 1e-12);
+	ck_assert_rel(t, want, 1e-9);
+	ck_assert_rel(objective(in, first), t, 1e-9);
+	ck_assert_int_eq(partition_solve_below(&in->lc, &in->f, want * (1 - 1e-6) - 1e-12, first, &t),
+			 -1);
 }
 
 /* 4 layers of time 1 on 2 stages of one group, a = 3, b = 1: split 2|2,
