@@ -127,6 +127,17 @@ static int left_mask(const struct dp *d, int cnt)
 	return mask;
 }
 
+/* With the placement forced, whether a pass reads rem[mask]: the groups
+ * of the stages from some k on (pass(): left_mask of k + 1 and stage k's
+ * group). */
+static int forced_mask(const struct dp *d, int mask)
+{
+	for (int k = 0; k < d->K; k++)
+		if ((d->left[k + 1] | 1 << d->f->group[k]) == mask)
+			return 1;
+	return 0;
+}
+
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
  * and leave a layer for each later stage (i when none fits). */
 static void fill_jm(struct dp *d)
@@ -614,6 +625,8 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
 		double *r = d->rem + (size_t)mask * (n + 1);
 
+		if (!d->ranks && d->masks > 1 && mask < d->masks - 1 && !forced_mask(d, mask))
+			continue;	/* no pass reads it */
 		for (int l = n - 1; l >= 0; l--) {
 			double fastest = INFINITY;
 
@@ -656,13 +669,28 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	d->floor = lo * (1 - 1e-9);
 	d->best = d->cut;
 	/* The optimum's bottleneck is usually at the floor or just above it:
-	 * the pass there gives the incumbent that bounds the search. */
+	 * the pass there gives the incumbent that bounds the search. Where
+	 * it finds none below the caller's incumbent, a pass at the largest
+	 * bound that could still beat it (hi): a partition whose stages
+	 * cost <= hi costs at least a * floor + its value, which that pass's
+	 * prune compares with the incumbent, so where it finds none, no
+	 * partition beats the incumbent. */
 	{
-		double v, m, nx;
+		double v, m, nx, vf = value_floor(d), hi = top, vh, mh, nh;
+		int none = 0;
 
 		if (eval_bound(d, lo, &v, &m, &nx))
 			v = INFINITY;
-		search(d, v, nx, value_floor(d), top);
+		if (v == INFINITY && d->best < INFINITY) {
+			if (d->f->a > 0 && (d->best - vf) / d->f->a < hi)
+				hi = (d->best - vf) / d->f->a;
+			if (nx < hi && !(none = eval_bound(d, hi, &vh, &mh, &nh) != 0)) {
+				vf = vh;	/* V is vh on [mh, hi] */
+				top = mh;
+			}
+		}
+		if (!none)
+			search(d, v, nx, vf, top);
 	}
 	if (d->best < d->cut) {
 		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
