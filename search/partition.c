@@ -86,6 +86,21 @@ static void groups_before(const struct dp *d, int k, int *lo, int *hi)
 	}
 }
 
+/* The x-th row (count index x G + group) that a pass or greedy() may
+ * write, of rows(d): every row in free mode; with the placement forced,
+ * count k's row on the group of stage k - 1 (count 0: group 0). */
+static size_t rows(const struct dp *d)
+{
+	return d->ranks ? (size_t)d->ncnt * d->G : (size_t)d->ncnt;
+}
+
+static size_t row_at(const struct dp *d, size_t x)
+{
+	if (d->ranks)
+		return x;
+	return x * d->G + (x ? (size_t)d->f->group[x - 1] : 0);
+}
+
 static int next_count(const struct dp *d, int cnt, int g)
 {
 	return d->ranks ? cnt + d->radix[g] : cnt + 1;
@@ -200,8 +215,8 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 {
 	int n = d->n, G = d->G;
 
-	for (size_t x = 0; x < (size_t)d->ncnt * G; x++)
-		d->reach[x] = -1;
+	for (size_t x = 0; x < rows(d); x++)
+		d->reach[row_at(d, x)] = -1;
 	*m = *nx = INFINITY;
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt], h0, h1, g0 = 0, g1 = 0;
@@ -346,20 +361,20 @@ static void fill_back(struct dp *d, double u, double *nx)
  * against the incumbent, and ends before back[] (fill_back) at u. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
-	int n = d->n, K = d->K, G = d->G, last = -1;
-	size_t n1 = (size_t)n + 1, rows = (size_t)d->ncnt * G;
+	int n = d->n, K = d->K, G = d->G, last = -1, g0, g1;
+	size_t n1 = (size_t)n + 1;
 	double a = d->f->a, b = d->f->b;
 	unsigned short *dq = d->dq;
 	double *dkey = d->dkey;
 
-	for (size_t x = 0; x < rows; x++) {
-		d->lo[x] = n + 1;
-		d->hi[x] = -1;
+	for (size_t x = 0; x < rows(d); x++) {
+		d->lo[row_at(d, x)] = n + 1;
+		d->hi[row_at(d, x)] = -1;
 	}
 	*nx = INFINITY;
 	fill_back(d, u, nx);
 	for (int o = 0; o < d->ncnt; o++) {
-		int cnt = d->order[o], k = d->stage_of[cnt], g0, g1, h0, h1;
+		int cnt = d->order[o], k = d->stage_of[cnt], h0, h1;
 
 		if (k == K)
 			break;
@@ -442,8 +457,9 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		}
 	}
 	*value = INFINITY;
+	groups_before(d, K, &g0, &g1);
 	for (int o = d->ncnt - 1; o >= 0 && d->stage_of[d->order[o]] == K; o--)
-		for (int g = 0; g < G; g++) {
+		for (int g = g0; g < g1; g++) {
 			size_t row = (size_t)d->order[o] * G + g;
 
 			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
