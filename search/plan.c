@@ -798,9 +798,11 @@ static bool evaluate(struct search *S, struct strategy *s)
 					memcpy(S->climb_order, o2, sizeof o2);
 				}
 			} else {
-				try_blocks(S, s, order, n, &best, &r);
+				/* the climbed order first: usually the better,
+				 * it bounds the other's partition DP */
 				block_placement(S, s, S->climb_order, n);
 				try_placement(S, s, &best, &r);
+				try_blocks(S, s, order, n, &best, &r);
 			}
 		} else {
 			try_blocks(S, s, order, n, &best, &r);
