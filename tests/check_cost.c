@@ -1241,6 +1241,16 @@ START_TEST(test_evaluate_dp_tail)
 	ck_assert_rel(lc.tail0[3], 8.02 + opt, 1e-12);
 	base = r.iter_s - 8.02;
 	cost_layers_free(&lc);
+	/* ranks on group 0 only: the same tail there, none on group 1 */
+	{
+		static const int ranks[2] = { 2, 0 };
+
+		ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, ranks, NULL), 0);
+		ck_assert_rel(lc.tail0[3], 8.02 + opt, 1e-12);
+		for (int j = 0; j <= lc.n_layer; j++)
+			ck_assert(lc.tail0[lc.n_layer + 1 + j] == INFINITY);
+		cost_layers_free(&lc);
+	}
 
 	s.grad_overlap = true;
 	ck_assert(8.02 - bwd0 > share * 8.02);
