@@ -58,11 +58,12 @@ static size_t at(const struct dp *d, int cnt, int g, int j)
 	return ((size_t)cnt * (size_t)d->G + (size_t)g) * (size_t)(d->n + 1) + (size_t)j;
 }
 
-/* Whether stage k may run on group g after the counts of index cnt. */
+/* Whether stage k may run on group g, one of groups_of(k), after the
+ * counts of index cnt: always with the placement forced. */
 static int allowed(const struct dp *d, int cnt, int k, int g)
 {
 	if (!d->ranks)
-		return d->f->group[k] == g;
+		return 1;
 	if (d->seq && d->cls[g] != d->seq[k])
 		return 0;
 	return !(d->full[cnt] >> g & 1);
@@ -168,15 +169,16 @@ static void fill_jm(struct dp *d)
 		pe[l + 1] = pe[l] + lc->extra_bytes[l];
 	}
 
-	for (int k = 0; k < K; k++)
-		for (int g = 0; g < d->G; g++) {
+	for (int k = 0; k < K; k++) {
+		int g0, g1;
+
+		groups_of(d, k, &g0, &g1);
+		for (int g = g0; g < g1; g++) {
 			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
 			int lim = n - (K - 1 - k);
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
 
-			if (!d->ranks && g != d->f->group[k])
-				continue;	/* stage k is not on g */
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -186,6 +188,7 @@ static void fill_jm(struct dp *d)
 				jm[i] = (unsigned short)j;
 			}
 		}
+	}
 	free(ps);
 }
 

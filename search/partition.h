@@ -22,9 +22,10 @@ struct pipeline_frame;
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t);
 
-/* partition_solve seeking only objectives below cut (the caller's
- * incumbent): returns its optimum where that is below cut, else -1 (none
- * fits, or none beats cut). Passes prune every state that cannot. */
+/* partition_solve seeking only objectives below cut (seconds, the
+ * caller's incumbent; INFINITY: partition_solve): returns 0 with first[]
+ * and *t, the optimum, where it is below cut, else -1 (none fits, or none
+ * beats cut; first untouched). Passes prune every state that cannot. */
 int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
 			  double cut, unsigned short *first, double *t);
 
@@ -37,8 +38,8 @@ int partition_place(const struct layer_costs *lc, const struct pipeline_frame *f
 
 /* The work of one partition_place pass, in state transitions:
  * prod_g (ranks[g] + 1) x the groups with ranks (states per layer: the
- * DP drops the others) x n_layer x n_stages (saturates at 1e12). The caller places the ranks otherwise when it is
- * too large. */
+ * DP drops the others) x n_layer x n_stages (saturates at 1e12). The
+ * caller places the ranks otherwise when it is too large. */
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages);
 
 /* A lower bound *lb on the pipeline time plus rank 0's tail (cost_evaluate's
