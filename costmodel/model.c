@@ -777,12 +777,7 @@ double model_flops_per_token(const struct model *m)
 /* Stops on a NULL from cJSON (it only fails for lack of memory). */
 static cJSON *must(cJSON *x)
 {
-	if (!x) {
-		fflush(stdout);
-		fputs("ampplan: fatal: out of memory\n", stderr);
-		exit(1);
-	}
-	return x;
+	return must_alloc(x);
 }
 
 /* Puts v with the fewest of 15 or 17 significant digits that read back as

@@ -42,33 +42,37 @@ void err_prefix(struct err *e, const char *fmt, ...)
 	e->msg[n + len] = '\0';
 }
 
-static void *check(void *p)
+_Noreturn void fatal_oom(void)
 {
-	if (!p) {
-		fflush(stdout);
-		fputs("ampplan: fatal: out of memory\n", stderr);
-		exit(1);
-	}
+	fflush(stdout);
+	fputs("ampplan: fatal: out of memory\n", stderr);
+	exit(1);
+}
+
+void *must_alloc(void *p)
+{
+	if (!p)
+		fatal_oom();
 	return p;
 }
 
 void *xmalloc(size_t size)
 {
-	return check(malloc(size ? size : 1));
+	return must_alloc(malloc(size ? size : 1));
 }
 
 void *xcalloc(size_t n, size_t size)
 {
 	if (!n || !size)
 		n = size = 1;
-	return check(calloc(n, size));
+	return must_alloc(calloc(n, size));
 }
 
 void *xreallocarray(void *p, size_t n, size_t size)
 {
 	if (size && n > SIZE_MAX / size)
-		return check(NULL);
-	return check(realloc(p, n && size ? n * size : 1));
+		return must_alloc(NULL);
+	return must_alloc(realloc(p, n && size ? n * size : 1));
 }
 
 char *xstrdup(const char *s)

@@ -19,6 +19,14 @@ int err_set(struct err *e, const char *fmt, ...)
 void err_prefix(struct err *e, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Stops the program: flushes stdout, prints "ampplan: fatal: out of memory"
+ * on stderr and exits 1. The one place a failed allocation (ours, cJSON's,
+ * open_memstream's) ends. */
+_Noreturn void fatal_oom(void);
+
+/* Returns p, or stops with fatal_oom() where p is NULL. */
+void *must_alloc(void *p);
+
 /* Allocation wrappers: they print "ampplan: fatal: out of memory" and exit(1)
  * instead of returning NULL; xcalloc and xreallocarray check n*size for
  * overflow (kissat allocate.c). xmalloc(0) returns a valid pointer. */

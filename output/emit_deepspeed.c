@@ -10,6 +10,7 @@
 #include "emit_int.h"
 #include "model.h"
 #include "strategy.h"
+#include "util.h"
 
 static void config(struct emit_ctx *x)
 {
@@ -31,11 +32,8 @@ static void config(struct emit_ctx *x)
 	if (s->zero >= 1)
 		cJSON_AddBoolToObject(zero, "overlap_comm", s->grad_overlap);
 	text = cJSON_Print(root);
-	if (!text) { /* cJSON fails only for memory: stop as the x* wrappers do */
-		fflush(stdout);
-		fputs("ampplan: fatal: out of memory\n", stderr);
-		exit(1);
-	}
+	if (!text) /* cJSON fails only for memory: stop as the x* wrappers do */
+		fatal_oom();
 	emit_printf(b, "%s\n", text);
 	cJSON_free(text);
 	cJSON_Delete(root);

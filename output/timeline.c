@@ -766,10 +766,8 @@ char *timeline_svg(const struct timeline_in *in, const struct timeline_sim *sim,
 	double plot_w = G_WIDTH - G_LABEL - G_MEM, axis_y, step;
 	int npx = (int)ceil(plot_w), decimals;
 
-	if (!f) {
-		fputs("ampplan: fatal: out of memory\n", stderr);
-		exit(1);
-	}
+	if (!f)
+		fatal_oom();
 	timeline_geometry(&g, in, sim);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -818,10 +816,8 @@ char *timeline_svg(const struct timeline_in *in, const struct timeline_sim *sim,
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time (s)</text>\n",
 		g.x0 + plot_w / 2, axis_y + 36);
 	fputs("</svg>\n", f);
-	if (fclose(f) != 0) {
-		fputs("ampplan: fatal: out of memory\n", stderr);
-		exit(1);
-	}
+	if (fclose(f) != 0)
+		fatal_oom();
 	return text;
 }
 
