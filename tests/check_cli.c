@@ -519,8 +519,8 @@ START_TEST(uneven_batches_planning_only)
 }
 END_TEST
 
-/* One strategy of AMP's cluster, TP 1, PP 1, DP 16 (4 replicas on the
- * V100s, 12 on the T4s), micro-batch 1, m = 16 each when even: with
+/* One strategy of AMP's cluster, TP 1, PP 1, DP 16 (12 replicas on the
+ * V100s, 4 on the T4s), micro-batch 1, m = 16 each when even: with
  * --uneven-batches on the V100s' replicas run more than 16 and the T4s'
  * fewer (a V100 is faster per micro-batch), and the iteration is shorter
  * than the even one's with the same DP time (the gradients and their
@@ -558,7 +558,7 @@ START_TEST(uneven_batches_what_if_and_refusal)
 	ck_assert_str_eq(field(e, "trainers")->valuestring, "megatron,deepspeed,nemo");
 	ck_assert_str_eq(field(u, "trainers")->valuestring, "none");
 	ck_assert_int_eq(field(u, "micro_batches")->valueint, 16);
-	ck_assert(sscanf(field(u, "uneven_batches")->valuestring, "p3:4x%d+g4dn:", &v100) == 1);
+	ck_assert(sscanf(field(u, "uneven_batches")->valuestring, "p3:%*dx%d+", &v100) == 1);
 	t4 = atoi(strrchr(field(u, "uneven_batches")->valuestring, 'x') + 1);
 	ck_assert_int_gt(v100, 16);
 	ck_assert_int_lt(t4, 16);
