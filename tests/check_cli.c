@@ -226,15 +226,16 @@ START_TEST(launchable_plans_rank_first)
 }
 END_TEST
 
-/* The planning options no trainer runs: at 131,072 tokens Llama-3-8B is
- * searched with vocabulary parallelism and SlimPipe's slices (powers of
+/* The planning options no trainer runs: at 131,072 tokens Llama-3-8B (at
+ * TP 8, to keep the search small) is searched with vocabulary parallelism and SlimPipe's slices (powers of
  * two with slices of at least 8,192 tokens: 2 to 16); their rows say
  * "none" in the trainers column, rank after every launchable row, and the
  * table ends with what the best of each would gain. Each trainer refuses
  * them by name; --slices and --vocab-parallel take only what they say. */
 START_TEST(planning_options_rank_last)
 {
-	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 --json -");
+	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 "
+			     "--tp 8 --json -");
 	const cJSON *o;
 	bool planning = false, seen[33] = { false };
 	int n_vocab = 0;
@@ -399,14 +400,15 @@ START_TEST(cp_flavour_is_the_cheapest)
 }
 END_TEST
 
-/* --cp-comm-type a2a with the CP degree searched: every row with CP runs
+/* --cp-comm-type a2a with the CP degree searched (PP 1, to keep the search
+ * small): every row with CP runs
  * the all-to-all, and only where the 8 KV heads per TP group split among
  * the CP ranks ((8 / tp) % cp == 0); rows that cannot are skipped, not
  * costed as a ring. */
 START_TEST(cp_a2a_only_where_heads_split)
 {
 	cJSON *doc = json_of("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
-			     "--gbs 64 --cp-comm-type a2a --json -");
+			     "--gbs 64 --pp 1 --cp-comm-type a2a --json -");
 	const cJSON *row;
 	int with_cp = 0;
 
@@ -1120,7 +1122,7 @@ START_TEST(expert_tp)
 	out = read_file("build/etp/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--expert-model-parallel-size 8\n\t--expert-tensor-parallel-size 1\n"));
 	free(out);
-	doc = json_of("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --json -");
+	doc = json_of("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --pp 2 --dp 32 --cp 1 --json -");
 	cJSON_ArrayForEach(row, field(doc, "strategies")) {
 		int etp = field(row, "etp")->valueint;
 
@@ -1186,7 +1188,7 @@ START_TEST(virtual_schedules_need_a_pipeline)
 END_TEST
 
 /* The new schedules' rules on Mixtral-8x7B on 16 DGX H100 at global batch
- * 256: ZB-H2 rows have micro-batches >= pp and one stage per rank;
+ * 256 and TP 2 (CP 1, to keep the search small): ZB-H2 rows have micro-batches >= pp and one stage per rank;
  * DualPipeV rows 2 stages per rank, micro-batches >= 2 pp and, with EP,
  * part of the EP all-to-all hidden; DualPipe rows an even pp and micro-batches >= 2
  * pp. No trainer runs ZB-H2 or DualPipe, and torchtitan, which runs
@@ -1202,7 +1204,7 @@ START_TEST(new_schedules_rules)
 		int n = 0;
 
 		snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster "
-			 "clusters/dgx-h100.json --gbs 256 --top 5 --schedule %s --json -", sched[i]);
+			 "clusters/dgx-h100.json --gbs 256 --top 5 --tp 2 --cp 1 --schedule %s --json -", sched[i]);
 		cJSON *doc = json_of(args);
 
 		cJSON_ArrayForEach(row, field(doc, "strategies")) {

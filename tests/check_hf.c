@@ -594,7 +594,7 @@ START_TEST(test_round_trip)
 END_TEST
 
 /* A plan from a profile written by `ampplan profile` equals the plan from
- * the config (CSV byte for byte): Gemma 2 (windows), Qwen1.5-MoE (shared
+ * the config (CSV byte for byte, every strategy at PP 2 and CP 1): Gemma 2 (windows), Qwen1.5-MoE (shared
  * experts), GPT-J (parallel block, partial rotary). */
 START_TEST(test_profile_plans_same)
 {
@@ -615,10 +615,10 @@ START_TEST(test_profile_plans_same)
 	fclose(f);
 	free(out);
 	snprintf(args, sizeof args, "--model " DIR "%s --cluster clusters/dgx-h100.json "
-		 "--top 5 --csv -", files[_i]);
+		 "--top 5 --pp 2 --cp 1 --csv -", files[_i]);
 	ck_assert_int_eq(run_ampplan(args, &a, NULL), 0);
 	snprintf(args, sizeof args, "--model %s --cluster clusters/dgx-h100.json "
-		 "--top 5 --csv -", prof);
+		 "--top 5 --pp 2 --cp 1 --csv -", prof);
 	ck_assert_int_eq(run_ampplan(args, &b, NULL), 0);
 	ck_assert_msg(strcmp(a, b) == 0, "the plans of %s and of its profile differ",
 		      files[_i]);
