@@ -1,10 +1,11 @@
-/* main.c: the ampplan command line. One table of options drives both
- * getopt_long and --help (STYLE.md 12). */
+/* main.c: the ampplan command line. One table of options (options.h) drives
+ * getopt_long, the parsing and range check of each value, and --help
+ * (STYLE.md 12). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "datafile.h"
 #include "emit.h"
 #include "model.h"
+#include "options.h"
 #include "outfile.h"
 #include "plan.h"
 #include "report.h"
@@ -24,77 +26,13 @@
 
 enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
-/* X(id, name, has_arg, metavar, help) */
-#define OPTIONS(X)                                                                        \
-	X(MODEL, "model", 1, "FILE", "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (here, else installed)") \
-	X(CLUSTER, "cluster", 1, "FILE", "cluster file: a path, or NAME for clusters/NAME.json (here, else installed)") \
-	X(GBS, "gbs", 1, "N", "global batch in sequences (default: the profile's)")         \
-	X(SEQ, "seq", 1, "N", "sequence length in tokens (default: the profile's)")         \
-	X(TP, "tp", 1, "N", "fix the tensor-parallel degree")                              \
-	X(PP, "pp", 1, "N", "fix the pipeline-parallel degree")                            \
-	X(DP, "dp", 1, "N", "fix the data-parallel degree")                                \
-	X(CP, "cp", 1, "N", "fix the context-parallel degree")                             \
-	X(MBS, "mbs", 1, "N", "fix the micro-batch size in sequences")                     \
-	X(EP, "ep", 1, "N", "fix the expert-parallel degree (MoE; divides DP x CP x TP / ETP and the experts)") \
-	X(ETP, "etp", 1, "N", "fix the expert tensor-parallel degree (MoE; divides TP; default: searched)") \
-	X(VP, "vp", 1, "N", "fix the virtual stages per pipeline rank (interleaved)")      \
-	X(SCHEDULE, "schedule", 1, "NAME", "fix the schedule: 1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe") \
-	X(RECOMPUTE, "recompute", 1, "NAME", "fix recomputation: none, selective, full")   \
-	X(ZERO, "zero", 1, "N", "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3") \
-	X(ATTENTION, "attention", 1, "NAME", "attention kernel: flash (default), flash1, fused-softmax, unfused") \
-	X(CP_COMM_TYPE, "cp-comm-type", 1, "NAME", "context parallelism: p2p (ring), a2a (Ulysses), a2a+p2p (default: the search picks)") \
-	X(NORM, "norm", 1, "NAME", "norm kernels: fused (default), unfused")               \
-	X(VOCAB_PARALLEL, "vocab-parallel", 1, "on|off", "split embedding, head and loss over the pipeline ranks (planning only; default: both tried with PP > 1 under 1F1B; what-if: off)") \
-	X(SLICES, "slices", 1, "N", "SlimPipe: cut each micro-batch into N sequence slices under 1F1B, 1 for none (planning only; default: searched on long sequences; what-if: 1)") \
-	X(UNEVEN_BATCHES, "uneven-batches", 1, "on|off", "DP replicas of a mixed-type stage run micro-batch counts in proportion to speed (planning only; default: both tried where it is faster; what-if: off)") \
-	X(MOE_BALANCE, "moe-balance", 1, "NAME", "MoE balancing loss over each micro-batch (default) or the global-batch") \
-	X(MOE_CAPACITY, "moe-capacity", 1, "F", "MoE expert capacity factor: tokens beyond F x the mean are dropped (default: dropless)") \
-	X(FP8, "fp8", 1, "on|off", "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)") \
-	X(SEQUENCE_PARALLEL, "sequence-parallel", 1, "on|off", "sequence parallelism (default: on where TP > 1)") \
-	X(TP_COMM_OVERLAP, "tp-comm-overlap", 1, "on|off", "overlap TP communication with the GEMMs (default: where allowed; what-if: off)") \
-	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", 1, "on|off", "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)") \
-	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", 1, "on|off", "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)") \
-	X(GRAD_ACC_FUSION, "grad-acc-fusion", 1, "on|off", "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)") \
-	X(GRAD_DTYPE, "grad-dtype", 1, "NAME", "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)") \
-	X(MEM_ALLOWANCE, "mem-allowance", 1, "GiB", "per-GPU memory for CUDA context, NCCL, allocator (default: estimated)") \
-	X(MEM_HEADROOM, "mem-headroom", 1, "GiB|P%", "memory every plan leaves free on each GPU: GiB, or P% of each GPU's memory") \
-	X(COMPARE, "compare", 1, "SPEC", "evaluate 'tp=8,pp=4,dp=2,cp=1,mbs=1[,OPTION=VALUE...]' (strategy options); repeat to compare side by side") \
-	X(LAYOUT, "layout", 1, "STR", "fix the layer partition, e.g. 'E+2|3|3|4+L' (what-if mode only)") \
-	X(TOP, "top", 1, "K", "rows in the table (default 10)")                             \
-	X(OBJECTIVE, "objective", 1, "NAME", "rank by throughput (default) or cost: USD per million tokens at the groups' price_per_gpu_hour") \
-	X(CSV, "csv", 1, "FILE", "write every strategy that fits as CSV ('-' for stdout)") \
-	X(SHOW_INFEASIBLE, "show-infeasible", 0, "", "also list strategies that do not fit, with the reason") \
-	X(EXPLAIN, "explain", 0, "", "break down time and memory of the top strategies")  \
-	X(JSON, "json", 1, "FILE", "write the whole ranking with per-stage details as JSON") \
-	X(TIMELINE, "timeline", 1, "FILE.svg", "draw one iteration of the top (or --pick'ed) strategy's pipeline as SVG") \
-	X(TRAINER, "trainer", 1, "NAME", "rank only what megatron, torchtitan, deepspeed or nemo can run") \
-	X(EMIT, "emit", 1, "FORMAT", "write launch files: megatron, torchtitan, deepspeed, nemo, slurm") \
-	X(OUT, "out", 1, "DIR", "directory for --emit (default: launch)")                \
-	X(PICK, "pick", 1, "N", "the N-th strategy of the ranking for --emit and --timeline (default 1)")        \
-	X(EXHAUSTIVE, "exhaustive", 0, "", "reference search over every placement and partition (small cases)") \
-	X(WORK_BUDGET, "work-budget", 1, "N", "cost at most N strategies, then rank what was found (deterministic; default: no limit)") \
-	X(THREADS, "threads", 1, "N", "search threads (default: one per core, at most 16); the result is the same for any N") \
-	X(VERSION, "version", 0, "", "print the version and exit")                     \
-	X(HELP, "help", 0, "", "print this help and exit")
-
-enum option_id {
-#define X(id, name, arg, meta, help) OPT_##id,
-	OPTIONS(X)
-#undef X
-	OPT_COUNT
-};
-
-static const struct option long_options[] = {
-#define X(id, name, arg, meta, help) { name, arg, NULL, 256 + OPT_##id },
-	OPTIONS(X)
-#undef X
-	{ NULL, 0, NULL, 0 }
-};
-
+/* What the command line asks for: the fields the option table's rows fill
+ * (options.h), then what parse_args derives from them. */
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
 	const char *timeline;	/* --timeline FILE.svg */
 	bool profile, explain;
+	bool help, version;	/* --help, --version: print and exit 0 */
 	int top, pick;
 	double mem_allowance;	/* bytes per GPU, or -1: the cost model's */
 	double mem_headroom;	/* --mem-headroom: GiB, or percent when
@@ -110,6 +48,89 @@ struct cli {
 	struct plan_opts opts;
 };
 
+/* The parse functions of the table's KIND_ENUM rows that no module has:
+ * the value of a name, or -1 for none. --norm: whether the norms are
+ * unfused. */
+static int norm_parse(const char *s)
+{
+	return strcmp(s, "fused") == 0 ? 0 : strcmp(s, "unfused") == 0 ? 1 : -1;
+}
+
+/* --grad-dtype: the bytes of a gradient (plan_opts.grad_bytes). */
+static int grad_dtype_parse(const char *s)
+{
+	return strcmp(s, "fp32") == 0 ? 4 : strcmp(s, "bf16") == 0 || strcmp(s, "fp16") == 0 ? 2 : -1;
+}
+
+/* --objective: enum plan_objective. */
+static int objective_parse(const char *s)
+{
+	return strcmp(s, "throughput") == 0 ? PLAN_THROUGHPUT : strcmp(s, "cost") == 0 ? PLAN_COST : -1;
+}
+
+enum option_id {
+#define X(id, name, kind, field, check, scope, meta, err, help) OPT_##id,
+	OPTIONS(X)
+#undef X
+	OPT_COUNT
+};
+
+/* The C type of a field of struct cli, which decides how an integer value
+ * is stored (store_int). */
+enum field_type { FIELD_BOOL, FIELD_INT, FIELD_LONG, FIELD_DOUBLE, FIELD_STRING, FIELD_OTHER };
+#define FIELD_TYPE(field)                                                                 \
+	_Generic(((struct cli *)0)->field, bool: FIELD_BOOL, int: FIELD_INT, long: FIELD_LONG, \
+		 double: FIELD_DOUBLE, const char *: FIELD_STRING, default: FIELD_OTHER)
+
+/* The field types each kind stores into (enum opt_kind), as a bit set. */
+#define BIT(t) (1u << (t))
+#define KIND_FIELDS(k)                                                                    \
+	((k) == KIND_FLAG ? BIT(FIELD_BOOL)                                               \
+	 : (k) == KIND_INT ? BIT(FIELD_INT) | BIT(FIELD_LONG)                             \
+	 : (k) == KIND_SWITCH ? BIT(FIELD_INT)                                            \
+	 : (k) == KIND_ENUM ? BIT(FIELD_INT) | BIT(FIELD_BOOL)                            \
+	 : (k) == KIND_REAL || (k) == KIND_GIB || (k) == KIND_HEADROOM ? BIT(FIELD_DOUBLE) \
+	 : (k) == KIND_SPEC ? BIT(FIELD_OTHER)                                            \
+			    : BIT(FIELD_STRING))
+
+#define X(id, name, kind, field, check, scope, meta, err, help)                    \
+	_Static_assert(KIND_FIELDS(kind) & BIT(FIELD_TYPE(field)),                 \
+		       "--" name ": the type of struct cli's " #field " does not suit " #kind);
+OPTIONS(X)
+#undef X
+
+/* One row of the table (options.h), its field as an offset into struct cli
+ * and the field's type. */
+struct opt {
+	const char *name;
+	enum opt_kind kind;
+	enum field_type type;
+	size_t at;			/* offsetof(struct cli, FIELD) */
+	double lo, hi;			/* OPT_RANGE */
+	int (*parse)(const char *name);	/* OPT_NAMES */
+	enum opt_scope scope;
+	const char *meta;
+	const char *needs, *err;	/* OPT_NEEDS, OPT_ERROR */
+	const char *help;
+};
+
+static const struct opt options[] = {
+#define X(id, name_, kind_, field, check, scope_, meta_, err, help_)                               \
+	{ .name = name_, .kind = kind_, .type = FIELD_TYPE(field), .at = offsetof(struct cli, field), \
+	  check, .scope = scope_, .meta = meta_, err, .help = help_ },
+	OPTIONS(X)
+#undef X
+};
+
+/* getopt_long's view of the table: option id gives 256 + id. */
+static const struct option long_options[] = {
+#define X(id, name, kind, field, check, scope, meta, err, help) \
+	{ name, kind == KIND_FLAG ? no_argument : required_argument, NULL, 256 + OPT_##id },
+	OPTIONS(X)
+#undef X
+	{ NULL, 0, NULL, 0 }
+};
+
 static void help(void)
 {
 	puts("usage: ampplan --model FILE --cluster FILE [options]\n"
@@ -118,10 +139,12 @@ static void help(void)
 	     "recomputation, ZeRO, layer partition and GPU placement) by predicted tokens/s.\n"
 	     "With --tp --pp --dp --cp --mbs all given it evaluates that strategy (what-if).\n"
 	     "'profile' prints the per-layer profile of a model as JSON.\n\noptions:");
-#define X(id, name, arg, meta, h) printf("  --%s%s%-*s %s\n", name, arg ? " " : "", \
-					 (int)(29 - strlen(name) - (arg ? 1 : 0)), meta, h);
-	OPTIONS(X)
-#undef X
+	for (int i = 0; i < OPT_COUNT; i++) {
+		int arg = options[i].kind != KIND_FLAG;
+
+		printf("  --%s%s%-*s %s\n", options[i].name, arg ? " " : "",
+		       (int)(29 - strlen(options[i].name) - arg), options[i].meta, options[i].help);
+	}
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -133,198 +156,133 @@ static int usage(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-/* Usage error: "--NAME needs WHAT, not 'ARG'". */
-static int bad_value(const char *name, const char *what, const char *arg)
-{
-	char msg[256];
-
-	snprintf(msg, sizeof msg, "--%s needs %s, not '%s'", name, what, arg);
-	return usage("%s", msg);
-}
-
 /* "on" -> 1, "off" -> 0, else -1. */
 static int parse_switch(const char *s)
 {
 	return strcmp(s, "on") == 0 ? 1 : strcmp(s, "off") == 0 ? 0 : -1;
 }
 
-/* Strict positive finite decimal below max (STYLE.md 13). */
-static int parse_positive(const char *s, double max, double *out)
+/* Strict finite decimal above 0 and in [lo, hi] (STYLE.md 13). */
+static int parse_positive(const char *s, double lo, double hi, double *out)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > max)
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v < lo || v > hi)
 		return -1;
 	*out = v;
 	return 0;
 }
 
-/* Strict integer in [min, max] (STYLE.md 13). */
-static int parse_int(const char *s, int min, int max, int *out)
+/* Strict integer in [lo, hi] (STYLE.md 13). */
+static int parse_long(const char *s, double lo, double hi, long *out)
 {
 	char *end;
 	long v;
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
+	if (errno || end == s || *end || v < lo || v > hi)
 		return -1;
-	*out = (int)v;
+	*out = v;
 	return 0;
 }
 
-static int parse_option(struct cli *cl, int id, const char *arg)
+/* KIND_HEADROOM: "GiB" up to op->hi, or "P%" up to 99.999, into
+ * cl->mem_headroom and cl->headroom_pct. Returns 0, or -1 when bad. */
+static int parse_headroom(struct cli *cl, const struct opt *op, const char *arg)
 {
-	struct plan_opts *o = &cl->opts;
-	int *num[OPT_COUNT] = {
-		[OPT_GBS] = &o->gbs, [OPT_SEQ] = &o->seq, [OPT_TP] = &o->tp,
-		[OPT_PP] = &o->pp, [OPT_DP] = &o->dp, [OPT_CP] = &o->cp,
-		[OPT_MBS] = &o->mbs, [OPT_VP] = &o->vp, [OPT_EP] = &o->ep, [OPT_ETP] = &o->etp,
-		[OPT_TOP] = &cl->top,
-		[OPT_PICK] = &cl->pick, [OPT_THREADS] = &o->threads,
-	};
-	const char *name = long_options[id].name;
+	char num[64];
+	size_t n = strlen(arg);
 
-	if (num[id]) {
-		if (parse_int(arg, 1, 100000000, num[id]))
-			return usage("--%s needs a positive integer", name);
+	cl->headroom_pct = n > 0 && arg[n - 1] == '%';
+	snprintf(num, sizeof num, "%.*s", (int)(n - cl->headroom_pct), arg);
+	if (n >= sizeof num)
+		return -1;
+	return parse_positive(num, op->lo, cl->headroom_pct ? 99.999 : op->hi, &cl->mem_headroom);
+}
+
+/* Stores integer v into the bool, int or long at field (type). */
+static void store_int(void *field, enum field_type type, long v)
+{
+	if (type == FIELD_BOOL)
+		*(bool *)field = v != 0;
+	else if (type == FIELD_INT)
+		*(int *)field = (int)v;
+	else
+		*(long *)field = v;
+}
+
+/* Parses arg, the value of option row op (NULL for a flag), by its kind
+ * into its field of cl. Returns 0, or -1 when arg is not a value it
+ * takes. */
+static int parse_value(struct cli *cl, const struct opt *op, const char *arg)
+{
+	void *field = (char *)cl + op->at;
+	long v = 1;	/* a flag's */
+	double d;
+
+	switch (op->kind) {
+	case KIND_FLAG:
+		break;
+	case KIND_INT:
+		if (parse_long(arg, op->lo, op->hi, &v))
+			return -1;
+		break;
+	case KIND_SWITCH:
+		if ((v = parse_switch(arg)) < 0)
+			return -1;
+		break;
+	case KIND_ENUM:
+		if ((v = op->parse(arg)) < 0)
+			return -1;
+		break;
+	case KIND_REAL:
+	case KIND_GIB:
+		if (parse_positive(arg, op->lo, op->hi, &d))
+			return -1;
+		*(double *)field = op->kind == KIND_GIB ? d * (1024.0 * 1024.0 * 1024.0) : d;
+		return 0;
+	case KIND_HEADROOM:
+		return parse_headroom(cl, op, arg);
+	case KIND_NAME:
+		if (op->parse(arg) < 0)
+			return -1;
+		*(const char **)field = arg;
+		return 0;
+	case KIND_TEXT:
+		if (!*arg)
+			return -1;
+		*(const char **)field = arg;
+		return 0;
+	case KIND_PATH:
+		*(const char **)field = arg;
+		return 0;
+	case KIND_SPEC:
+		if (cl->n_compare == REPORT_COMPARE_MAX)
+			return -1;
+		cl->compare[cl->n_compare++] = arg;
 		return 0;
 	}
-	switch (id) {
-	case OPT_MODEL: cl->model = arg; break;
-	case OPT_CLUSTER: cl->cluster = arg; break;
-	case OPT_CSV: cl->csv = arg; break;
-	case OPT_JSON: cl->json = arg; break;
-	case OPT_TIMELINE: cl->timeline = arg; break;
-	case OPT_OUT: cl->out = arg; break;
-	case OPT_EMIT:
-		if (emit_format_parse(arg) < 0)
-			return usage("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)", arg);
-		cl->emit = arg;
-		break;
-	case OPT_TRAINER:
-		if ((o->trainer = trainer_parse(arg)) < 0)
-			return usage("unknown trainer '%s' (megatron, torchtitan, deepspeed, nemo)", arg);
-		break;
-	case OPT_EXPLAIN: cl->explain = true; break;
-	case OPT_SHOW_INFEASIBLE: o->keep_infeasible = true; break;
-	case OPT_EXHAUSTIVE: o->exhaustive = true; break;
-	case OPT_SCHEDULE:
-		if ((o->schedule = schedule_parse(arg)) < 0)
-			return usage("unknown schedule '%s' (1f1b, interleaved, zb-h1, gpipe, interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe)", arg);
-		break;
-	case OPT_RECOMPUTE:
-		if ((o->recompute = recompute_parse(arg)) < 0)
-			return usage("unknown recomputation '%s' (none, selective, full)", arg);
-		break;
-	case OPT_ZERO:
-		if (parse_int(arg, 0, 3, &o->zero))
-			return usage("--zero needs 0, 1, 2 or 3, not '%s'", arg);
-		break;
-	case OPT_ATTENTION:
-		if ((o->attn = attention_parse(arg)) < 0)
-			return bad_value(name, "flash, flash1, fused-softmax or unfused", arg);
-		break;
-	case OPT_CP_COMM_TYPE:
-		if ((o->cp_comm = cp_comm_parse(arg)) < 0)
-			return bad_value(name, "p2p, a2a or a2a+p2p", arg);
-		break;
-	case OPT_MOE_BALANCE:
-		if ((o->moe_balance = moe_balance_parse(arg)) < 0)
-			return bad_value(name, "micro-batch or global-batch", arg);
-		break;
-	case OPT_MOE_CAPACITY:
-		if (parse_positive(arg, 100, &o->moe_capacity) || o->moe_capacity < 1)
-			return bad_value(name, "a factor from 1 to 100", arg);
-		break;
-	case OPT_NORM:
-		if (strcmp(arg, "fused") && strcmp(arg, "unfused"))
-			return bad_value(name, "fused or unfused", arg);
-		o->unfused_norm = strcmp(arg, "unfused") == 0;
-		break;
-	case OPT_VOCAB_PARALLEL:
-		if ((o->vocab_par = parse_switch(arg)) < 0)
-			return bad_value(name, "on or off", arg);
-		break;
-	case OPT_UNEVEN_BATCHES:
-		if ((o->uneven = parse_switch(arg)) < 0)
-			return bad_value(name, "on or off", arg);
-		break;
-	case OPT_SLICES:
-		if (parse_int(arg, 1, 1024, &o->slices))
-			return bad_value(name, "a number of slices from 1 to 1024", arg);
-		break;
-	case OPT_FP8:
-	case OPT_SEQUENCE_PARALLEL:
-	case OPT_TP_COMM_OVERLAP:
-	case OPT_OVERLAP_GRAD_REDUCE:
-	case OPT_OVERLAP_PARAM_GATHER:
-	case OPT_GRAD_ACC_FUSION: {
-		int *sw = id == OPT_FP8 ? &o->fp8
-			  : id == OPT_SEQUENCE_PARALLEL ? &o->sp
-			  : id == OPT_TP_COMM_OVERLAP ? &o->tp_overlap
-			  : id == OPT_OVERLAP_GRAD_REDUCE ? &o->grad_overlap
-			  : id == OPT_OVERLAP_PARAM_GATHER ? &o->param_overlap : &o->grad_acc_fusion;
-
-		if ((*sw = parse_switch(arg)) < 0)
-			return bad_value(name, "on or off", arg);
-		break;
-	}
-	case OPT_GRAD_DTYPE:
-		if (strcmp(arg, "fp32") == 0)
-			o->grad_bytes = 4;
-		else if (strcmp(arg, "bf16") == 0 || strcmp(arg, "fp16") == 0)
-			o->grad_bytes = 2;
-		else
-			return bad_value(name, "fp32, bf16 or fp16", arg);
-		break;
-	case OPT_MEM_HEADROOM: {
-		char num[64];
-		size_t n = strlen(arg);
-
-		cl->headroom_pct = n > 0 && arg[n - 1] == '%';
-		snprintf(num, sizeof num, "%.*s", (int)(n - cl->headroom_pct), arg);
-		if (n >= sizeof num ||
-		    parse_positive(num, cl->headroom_pct ? 99.999 : 1e6, &cl->mem_headroom))
-			return bad_value(name, "a positive number of GiB, or a percentage below 100 such as '5%'", arg);
-		break;
-	}
-	case OPT_COMPARE:
-		if (cl->n_compare == REPORT_COMPARE_MAX)
-			return usage("--compare is for at most %s strategies", "8");
-		cl->compare[cl->n_compare++] = arg;
-		break;
-	case OPT_MEM_ALLOWANCE:
-		if (parse_positive(arg, 1e6, &cl->mem_allowance))
-			return bad_value(name, "a positive number of GiB", arg);
-		cl->mem_allowance *= 1024.0 * 1024.0 * 1024.0;
-		break;
-	case OPT_WORK_BUDGET: {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || v < 1 || v > 1000000000L)
-			return bad_value(name, "a positive number of strategies", arg);
-		o->work_budget = v;
-		break;
-	}
-	case OPT_OBJECTIVE:
-		if (strcmp(arg, "throughput") && strcmp(arg, "cost"))
-			return bad_value(name, "throughput or cost", arg);
-		o->objective = strcmp(arg, "cost") == 0 ? PLAN_COST : PLAN_THROUGHPUT;
-		break;
-	case OPT_LAYOUT:
-		if (!*arg)
-			return bad_value(name, "a layout such as 'E+2|3|3|4+L'", arg);
-		o->layout = arg;
-		break;
-	}
+	store_int(field, op->type, v);
 	return 0;
+}
+
+/* Sets option id from its value arg (the command line's, or a --compare
+ * spec's). Returns 0, or EXIT_USAGE after printing the row's usage error. */
+static int parse_option(struct cli *cl, int id, const char *arg)
+{
+	const struct opt *op = &options[id];
+	char msg[256];
+
+	if (!parse_value(cl, op, arg))
+		return 0;
+	if (!op->needs)
+		return usage(op->err, arg);
+	snprintf(msg, sizeof msg, "--%s needs %s, not '%s'", op->name, op->needs, arg);
+	return usage("%s", msg);
 }
 
 /* Virtual stages per rank that a layout of the what-if mode implies, as
@@ -388,24 +346,8 @@ static void progress_bar(double done, void *arg)
 		"########################################", width - fill, "", 100.0 * done);
 }
 
-/* The options a --compare spec may set: those that make up a strategy. */
-static bool strategy_option(int id)
-{
-	switch (id) {
-	case OPT_TP: case OPT_PP: case OPT_DP: case OPT_CP: case OPT_EP: case OPT_ETP: case OPT_MBS:
-	case OPT_VP: case OPT_SCHEDULE: case OPT_RECOMPUTE: case OPT_ZERO: case OPT_ATTENTION:
-	case OPT_CP_COMM_TYPE: case OPT_MOE_BALANCE: case OPT_MOE_CAPACITY: case OPT_NORM: case OPT_FP8: case OPT_SEQUENCE_PARALLEL: case OPT_TP_COMM_OVERLAP:
-	case OPT_VOCAB_PARALLEL: case OPT_SLICES: case OPT_UNEVEN_BATCHES:
-	case OPT_OVERLAP_GRAD_REDUCE: case OPT_OVERLAP_PARAM_GATHER: case OPT_GRAD_ACC_FUSION:
-	case OPT_GRAD_DTYPE: case OPT_LAYOUT:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* Parses --compare spec i, "KEY=VALUE,..." where KEY is a strategy
- * option's long name (strategy_option) and VALUE what the option takes,
+/* Parses --compare spec i, "KEY=VALUE,..." where KEY is the long name of an
+ * option of SCOPE_STRATEGY (options.h) and VALUE what the option takes,
  * through parse_option onto the command line's options, and completes it
  * as the what-if mode. cl->compare_text[i] receives the malloc'd copy the
  * layout points into (freed by compare_free). Returns -1 to go on, or an
@@ -425,10 +367,10 @@ static int parse_compare(struct cli *cl, int i)
 		if (eq) {
 			*eq = '\0';
 			for (int k = 0; k < OPT_COUNT; k++)
-				if (strcmp(long_options[k].name, item) == 0)
+				if (strcmp(options[k].name, item) == 0)
 					id = k;
 		}
-		if (id < 0 || !strategy_option(id)) {
+		if (id < 0 || options[id].scope != SCOPE_STRATEGY) {
 			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
@@ -518,17 +460,16 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 			return usage("unknown option '%s'", argv[optind - 1]);
 		if (c == ':')
 			return usage("option '%s' needs a value", argv[optind - 1]);
-		if (c == 256 + OPT_HELP) {
+		if ((c = parse_option(cl, c - 256, optarg)))
+			return c;
+		if (cl->help) {
 			help();
 			return EXIT_OK;
 		}
-		if (c == 256 + OPT_VERSION) {
+		if (cl->version) {
 			puts("ampplan " AMPPLAN_VERSION);
 			return EXIT_OK;
 		}
-		int rc = parse_option(cl, c - 256, optarg);
-		if (rc)
-			return rc;
 	}
 	if (optind < argc)
 		return usage("unexpected argument '%s'", argv[optind]);
