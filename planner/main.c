@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "datafile.h"
 #include "emit.h"
 #include "model.h"
 #include "outfile.h"
 #include "plan.h"
+#include "profile.h"
 #include "report.h"
 #include "timeline.h"
 #include "trainer.h"
