@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +24,75 @@ static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
 static const int dtype_bytes[] = {2, 2, 4};
 static const char *const norm_names[] = {"rmsnorm", "layernorm"};
 
+/* The optional fields of a profile from "norm_eps" to "lm_head_bias", each
+ * once, in the order read_profile_arch reads them (0 / false when absent;
+ * the ranges are those of the HF reader, hf.c) and put_arch writes those
+ * not at their default; load_profile allows their keys. */
+enum arch_type {
+	ARCH_NUM,		/* a double of struct model */
+	ARCH_INT,		/* an int */
+	ARCH_BOOL,		/* a bool, written only when true */
+	ARCH_SCALING		/* the "rope_scaling" object (struct rope_scaling) */
+};
+enum arch_put {
+	PUT_NONZERO,		/* written when not 0 */
+	PUT_WINDOWED,		/* written when sliding_window is not 0 */
+	PUT_ABOVE_1		/* written when above 1 */
+};
+#define AT(field) offsetof(struct model, field)
+static const struct arch_field {
+	const char *key;
+	enum arch_type type;
+	size_t at;		/* where in struct model */
+	double min, max;	/* ARCH_NUM and ARCH_INT: the range */
+	size_t max_at;		/* ARCH_INT: not 0, the maximum is the int at
+				   this offset instead (offset 0 is the
+				   name, never a bound) */
+	enum arch_put put;	/* ARCH_NUM and ARCH_INT */
+} arch_fields[] = {
+	{"norm_eps", ARCH_NUM, AT(norm_eps), 0, 1, 0, PUT_NONZERO},
+	{"rope_theta", ARCH_NUM, AT(rope_theta), 0, 1e12, 0, PUT_NONZERO},
+	{"rope_scaling", ARCH_SCALING, AT(rope_scaling), 0, 0, 0, PUT_NONZERO},
+	{"rotary_dim", ARCH_INT, AT(rotary_dim), 1, 0, AT(head_dim), PUT_NONZERO},
+	{"qkv_bias", ARCH_BOOL, AT(qkv_bias), 0, 0, 0, PUT_NONZERO},
+	{"qk_norm", ARCH_BOOL, AT(qk_norm), 0, 0, 0, PUT_NONZERO},
+	{"sliding_window", ARCH_INT, AT(sliding_window), 1, MAX_POS, 0,
+	 PUT_NONZERO},
+	{"sliding_window_every", ARCH_INT, AT(sliding_every), 1, MAX_LAYERS, 0,
+	 PUT_WINDOWED},
+	{"num_shared_experts", ARCH_INT, AT(shared_experts), 1, MAX_EXPERTS, 0,
+	 PUT_NONZERO},
+	{"shared_expert_ffn_hidden_size", ARCH_INT, AT(shared_ffn), 1, MAX_FFN,
+	 0, PUT_NONZERO},
+	{"first_dense_layers", ARCH_INT, AT(dense_layers), 1, 0, AT(layers),
+	 PUT_NONZERO},
+	{"moe_layer_freq", ARCH_INT, AT(moe_every), 1, MAX_LAYERS, 0,
+	 PUT_ABOVE_1},
+	{"q_lora_rank", ARCH_INT, AT(q_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO},
+	{"kv_lora_rank", ARCH_INT, AT(kv_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO},
+	{"qk_rope_head_dim", ARCH_INT, AT(qk_rope_dim), 1, MAX_HEAD_DIM, 0,
+	 PUT_NONZERO},
+	{"qk_nope_head_dim", ARCH_INT, AT(qk_nope_dim), 1, MAX_HEAD_DIM, 0,
+	 PUT_NONZERO},
+	{"v_head_dim", ARCH_INT, AT(v_head_dim), 1, MAX_HEAD_DIM, 0, PUT_NONZERO},
+	{"norms_per_block", ARCH_INT, AT(block_norms), 1, 4, 0, PUT_NONZERO},
+	{"parallel_block", ARCH_BOOL, AT(parallel_block), 0, 0, 0, PUT_NONZERO},
+	{"mlp_bias", ARCH_BOOL, AT(mlp_bias), 0, 0, 0, PUT_NONZERO},
+	{"lm_head_bias", ARCH_BOOL, AT(head_bias), 0, 0, 0, PUT_NONZERO},
+};
+#undef AT
+#define N_ARCH (int)(sizeof arch_fields / sizeof arch_fields[0])
+
+/* The root fields of a profile other than arch_fields'. */
 static const char *const profile_fields[] = {
 	"name", "source", "note", "hidden_size", "num_layers",
 	"num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
 	"ffn_kind", "vocab_size", "seq_length", "global_batch_size",
 	"max_position_embeddings", "tie_word_embeddings", "bias",
 	"position_embedding", "dtype", "num_experts", "moe_top_k",
-	"moe_ffn_hidden_size", "hf_model_type", "normalization", "norm_eps",
-	"rope_theta", "rope_scaling", "rotary_dim", "qkv_bias", "qk_norm",
-	"sliding_window", "sliding_window_every", "num_shared_experts",
-	"shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
-	"q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-	"v_head_dim", "norms_per_block", "parallel_block", "mlp_bias",
-	"lm_head_bias", "doc_lengths", "layers", NULL};
+	"moe_ffn_hidden_size", "hf_model_type", "normalization", "doc_lengths",
+	"layers"};
+#define N_PROFILE (int)(sizeof profile_fields / sizeof profile_fields[0])
 static const char *const doc_fields[] = {"tokens", "share", NULL};
 static const char *const scaling_fields[] = {
 	"type", "factor", "low_freq_factor", "high_freq_factor",
@@ -109,12 +166,36 @@ static int read_profile_scaling(struct model *m, const cJSON *doc,
 			false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
 }
 
+/* Reads arch_fields[i] of doc into m. */
+static int read_arch_field(struct model *m, int i, const cJSON *doc,
+			   struct err *e)
+{
+	const struct arch_field *f = &arch_fields[i];
+	char *p = (char *)m + f->at;
+	long max = f->max_at ? *(const int *)((const char *)m + f->max_at) :
+		   (long)f->max;
+
+	switch (f->type) {
+	case ARCH_NUM:
+		return json_num(doc, "", f->key, false, f->min, f->max,
+				(double *)p, e);
+	case ARCH_INT:
+		return json_int(doc, "", f->key, false, (long)f->min, max,
+				(int *)p, e);
+	case ARCH_BOOL:
+		return json_bool(doc, "", f->key, false, (bool *)p, e);
+	case ARCH_SCALING:
+		return read_profile_scaling(m, doc, e);
+	}
+	return 0;
+}
+
 /* Reads the fields of a profile that carry over from a Hugging Face config
  * (each optional, 0 / false when absent): what a launch file needs to train
  * the same model, and the shapes the compute model reads beside "layers"
  * (sliding windows, dense and MoE blocks, shared experts, MLA, rotary
- * dimensions) and the trainer rules (norms per block, parallel blocks).
- * The ranges are those of the HF reader (hf.c). */
+ * dimensions) and the trainer rules (norms per block, parallel blocks):
+ * hf_model_type, normalization, then arch_fields in order. */
 static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
 {
 	const char *type = "", *norm = NULL;
@@ -127,37 +208,11 @@ static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
 			       sizeof m->model_type - 1);
 	strcpy(m->model_type, type);
 	if (json_str(doc, "", "normalization", false, &norm, e) ||
-	    (norm && fields_pick("normalization", norm, norm_names, 2, &norm_i, e)) ||
-	    json_num(doc, "", "norm_eps", false, 0, 1, &m->norm_eps, e) ||
-	    json_num(doc, "", "rope_theta", false, 0, 1e12, &m->rope_theta, e) ||
-	    read_profile_scaling(m, doc, e) ||
-	    json_int(doc, "", "rotary_dim", false, 1, m->head_dim, &m->rotary_dim, e) ||
-	    json_bool(doc, "", "qkv_bias", false, &m->qkv_bias, e) ||
-	    json_bool(doc, "", "qk_norm", false, &m->qk_norm, e) ||
-	    json_int(doc, "", "sliding_window", false, 1, MAX_POS,
-		     &m->sliding_window, e) ||
-	    json_int(doc, "", "sliding_window_every", false, 1, MAX_LAYERS,
-		     &m->sliding_every, e) ||
-	    json_int(doc, "", "num_shared_experts", false, 1, MAX_EXPERTS,
-		     &m->shared_experts, e) ||
-	    json_int(doc, "", "shared_expert_ffn_hidden_size", false, 1, MAX_FFN,
-		     &m->shared_ffn, e) ||
-	    json_int(doc, "", "first_dense_layers", false, 1, m->layers,
-		     &m->dense_layers, e) ||
-	    json_int(doc, "", "moe_layer_freq", false, 1, MAX_LAYERS,
-		     &m->moe_every, e) ||
-	    json_int(doc, "", "q_lora_rank", false, 1, MAX_FFN, &m->q_lora_rank, e) ||
-	    json_int(doc, "", "kv_lora_rank", false, 1, MAX_FFN, &m->kv_lora_rank, e) ||
-	    json_int(doc, "", "qk_rope_head_dim", false, 1, MAX_HEAD_DIM,
-		     &m->qk_rope_dim, e) ||
-	    json_int(doc, "", "qk_nope_head_dim", false, 1, MAX_HEAD_DIM,
-		     &m->qk_nope_dim, e) ||
-	    json_int(doc, "", "v_head_dim", false, 1, MAX_HEAD_DIM, &m->v_head_dim, e) ||
-	    json_int(doc, "", "norms_per_block", false, 1, 4, &m->block_norms, e) ||
-	    json_bool(doc, "", "parallel_block", false, &m->parallel_block, e) ||
-	    json_bool(doc, "", "mlp_bias", false, &m->mlp_bias, e) ||
-	    json_bool(doc, "", "lm_head_bias", false, &m->head_bias, e))
+	    (norm && fields_pick("normalization", norm, norm_names, 2, &norm_i, e)))
 		return -1;
+	for (int i = 0; i < N_ARCH; i++)
+		if (read_arch_field(m, i, doc, e))
+			return -1;
 	m->norm = (enum norm_kind)norm_i;
 	if (m->sliding_window && !m->sliding_every)
 		m->sliding_every = 1;
@@ -395,13 +450,27 @@ static int read_layers(struct model *m, const cJSON *arr, struct err *e)
 	return 0;
 }
 
+/* Fails with "unknown field 'KEY'" where the root object doc has a key
+ * that neither profile_fields nor arch_fields lists. */
+static int check_keys(const cJSON *doc, struct err *e)
+{
+	const char *allowed[N_PROFILE + N_ARCH + 1];
+
+	for (int i = 0; i < N_PROFILE; i++)
+		allowed[i] = profile_fields[i];
+	for (int i = 0; i < N_ARCH; i++)
+		allowed[N_PROFILE + i] = arch_fields[i].key;
+	allowed[N_PROFILE + N_ARCH] = NULL;
+	return json_keys(doc, "", allowed, e);
+}
+
 /* Loads the profiles/ format from doc into m. */
 static int load_profile(struct model *m, const cJSON *doc, struct err *e)
 {
 	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
 	const char *name, *source;
 
-	if (json_keys(doc, "", profile_fields, e) ||
+	if (check_keys(doc, e) ||
 	    json_str(doc, "", "name", true, &name, e) ||
 	    json_str(doc, "", "source", false, &source, e))
 		return -1;
@@ -530,58 +599,65 @@ static void put_layer(cJSON *arr, const struct layer *l, int repeat)
 	put_measures(o, l);
 }
 
-/* Puts v under key when it is not 0 (the fields read_profile_arch reads). */
+/* Puts v under key when it is not 0. */
 static void put_nonzero(cJSON *o, const char *key, double v)
 {
 	if (v != 0)
 		put_num(o, key, v);
 }
 
+/* Puts m's "rope_scaling", if it has one. */
+static void put_scaling(cJSON *o, const struct model *m)
+{
+	const struct rope_scaling *r = &m->rope_scaling;
+	cJSON *s;
+
+	if (!r->type[0])
+		return;
+	s = must(cJSON_AddObjectToObject(o, "rope_scaling"));
+	put_str(s, "type", r->type);
+	put_nonzero(s, "factor", r->factor);
+	put_nonzero(s, "low_freq_factor", r->low_freq_factor);
+	put_nonzero(s, "high_freq_factor", r->high_freq_factor);
+	put_nonzero(s, "original_max_position_embeddings", r->original_max_pos);
+}
+
+/* Puts arch_fields[i] of m as its type and put say. */
+static void put_arch_field(cJSON *o, const struct model *m, int i)
+{
+	const struct arch_field *f = &arch_fields[i];
+	const char *p = (const char *)m + f->at;
+	double v = 0;
+
+	switch (f->type) {
+	case ARCH_SCALING:
+		put_scaling(o, m);
+		return;
+	case ARCH_BOOL:
+		if (*(const bool *)p)
+			put_bool(o, f->key, true);
+		return;
+	case ARCH_NUM:
+		v = *(const double *)p;
+		break;
+	case ARCH_INT:
+		v = *(const int *)p;
+		break;
+	}
+	if (f->put == PUT_WINDOWED ? m->sliding_window != 0 :
+	    f->put == PUT_ABOVE_1 ? v > 1 : v != 0)
+		put_num(o, f->key, v);
+}
+
 /* The fields of read_profile_arch that differ from their defaults. */
 static void put_arch(cJSON *o, const struct model *m)
 {
-	const struct rope_scaling *r = &m->rope_scaling;
-
 	if (m->model_type[0])
 		put_str(o, "hf_model_type", m->model_type);
 	if (m->model_type[0] || m->norm != NORM_RMS)
 		put_str(o, "normalization", norm_names[m->norm]);
-	put_nonzero(o, "norm_eps", m->norm_eps);
-	put_nonzero(o, "rope_theta", m->rope_theta);
-	if (r->type[0]) {
-		cJSON *s = must(cJSON_AddObjectToObject(o, "rope_scaling"));
-
-		put_str(s, "type", r->type);
-		put_nonzero(s, "factor", r->factor);
-		put_nonzero(s, "low_freq_factor", r->low_freq_factor);
-		put_nonzero(s, "high_freq_factor", r->high_freq_factor);
-		put_nonzero(s, "original_max_position_embeddings", r->original_max_pos);
-	}
-	put_nonzero(o, "rotary_dim", m->rotary_dim);
-	if (m->qkv_bias)
-		put_bool(o, "qkv_bias", true);
-	if (m->qk_norm)
-		put_bool(o, "qk_norm", true);
-	put_nonzero(o, "sliding_window", m->sliding_window);
-	if (m->sliding_window)
-		put_num(o, "sliding_window_every", m->sliding_every);
-	put_nonzero(o, "num_shared_experts", m->shared_experts);
-	put_nonzero(o, "shared_expert_ffn_hidden_size", m->shared_ffn);
-	put_nonzero(o, "first_dense_layers", m->dense_layers);
-	if (m->moe_every > 1)
-		put_num(o, "moe_layer_freq", m->moe_every);
-	put_nonzero(o, "q_lora_rank", m->q_lora_rank);
-	put_nonzero(o, "kv_lora_rank", m->kv_lora_rank);
-	put_nonzero(o, "qk_rope_head_dim", m->qk_rope_dim);
-	put_nonzero(o, "qk_nope_head_dim", m->qk_nope_dim);
-	put_nonzero(o, "v_head_dim", m->v_head_dim);
-	put_nonzero(o, "norms_per_block", m->block_norms);
-	if (m->parallel_block)
-		put_bool(o, "parallel_block", true);
-	if (m->mlp_bias)
-		put_bool(o, "mlp_bias", true);
-	if (m->head_bias)
-		put_bool(o, "lm_head_bias", true);
+	for (int i = 0; i < N_ARCH; i++)
+		put_arch_field(o, m, i);
 }
 
 static void put_dims(cJSON *o, const struct model *m)
