@@ -3,7 +3,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Isearch -Ioutput $(CONFIG_DEFS) $(EXTRA_CFLAGS) $(CFLAGS)
+	-pthread -Icostmodel -Iinput -Isearch -Ioutput $(CONFIG_DEFS) $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS += -lglpk -lcsv -lcjson -lm -pthread
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
@@ -21,7 +21,7 @@ CONFIG_DEFS = -DAMPPLAN_VERSION='"$(VERSION)"' -DAMPPLAN_DATADIR='"$(DATADIR)"'
 BUILD ?= build
 SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard costmodel/*.c search/*.c output/*.c)
+LIB_SRC := $(wildcard costmodel/*.c input/*.c search/*.c output/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -41,7 +41,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/planner/main.o $(BUILD)/costmodel/datafile.o: $(BUILD)/config.stamp
+$(BUILD)/planner/main.o $(BUILD)/input/datafile.o: $(BUILD)/config.stamp
 
 # Rewritten only when VERSION or DATADIR changed (git's GIT-CFLAGS).
 $(BUILD)/config.stamp: FORCE
@@ -113,7 +113,7 @@ FUZZ_SMOKE_RUNS ?= 300
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Isearch -Ioutput -Itests/fuzz $(CONFIG_DEFS) $(FUZZ_SAN)
+	-pthread -Icostmodel -Iinput -Isearch -Ioutput -Itests/fuzz $(CONFIG_DEFS) $(FUZZ_SAN)
 FUZZ_TARGETS := model hf cluster report search
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
@@ -164,7 +164,7 @@ install: $(BUILD)/ampplan
 	done
 
 format:
-	clang-format -i costmodel/*.[ch] search/*.[ch] output/*.[ch] planner/*.[ch] tests/*.[ch]
+	clang-format -i costmodel/*.[ch] input/*.[ch] search/*.[ch] output/*.[ch] planner/*.[ch] tests/*.[ch]
 
 clean:
 	rm -rf build ampplan

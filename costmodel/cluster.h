@@ -1,16 +1,10 @@
 /* cluster.h: a GPU cluster as groups of identical nodes. Bandwidths are bytes/s
- * and latencies seconds, converted once at load time from the file's units. */
+ * and latencies seconds, converted once at load time from the file's units
+ * (input/cluster_read.h reads the file). */
 #ifndef AMPPLAN_CLUSTER_H
 #define AMPPLAN_CLUSTER_H
 
-struct err;
 struct strategy;
-
-/* The GPU catalogue's file name under the data directory (gpus/ in the
- * source tree, PREFIX/share/ampplan/gpus when installed): figures with a
- * source each, which a cluster file's GPU type may take by name
- * ("catalogue": NAME) and override field by field. */
-#define CLUSTER_CATALOGUE "gpus/catalogue.json"
 
 /* A GPU's maker, which fixes its collective library: NCCL for NVIDIA,
  * RCCL for AMD. One training job runs one of them. */
@@ -84,12 +78,7 @@ struct cluster {
 				   the estimate (cluster_load's default) */
 };
 
-/* Loads a cluster file (clusters/ format). Returns 0 and *out (caller frees
- * with cluster_free), or -1 with e naming the file and the field or the
- * line:column. */
-int cluster_load(struct cluster **out, const char *path, struct err *e);
-
-/* free(NULL)-safe. */
+/* Frees c and everything it owns. free(NULL)-safe. */
 void cluster_free(struct cluster *c);
 
 /* A copy of c with only the node groups whose bit is set in mask (bit g for

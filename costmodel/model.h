@@ -1,7 +1,8 @@
 /* model.h: a model as the cost model sees it: its dimensions and the list of
  * layers (embedding, transformer blocks, final norm + LM head + loss), each
  * with parameters, FLOPs, activation and output sizes, and optional measured
- * times (AMP, Li et al. 2022, Sec. 3.2: per-layer profiles per GPU type). */
+ * times (AMP, Li et al. 2022, Sec. 3.2: per-layer profiles per GPU type).
+ * input/profile.h reads one from a file and writes one back. */
 #ifndef AMPPLAN_MODEL_H
 #define AMPPLAN_MODEL_H
 
@@ -137,15 +138,6 @@ struct model {
  * histogram. */
 double model_doc_share(const struct model *m, int seq);
 
-/* Loads a model profile (profiles/ format) or a Hugging Face config.json
- * (recognised by its "model_type": llama, mistral, mixtral, qwen2,
- * qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3,
- * llama4_text, olmo2, falcon, gptj, gpt2; hf.c), deriving the layer list for the
- * latter; another model_type is refused naming it and the supported ones.
- * Returns 0 and *out (caller frees with model_free), or -1 with e naming the
- * file and the field or the line:column. */
-int model_load(struct model **out, const char *path, struct err *e);
-
 /* Checks that every measured point of m is for a GPU type that cluster c
  * defines (a point for another type would be silently ignored: a typo).
  * Returns 0, or -1 with e set to "layer L: measured point for GPU type 'X',
@@ -194,20 +186,34 @@ double model_attn_flops_all(const struct model *m, int l, int seq);
  * r_kv weights of the latent RMSNorms. */
 double model_mla_weights(const struct model *m, double *norms);
 
+/* The longest sequence a model may be given, in tokens (a profile's
+ * seq_length and --seq alike). */
+#define MODEL_MAX_SEQ 10000000
+
+/* Checks the sequence length seq for m, called what in messages ("field
+ * 'seq_length'", "the sequence length"): seq must lie in [1,
+ * MODEL_MAX_SEQ], and with learned position embeddings, which have max_pos
+ * rows, not exceed max_pos (Megatron-LM rejects --seq-length >
+ * --max-position-embeddings for them). Returns 0, or -1 with e set to
+ * "WHAT must be an integer in [1, 10000000], not N" or "WHAT must be at
+ * most 'max_position_embeddings' (P) with learned positions, not N". */
+int model_check_seq(const struct model *m, int seq, const char *what,
+		    struct err *e);
+
 /* Sets the sequence length, rescaling the attention-score FLOPs of each block
- * (model_attn_flops). Returns 0, or -1 with e set if seq is
- * outside [1, 10,000,000] or exceeds max_pos with learned positions. */
+ * (model_attn_flops). Returns 0, or -1 with e set as model_check_seq with
+ * what "the sequence length". */
 int model_set_seq(struct model *m, int seq, struct err *e);
 
 /* Totals over layer[]: parameters, and forward FLOPs per token. */
 double model_params(const struct model *m);
 double model_flops_per_token(const struct model *m);
 
-/* The model as a profile JSON document, the format model_load reads back.
- * Returns a malloc'd string; caller frees. */
-char *model_profile_json(const struct model *m);
+/* Frees l's measured points (their GPU names and the array) and leaves l
+ * with none; l itself is not freed. */
+void model_free_measures(struct layer *l);
 
-/* free(NULL)-safe. */
+/* Frees m, its layers and their measured points. free(NULL)-safe. */
 void model_free(struct model *m);
 
 #endif

@@ -13,12 +13,14 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "datafile.h"
 #include "emit.h"
 #include "model.h"
 #include "options.h"
 #include "outfile.h"
 #include "plan.h"
+#include "profile.h"
 #include "report.h"
 #include "timeline.h"
 #include "trainer.h"

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "model.h"
 #include "plan.h"
+#include "profile.h"
 #include "util.h"
 
 /* Writes a cluster file of gpus GPUs: half 8 x H100-80GB nodes on NDR,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "strategy.h"
 #include "testutil.h"
 #include "util.h"

@@ -24,6 +24,7 @@
 #include "emit.h"
 #include "model.h"
 #include "plan.h"
+#include "profile.h"
 #include "report.h"
 #include "strategy.h"
 #include "testutil.h"

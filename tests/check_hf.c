@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "profile.h"
 #include "testutil.h"
 #include "util.h"
 

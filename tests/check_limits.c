@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "json.h"
 #include "model.h"
+#include "profile.h"
 #include "testutil.h"
 #include "util.h"
 

@@ -8,6 +8,7 @@
 
 #include "cluster.h"
 #include "model.h"
+#include "profile.h"
 #include "testutil.h"
 #include "util.h"
 

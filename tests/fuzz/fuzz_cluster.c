@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "fuzz_util.h"
 #include "util.h"
 

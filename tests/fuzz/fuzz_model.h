@@ -9,6 +9,7 @@
 
 #include "fuzz_util.h"
 #include "model.h"
+#include "profile.h"
 #include "util.h"
 
 /* Same within a relative 1e-9 (the profile prints %.17g or so; allow a

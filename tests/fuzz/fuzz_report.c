@@ -17,9 +17,11 @@
 #include <math.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "fuzz_opts.h"
 #include "model.h"
 #include "plan.h"
+#include "profile.h"
 #include "report.h"
 #include "util.h"
 

@@ -13,9 +13,11 @@
 #include <math.h>
 
 #include "cluster.h"
+#include "cluster_read.h"
 #include "fuzz_util.h"
 #include "model.h"
 #include "plan.h"
+#include "profile.h"
 #include "util.h"
 
 #define MAX_FUZZ_GPUS 64

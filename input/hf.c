@@ -1,7 +1,8 @@
 /* hf.c: reading Hugging Face config.json files, one reader per model_type,
  * into a model's dimensions and the fields a trainer needs to train the same
  * model (norm, rotary base and scaling, biases, q/k norms, sliding windows,
- * MoE shape, MLA); model.c derives the layers from them. */
+ * MoE shape, MLA), with the field readers and limits of fields.h;
+ * model.c derives the layers from them. */
 #include "hf.h"
 
 #include <cjson/cJSON.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fields.h"
 #include "json.h"
 #include "model.h"
 #include "util.h"
@@ -77,7 +79,7 @@ static int read_dtype(struct model *m, const cJSON *doc, struct err *e)
 		if (!v || cJSON_IsNull(v))
 			continue;
 		if (json_str(doc, "", keys[k], true, &val, e) ||
-		    model_pick(keys[k], val, hf_dtype_names, 3, &i, e))
+		    fields_pick(keys[k], val, hf_dtype_names, 3, &i, e))
 			return -1;
 		m->dtype_bytes = hf_dtype_bytes[i];
 		m->fp16 = i == 1;
@@ -113,10 +115,10 @@ static int read_rope(struct model *m, const cJSON *doc, struct err *e)
 		       &r->low_freq_factor, e) ||
 	       opt_num(o, "rope_scaling", "high_freq_factor", 0, 1e6,
 		       &r->high_freq_factor, e) ||
-	       model_opt_int(doc, "", "original_max_position_embeddings", false,
-			     1, MAX_POS, &r->original_max_pos, e) ||
-	       model_opt_int(o, "rope_scaling", "original_max_position_embeddings",
-			     false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
+	       fields_opt_int(doc, "", "original_max_position_embeddings", false,
+			      1, MAX_POS, &r->original_max_pos, e) ||
+	       fields_opt_int(o, "rope_scaling", "original_max_position_embeddings",
+			      false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
 }
 
 /* A sliding window of "sliding_window" tokens (null or 0: none) on every
@@ -124,8 +126,8 @@ static int read_rope(struct model *m, const cJSON *doc, struct err *e)
 static int read_window(struct model *m, const cJSON *doc, int every,
 		       struct err *e)
 {
-	if (model_opt_int(doc, "", "sliding_window", false, 0, MAX_POS,
-			  &m->sliding_window, e))
+	if (fields_opt_int(doc, "", "sliding_window", false, 0, MAX_POS,
+			   &m->sliding_window, e))
 		return -1;
 	m->sliding_every = m->sliding_window ? every : 0;
 	return 0;
@@ -142,7 +144,7 @@ static int read_llama_like(struct model *m, const cJSON *doc, const char *type,
 	m->ffn_kind = FFN_SWIGLU;
 	m->norm = NORM_RMS;
 	m->tied = tied;
-	return model_read_dims(m, doc, k, e) ||
+	return fields_read_dims(m, doc, k, e) ||
 	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	       opt_num(doc, "", "rms_norm_eps", 1e-12, 1, &m->norm_eps, e) ||
 	       read_rope(m, doc, e) ||
@@ -229,8 +231,8 @@ static int read_qwen2_moe(struct model *m, const cJSON *doc, struct err *e)
 	    read_qwen_window(doc, "qwen2_moe", e) ||
 	    read_moe(m, doc, "num_experts", "moe_intermediate_size", e) ||
 	    read_qwen_sparse(m, doc, "qwen2_moe", e) ||
-	    model_opt_int(doc, "", "shared_expert_intermediate_size", false, 0,
-			  MAX_FFN, &m->shared_ffn, e))
+	    fields_opt_int(doc, "", "shared_expert_intermediate_size", false, 0,
+			   MAX_FFN, &m->shared_ffn, e))
 		return -1;
 	m->shared_experts = m->shared_ffn > 0;
 	m->moe_extra_params = m->shared_experts ? m->hidden : 0;
@@ -371,8 +373,8 @@ static int read_deepseek_v3(struct model *m, const cJSON *doc, struct err *e)
 	int freq = 1;
 
 	if (read_llama_like(m, doc, "deepseek_v3", &deepseek_keys, false, e) ||
-	    model_opt_int(doc, "", "q_lora_rank", false, 1, MAX_FFN,
-			  &m->q_lora_rank, e) ||
+	    fields_opt_int(doc, "", "q_lora_rank", false, 1, MAX_FFN,
+			   &m->q_lora_rank, e) ||
 	    json_int(doc, "", "kv_lora_rank", true, 1, MAX_FFN, &m->kv_lora_rank, e) ||
 	    json_int(doc, "", "qk_nope_head_dim", true, 1, MAX_HEAD_DIM,
 		     &m->qk_nope_dim, e) ||
@@ -455,14 +457,14 @@ static int read_falcon(struct model *m, const cJSON *doc, struct err *e)
 	m->ffn_kind = FFN_GELU;
 	m->norm = NORM_LAYER;
 	m->tied = true;
-	if (model_read_dims(m, doc, &falcon_keys, e) ||
+	if (fields_read_dims(m, doc, &falcon_keys, e) ||
 	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	    json_bool(doc, "", "bias", false, &m->bias, e) ||
 	    json_bool(doc, "", "parallel_attn", false, &parallel, e) ||
 	    json_bool(doc, "", "multi_query", false, &mq, e) ||
 	    json_bool(doc, "", "new_decoder_architecture", false, &newarch, e) ||
-	    model_opt_int(doc, "", "num_kv_heads", false, 1, MAX_HEADS, &kv, e) ||
-	    model_opt_int(doc, "", "num_ln_in_parallel_attn", false, 1, 2, &lns, e) ||
+	    fields_opt_int(doc, "", "num_kv_heads", false, 1, MAX_HEADS, &kv, e) ||
+	    fields_opt_int(doc, "", "num_ln_in_parallel_attn", false, 1, 2, &lns, e) ||
 	    opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e) ||
 	    read_rope(m, doc, e) ||
 	    refuse_true(doc, "alibi", "falcon", "ALiBi instead of RoPE", e))
@@ -489,11 +491,11 @@ static int read_gptj(struct model *m, const cJSON *doc, struct err *e)
 	m->parallel_block = m->mlp_bias = m->head_bias = true;
 	m->block_norms = 1;
 	m->rope_theta = 10000;	/* GPTJAttention's fixed base */
-	if (model_read_dims(m, doc, &gpt2_keys, e) ||
+	if (fields_read_dims(m, doc, &gpt2_keys, e) ||
 	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	    opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e) ||
-	    model_opt_int(doc, "", "rotary_dim", false, 1, m->head_dim,
-			  &m->rotary_dim, e))
+	    fields_opt_int(doc, "", "rotary_dim", false, 1, m->head_dim,
+			   &m->rotary_dim, e))
 		return -1;
 	return 0;
 }
@@ -506,7 +508,7 @@ static int read_gpt2(struct model *m, const cJSON *doc, struct err *e)
 	m->tied = m->bias = m->learned_pos = true;
 	m->ffn_kind = FFN_GELU;
 	m->norm = NORM_LAYER;
-	return model_read_dims(m, doc, &gpt2_keys, e) ||
+	return fields_read_dims(m, doc, &gpt2_keys, e) ||
 	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	       opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e) ? -1 : 0;
 }

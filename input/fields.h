@@ -1,7 +1,8 @@
-/* hf.h (internal): reading a Hugging Face config.json into a model (hf.c),
- * and the field readers of model.c it shares. */
-#ifndef AMPPLAN_HF_H
-#define AMPPLAN_HF_H
+/* fields.h (internal): the ranges of a model file's fields and the field
+ * readers that the profile reader (profile.c) and the Hugging Face reader
+ * (hf.c) share (fields.c). */
+#ifndef AMPPLAN_FIELDS_H
+#define AMPPLAN_FIELDS_H
 
 #include <stdbool.h>
 
@@ -11,7 +12,8 @@
  * [1, 1e6], num_layers and repeat [1, 10000], heads and KV heads [1, 1e5],
  * head_dim [1, 1e5], heads * head_dim at most 1e7, ffn sizes [1, 1e7],
  * vocab_size [1, 1e7], max_position_embeddings [1, 1e8], seq_length
- * [1, 1e7], global_batch_size [1, 1e8], num_experts [0, 1e5] (HF [1, 1e5]),
+ * [1, 1e7] (MODEL_MAX_SEQ, model.h: model_set_seq checks it too),
+ * global_batch_size [1, 1e8], num_experts [0, 1e5] (HF [1, 1e5]),
  * moe_top_k [1, num_experts], measured tp [1, 1e5] and micro_batch_size
  * [1, 1e6]. Numbers: a layer's params, flops_per_token and bytes per token
  * [0, 1e20] (expert_params [0, params]); measured forward_s and
@@ -24,7 +26,6 @@
 #define MAX_FFN 10000000
 #define MAX_VOCAB 10000000
 #define MAX_POS 100000000
-#define MAX_SEQ 10000000
 #define MAX_GBS 100000000
 #define MAX_EXPERTS 100000
 #define MAX_TP 100000
@@ -45,26 +46,24 @@ struct keys {
 	bool ffn_required, max_pos_required;
 };
 
-/* Fills m from the Hugging Face config doc read from path (TRAINERS.md,
- * "Hugging Face config.json"), layers derived. Returns 0, or -1 with e set
- * (the caller adds the path); an unsupported model_type is refused naming
- * it and the supported ones. */
-int hf_load(struct model *m, const struct cJSON *doc, const char *path,
-	    struct err *e);
+/* Reads the architecture integers named by k from the root object doc into
+ * m (hidden, layers, heads, kv_heads, head_dim, ffn, vocab, max_pos, in
+ * that order, each in its range above). kv_heads defaults to heads,
+ * head_dim to hidden / heads (which heads must then divide), ffn to
+ * 4 * hidden; max_pos stays 0 when absent. Returns 0, or -1 with e set to
+ * the first bad field (the caller adds the path). */
+int fields_read_dims(struct model *m, const struct cJSON *doc,
+		     const struct keys *k, struct err *e);
 
-/* model.c: reads the architecture integers named by k into m (kv_heads
- * defaults to heads, head_dim to hidden / heads, ffn to 4 * hidden). */
-int model_read_dims(struct model *m, const struct cJSON *doc,
-		    const struct keys *k, struct err *e);
+/* json_int where a JSON null counts as missing (HF writes "head_dim":
+ * null), and key NULL means the format has no such field (returns 0,
+ * *out unchanged). */
+int fields_opt_int(const struct cJSON *obj, const char *where, const char *key,
+		   bool required, long min, long max, int *out, struct err *e);
 
-/* model.c: json_int where a JSON null counts as missing; key NULL means the
- * format has no such field. */
-int model_opt_int(const struct cJSON *obj, const char *where, const char *key,
-		  bool required, long min, long max, int *out, struct err *e);
-
-/* model.c: sets *out to the index of val in names[0..n-1], or fails naming
- * them. */
-int model_pick(const char *key, const char *val, const char *const names[],
-	       int n, int *out, struct err *e);
+/* Sets *out to the index of val in names[0..n-1] and returns 0, or returns
+ * -1 with e set to "field 'KEY' must be 'a', 'b' or 'c', not 'VAL'". */
+int fields_pick(const char *key, const char *val, const char *const names[],
+		int n, int *out, struct err *e);
 
 #endif

@@ -1,0 +1,72 @@
+/* fields.c: the field readers shared by the profile reader and the Hugging
+ * Face reader (fields.h). */
+#include "fields.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+#include "model.h"
+#include "util.h"
+
+int fields_pick(const char *key, const char *val, const char *const names[],
+		int n, int *out, struct err *e)
+{
+	char list[128] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(val, names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+		if (len < sizeof list)
+			len += (size_t)snprintf(list + len, sizeof list - len,
+						"%s'%s'", i == 0 ? "" :
+						i == n - 1 ? " or " : ", ",
+						names[i]);
+	}
+	return err_set(e, "field '%s' must be %s, not '%s'", key, list, val);
+}
+
+int fields_opt_int(const cJSON *obj, const char *where, const char *key,
+		   bool required, long min, long max, int *out, struct err *e)
+{
+	if (!key)
+		return 0;
+	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(obj, key)))
+		return required ? err_set(e, "missing field '%s'", key) : 0;
+	return json_int(obj, where, key, required, min, max, out, e);
+}
+
+int fields_read_dims(struct model *m, const cJSON *doc, const struct keys *k,
+		     struct err *e)
+{
+	m->kv_heads = m->head_dim = m->ffn = m->max_pos = 0;
+	if (json_int(doc, "", k->hidden, true, 1, MAX_HIDDEN, &m->hidden, e) ||
+	    json_int(doc, "", k->layers, true, 1, MAX_LAYERS, &m->layers, e) ||
+	    json_int(doc, "", k->heads, true, 1, MAX_HEADS, &m->heads, e) ||
+	    fields_opt_int(doc, "", k->kv_heads, false, 1, MAX_HEADS, &m->kv_heads, e) ||
+	    fields_opt_int(doc, "", k->head_dim, false, 1, MAX_HEAD_DIM, &m->head_dim, e) ||
+	    fields_opt_int(doc, "", k->ffn, k->ffn_required, 1, MAX_FFN, &m->ffn, e) ||
+	    json_int(doc, "", k->vocab, true, 1, MAX_VOCAB, &m->vocab, e) ||
+	    fields_opt_int(doc, "", k->max_pos, k->max_pos_required, 1, MAX_POS,
+			   &m->max_pos, e))
+		return -1;
+	if (!m->kv_heads)
+		m->kv_heads = m->heads;
+	if (!m->ffn)
+		m->ffn = 4 * m->hidden;
+	if (!m->head_dim && m->hidden % m->heads)
+		return err_set(e, "field '%s' must divide '%s'", k->heads, k->hidden);
+	if (!m->head_dim)
+		m->head_dim = m->hidden / m->heads;
+	if (m->heads % m->kv_heads)
+		return err_set(e, "field '%s' must divide '%s'", k->kv_heads, k->heads);
+	if ((long)m->heads * m->head_dim > MAX_QDIM)
+		return err_set(e, "field '%s' times '%s' must be at most %d",
+			       k->heads, k->head_dim ? k->head_dim : "head dim",
+			       MAX_QDIM);
+	return 0;
+}
