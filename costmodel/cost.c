@@ -810,10 +810,9 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	f->n_stages = n;
 	for (int k = 0; k < n; k++)
 		f->group[k] = s->group[strategy_rank(s, k)];
-	if (s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_INTERLEAVED_ZB ||
-	    s->schedule == SCHED_ZB_V || schedule_fb_overlap(s->schedule))
+	if (schedule_rows[s->schedule].bubble == SCHED_BUBBLE_FR)
 		rho = lc->zb_rho;
-	else if (s->schedule == SCHED_ZB_H2)
+	else if (schedule_rows[s->schedule].bubble == SCHED_BUBBLE_F)
 		rho = lc->zb_h2_rho;
 	schedule_weights(s->schedule, mb, vp, rho, &f->a, &f->b);
 	schedule_rank_weights(s->schedule, mb, vp, rho, &f->ra, &f->rb);
@@ -879,7 +878,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 				      : 1;
 		/* DualPipe: the stage's mirror in the other copy takes the
 		   rest of its rank's memory (pipe_terms, rank_memory) */
-		if (s->schedule == SCHED_DUALPIPE)
+		if (schedule_bidirectional(s->schedule))
 			f->share[k] = 0.5;
 		f->cap[k] = f->cap_of[f->group[k]] * f->share[k];
 	}
@@ -925,7 +924,7 @@ static void pipe_terms(struct pipe_terms *t, const struct model *m, const struct
 		t->send_all += f->send[k];
 		t->rank_mem[strategy_rank(s, k)] += st + f->inflight[k] * act + ex +
 						    (k < pp ? lc->vocab_bytes : 0);
-		if (s->schedule != SCHED_DUALPIPE) {
+		if (!schedule_bidirectional(s->schedule)) {
 			t->rank_c[strategy_rank(s, k)] += t->ck[k];
 			t->rank_send[strategy_rank(s, k)] += f->send[k];
 			continue;
@@ -963,7 +962,7 @@ static int rank_stages(int *stage, const struct strategy *s, const struct pipeli
 {
 	int n = 0;
 
-	if (s->schedule == SCHED_DUALPIPE && s->pp > 1) {
+	if (schedule_bidirectional(s->schedule) && s->pp > 1) {
 		stage[n++] = q;
 		stage[n++] = s->pp - 1 - q;
 		return n;
@@ -990,7 +989,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 	tm->tp += w * (v.tp_f + v.tp_b);
 	tm->tp_hidden += w * v.tp_h;
 	tm->vocab += w * (v.vc_f + v.vc_b);
-	if (s->schedule == SCHED_DUALPIPE)
+	if (schedule_bidirectional(s->schedule))
 		w /= 2;
 	for (int i = 0; i < n; i++) {
 		int k = stage[i], g = f->group[k];

@@ -1,9 +1,63 @@
-/* schedule.c: pipeline schedules in closed form: iteration time weights and
- * activation memory in flight (COSTMODEL.md "Pipeline schedules"). */
+/* schedule.c: the pipeline schedules' table (one row each, schedule.h) and
+ * their closed forms: iteration time weights and activation memory in
+ * flight (COSTMODEL.md "Pipeline schedules"). */
 #include "schedule.h"
 
+#include <string.h>
+
+/* The weights follow from stages, copies and bubble (schedule_weights'
+ * comment), the activations from hold (schedule_inflight's), the orders
+ * are simulate.c's; min_m: Megatron-LM's interleaving needs m >= pp, Qi et
+ * al. 2024's zero-bubble schedules assume it, the DualPipe repository's
+ * need m >= 2 pp (num_chunks >= num_ranks * 2). DualPipe's B/W split: its
+ * bubble (PP/2 - 1)(F&B + B - 3W) has W passes of their own. */
+const struct schedule_row schedule_rows[SCHED_COUNT] = {
+	[SCHED_1F1B] = { .name = "1f1b", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1,
+			 .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_1F1B,
+			 .order = SCHED_ORDER_1F1B },
+	[SCHED_INTERLEAVED] = { .name = "interleaved", .stages = SCHED_STAGES_LOOPED, .min_m = 1,
+				.copies = 1, .bubble = SCHED_BUBBLE_STAGE,
+				.hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
+	[SCHED_ZB_H1] = { .name = "zb-h1", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1,
+			  .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_1F1B,
+			  .order = SCHED_ORDER_1F1B },
+	[SCHED_GPIPE] = { .name = "gpipe", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1,
+			  .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_ALL,
+			  .order = SCHED_ORDER_GPIPE },
+	[SCHED_INTERLEAVED_ZB] = { .name = "interleaved-zb", .stages = SCHED_STAGES_LOOPED,
+				   .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_FR,
+				   .hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
+	[SCHED_ZB_V] = { .name = "zb-v", .stages = SCHED_STAGES_V, .min_m = 1, .copies = 1,
+			 .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V, .order = SCHED_ORDER_V },
+	[SCHED_ZB_H2] = { .name = "zb-h2", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1,
+			  .bubble = SCHED_BUBBLE_F, .hold = SCHED_HOLD_H2,
+			  .order = SCHED_ORDER_H2 },
+	[SCHED_DUALPIPE_V] = { .name = "dualpipev", .stages = SCHED_STAGES_V, .min_m = 2,
+			       .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V1,
+			       .fb_overlap = true, .order = SCHED_ORDER_V },
+	[SCHED_DUALPIPE] = { .name = "dualpipe", .stages = SCHED_STAGES_ONE, .min_m = 2,
+			     .copies = 2, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_COPIES,
+			     .fb_overlap = true, .order = SCHED_ORDER_NONE },
+};
+
+const char *schedule_name(enum schedule sc)
+{
+	return schedule_rows[sc].name;
+}
+
+int schedule_parse(const char *name)
+{
+	for (int i = 0; i < SCHED_COUNT; i++)
+		if (strcmp(schedule_rows[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
 /* T_pipe = a * max_k c_k + b * sum_k c_k, c_k = forward + backward of one
- * micro-batch on virtual stage k:
+ * micro-batch on virtual stage k. Every schedule's weights have one form,
+ * a = m n - x, b = x / (n copies), with n the chunks per rank (v looped, 2
+ * in a V, else 1), copies its row's and x its bubble's share of a chunk (1,
+ * or rho with zero bubble):
  * - GPipe (Huang et al. 2019) and 1F1B (PipeDream-Flush; Narayanan et al.
  *   2021 Sec. 2.2.1): a = m - 1, b = 1: the first micro-batch crosses every
  *   stage (sum c_k), the other m-1 follow at the pace of the slowest; the
@@ -72,42 +126,20 @@
 void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		      double *b)
 {
+	const struct schedule_row *row = &schedule_rows[sc];
+	int n;
+	double x;
+
 	if (rho < 0)
 		rho = 0;
 	if (rho > 1)
 		rho = 1;
 	if (v < 1)
 		v = 1;
-	switch (sc) {
-	case SCHED_INTERLEAVED:
-		*a = (double)m * v - 1;
-		*b = 1.0 / v;
-		return;
-	case SCHED_INTERLEAVED_ZB:
-		*a = (double)m * v - rho;
-		*b = rho / v;
-		return;
-	case SCHED_ZB_V:
-	case SCHED_DUALPIPE_V:
-		*a = 2.0 * m - rho;
-		*b = rho / 2;
-		return;
-	case SCHED_DUALPIPE:
-		*a = m - rho;
-		*b = rho / 2;
-		return;
-	case SCHED_ZB_H1:
-	case SCHED_ZB_H2:
-		*a = m - rho;
-		*b = rho;
-		return;
-	case SCHED_1F1B:
-	case SCHED_GPIPE:
-	default:
-		*a = m - 1;
-		*b = 1;
-		return;
-	}
+	n = row->stages == SCHED_STAGES_LOOPED ? v : row->stages == SCHED_STAGES_V ? 2 : 1;
+	x = row->bubble == SCHED_BUBBLE_STAGE ? 1 : rho;
+	*a = (double)m * n - x;
+	*b = x / (n * row->copies);
 }
 
 /* The same schedules over the ranks' totals C_r (the sum of a rank's chunks
@@ -171,29 +203,27 @@ double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 	int r = pp > 0 ? k % pp : 0;
 	double n;
 
-	switch (sc) {
-	case SCHED_GPIPE:
+	switch (schedule_rows[sc].hold) {
+	case SCHED_HOLD_ALL:
 		return m;
-	case SCHED_ZB_V:
+	case SCHED_HOLD_V:
 		n = k < pp ? 2.0 * (pp - r) - 1 : 2.0 * (2 * pp - 1 - k) + 1;
 		return n < m ? n : m;
-	case SCHED_ZB_H2:
+	case SCHED_HOLD_H2:
 		return 2 * pp - 1 < m ? 2 * pp - 1 : m;
-	case SCHED_DUALPIPE_V:
+	case SCHED_HOLD_V1:
 		n = k < pp ? 2.0 * (pp - r) : 2.0 * (2 * pp - 1 - k) + 1;
 		return n < m ? n : m;
-	case SCHED_DUALPIPE:
+	case SCHED_HOLD_COPIES:
 		return (pp + 1 < m ? pp + 1 : m) / 2.0;
-	case SCHED_INTERLEAVED:
-	case SCHED_INTERLEAVED_ZB:
+	case SCHED_HOLD_LOOPED:
 		if (v < 1)
 			v = 1;
 		n = 2.0 * (pp - r - 1) + (double)(v - 1) * pp + 1;
 		if (n > (double)m * v)
 			n = (double)m * v;
 		return n / v;
-	case SCHED_1F1B:
-	case SCHED_ZB_H1:
+	case SCHED_HOLD_1F1B:
 	default:
 		return pp - r < m ? pp - r : m;
 	}
@@ -223,14 +253,14 @@ double schedule_fb_paired(enum schedule sc, int pp, int m)
 {
 	double held, passes;
 
-	if (sc == SCHED_DUALPIPE_V) {
-		held = 2.0 * pp + 1;
-		passes = 2.0 * m;
-	} else if (sc == SCHED_DUALPIPE) {
+	if (!schedule_fb_overlap(sc))
+		return 0;
+	if (schedule_bidirectional(sc)) {
 		held = pp + 1.0;
 		passes = m;
 	} else {
-		return 0;
+		held = 2.0 * pp + 1;
+		passes = 2.0 * m;
 	}
 	return passes > held ? 1 - held / passes : 0;
 }

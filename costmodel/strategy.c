@@ -1,16 +1,9 @@
-/* strategy.c: names of schedules, recomputation modes, attention kernels
+/* strategy.c: names of recomputation modes, attention kernels
  * and gradient dtypes. */
 #include "strategy.h"
 
 #include <string.h>
 
-static const char *const sched_names[SCHED_COUNT] = {
-	[SCHED_1F1B] = "1f1b", [SCHED_INTERLEAVED] = "interleaved",
-	[SCHED_ZB_H1] = "zb-h1", [SCHED_GPIPE] = "gpipe",
-	[SCHED_INTERLEAVED_ZB] = "interleaved-zb", [SCHED_ZB_V] = "zb-v",
-	[SCHED_ZB_H2] = "zb-h2", [SCHED_DUALPIPE_V] = "dualpipev",
-	[SCHED_DUALPIPE] = "dualpipe",
-};
 static const char *const rc_names[RECOMPUTE_COUNT] = {
 	[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
 	[RECOMPUTE_FULL] = "full",
@@ -29,7 +22,6 @@ static const char *const attn_names[ATTN_COUNT] = {
 	[ATTN_FUSED_SOFTMAX] = "fused-softmax", [ATTN_UNFUSED] = "unfused",
 };
 
-const char *schedule_name(enum schedule s) { return sched_names[s]; }
 const char *recompute_name(enum recompute r) { return rc_names[r]; }
 const char *attention_name(enum attention a) { return attn_names[a]; }
 const char *cp_comm_name(enum cp_comm x) { return cp_names[x]; }
@@ -48,7 +40,6 @@ static int lookup(const char *const *names, int n, const char *name)
 	return -1;
 }
 
-int schedule_parse(const char *name) { return lookup(sched_names, SCHED_COUNT, name); }
 int recompute_parse(const char *name) { return lookup(rc_names, RECOMPUTE_COUNT, name); }
 int attention_parse(const char *name) { return lookup(attn_names, ATTN_COUNT, name); }
 int cp_comm_parse(const char *name) { return lookup(cp_names, CP_COMM_COUNT, name); }

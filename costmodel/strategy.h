@@ -6,21 +6,13 @@
 
 #include <stdbool.h>
 
+#include "schedule.h"
+
 /* Most pipeline stages, virtual stages included (pp * vp). */
 #define MAX_STAGES 256
 /* Most node groups in a cluster. */
 #define MAX_GROUPS 16
 
-/* Interleaved 1F1B, interleaved zero bubble, ZB-V and DualPipeV run vp > 1
- * virtual stages per rank (schedule_virtual); ZB-V and DualPipeV exactly
- * 2, in a V (schedule_v, strategy_rank). DualPipe (DeepSeek-V3) runs two
- * copies of the model in opposite directions: one stage of each per rank,
- * vp 1 (stage k of one copy and stage pp - 1 - k of the other on rank k;
- * schedule.c, cost.c). */
-enum schedule {
-	SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_INTERLEAVED_ZB,
-	SCHED_ZB_V, SCHED_ZB_H2, SCHED_DUALPIPE_V, SCHED_DUALPIPE, SCHED_COUNT
-};
 enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
@@ -111,11 +103,8 @@ struct strategy {
 	unsigned char group[MAX_STAGES];
 };
 
-/* Short names as printed and parsed: "1f1b", "interleaved", "zb-h1", "gpipe",
- * "interleaved-zb", "zb-v", "zb-h2", "dualpipev", "dualpipe";
- * "none", "selective", "full"; "flash", "flash1", "fused-softmax",
- * "unfused". */
-const char *schedule_name(enum schedule s);
+/* Short names as printed and parsed (schedules: schedule.h): "none",
+ * "selective", "full"; "flash", "flash1", "fused-softmax", "unfused". */
 const char *recompute_name(enum recompute r);
 /* "p2p", "a2a", "a2a+p2p" (Megatron's names). */
 const char *cp_comm_name(enum cp_comm x);
@@ -127,31 +116,8 @@ const char *attention_name(enum attention a);
  * else "fp16" when the model trains in fp16 (fp16 true), else "bf16". */
 const char *grad_dtype_name(const struct strategy *s, bool fp16);
 /* Returns the enum value, or -1 for an unknown name. */
-int schedule_parse(const char *name);
 int recompute_parse(const char *name);
 int attention_parse(const char *name);
-
-/* Whether schedule sc runs several virtual stages per pipeline rank. */
-static inline bool schedule_virtual(enum schedule sc)
-{
-	return sc == SCHED_INTERLEAVED || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
-	       sc == SCHED_DUALPIPE_V;
-}
-
-/* Whether schedule sc places its two chunks per rank in a V (ZB-V,
- * DualPipeV): stages r and 2 pp - 1 - r on rank r. */
-static inline bool schedule_v(enum schedule sc)
-{
-	return sc == SCHED_ZB_V || sc == SCHED_DUALPIPE_V;
-}
-
-/* Whether schedule sc overlaps the forward of one micro-batch with the
- * backward of another, so that each hides the other's communication
- * (DualPipe and DualPipeV; DeepSeek-V3 technical report Sec. 3.2.1). */
-static inline bool schedule_fb_overlap(enum schedule sc)
-{
-	return sc == SCHED_DUALPIPE || sc == SCHED_DUALPIPE_V;
-}
 
 /* The pipeline rank of virtual stage k: k % pp, or under ZB-V (Qi et al.
  * 2024 Sec. 5; torch.distributed.pipelining's "v" style) and DualPipeV

@@ -113,15 +113,17 @@ static int check_shape(enum trainer t, const struct model *m,
  * (schedule_virtual; ZB-V exactly 2), and need micro-batches >= pp. */
 static int check_schedule(enum trainer t, const struct strategy *s, struct err *e)
 {
-	bool zb = s->schedule == SCHED_INTERLEAVED_ZB || s->schedule == SCHED_ZB_V ||
-		  s->schedule == SCHED_DUALPIPE_V;
-	bool h = s->schedule == SCHED_ZB_H1 || s->schedule == SCHED_ZB_H2;
+	/* the zero-bubble schedules with virtual stages (torchtitan's), and
+	   those with one stage per rank and one model copy (ZB-H1, ZB-H2) */
+	bool zb = schedule_zero_bubble(s->schedule) && schedule_virtual(s->schedule);
+	bool h = schedule_zero_bubble(s->schedule) && !schedule_virtual(s->schedule) &&
+		 !schedule_bidirectional(s->schedule);
 
 	if (s->pp > 1) {
 		if (h && t == TRAINER_TORCHTITAN)
 			return refuse(e, t, "schedule '%s' (one stage per rank) has no torch.distributed.pipelining schedule (InterleavedZeroBubble and ZBVZeroBubble run several stages per rank); plan with interleaved-zb or zb-v",
 				      schedule_name(s->schedule));
-		if (h || s->schedule == SCHED_DUALPIPE)
+		if (h || schedule_bidirectional(s->schedule))
 			return refuse(e, t, "schedule '%s' is a planning option only, with no %s flag or config; plan with 1f1b%s",
 				      schedule_name(s->schedule), names[t],
 				      t == TRAINER_DEEPSPEED ? "" : " or interleaved");
@@ -138,9 +140,11 @@ static int check_schedule(enum trainer t, const struct strategy *s, struct err *
 		if (schedule_v(s->schedule) && s->vp != 2)
 			return refuse(e, t, "schedule '%s' runs 2 stages per rank, not vp %d",
 				      schedule_name(s->schedule), s->vp);
-		if (s->schedule == SCHED_DUALPIPE_V && s->micro_batches < 2 * s->pp)
-			return refuse(e, t, "schedule 'dualpipev' needs micro-batches (%d) >= 2 x pp (%d)",
-				      s->micro_batches, 2 * s->pp);
+		if (schedule_fb_overlap(s->schedule) &&
+		    s->micro_batches < schedule_min_micro_batches(s->schedule, s->pp))
+			return refuse(e, t, "schedule '%s' needs micro-batches (%d) >= 2 x pp (%d)",
+				      schedule_name(s->schedule), s->micro_batches,
+				      schedule_min_micro_batches(s->schedule, s->pp));
 		if (!schedule_virtual(s->schedule) && s->vp > 1)
 			return refuse(e, t, "vp %d needs schedule 'interleaved', 'interleaved-zb', 'zb-v' or 'dualpipev', not '%s'",
 				      s->vp, schedule_name(s->schedule));

@@ -1,5 +1,6 @@
 /* check_schedule.c: pipeline schedule weights and activations in flight
- * (schedule.h) against timelines drawn by hand. */
+ * (schedule.h) against timelines drawn by hand, and the schedule table's
+ * rules. */
 #include <check.h>
 #include <stdlib.h>
 
@@ -249,6 +250,61 @@ START_TEST(test_dualpipe)
 }
 END_TEST
 
+/* The table's rules, schedule by schedule, against the lists the planner,
+ * the trainers' checks and the cost model held before the table: names
+ * both ways; virtual stages (interleaved, interleaved-zb, zb-v, dualpipev;
+ * in a V zb-v and dualpipev, vp exactly 2); zero bubble (B/W split: zb-h1,
+ * interleaved-zb, zb-v, zb-h2, dualpipev, dualpipe); forward-backward
+ * pairs (dualpipe, dualpipev); two copies (dualpipe); and schedule_allows
+ * as the search's enumeration reads it: vp with the schedule, m >= pp with
+ * virtual stages, zb-h1 or zb-h2, m >= 2 pp and pp > 1 for dualpipe(v),
+ * an even pp and m for dualpipe, pp > 1 with virtual stages. */
+START_TEST(test_rules)
+{
+	static const char *const names[SCHED_COUNT] = {
+		"1f1b", "interleaved", "zb-h1", "gpipe", "interleaved-zb", "zb-v", "zb-h2",
+		"dualpipev", "dualpipe"
+	};
+
+	for (int i = 0; i < SCHED_COUNT; i++) {
+		enum schedule sc = (enum schedule)i;
+		bool virt = sc == SCHED_INTERLEAVED || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
+			    sc == SCHED_DUALPIPE_V;
+		bool v = sc == SCHED_ZB_V || sc == SCHED_DUALPIPE_V;
+		bool fb = sc == SCHED_DUALPIPE || sc == SCHED_DUALPIPE_V;
+		bool zb = sc == SCHED_ZB_H1 || sc == SCHED_INTERLEAVED_ZB || sc == SCHED_ZB_V ||
+			  sc == SCHED_ZB_H2 || fb;
+
+		ck_assert_str_eq(schedule_name(sc), names[i]);
+		ck_assert_int_eq(schedule_parse(names[i]), i);
+		ck_assert_int_eq(schedule_virtual(sc), virt);
+		ck_assert_int_eq(schedule_v(sc), v);
+		ck_assert_int_eq(schedule_zero_bubble(sc), zb);
+		ck_assert_int_eq(schedule_fb_overlap(sc), fb);
+		ck_assert_int_eq(schedule_bidirectional(sc), sc == SCHED_DUALPIPE);
+		ck_assert_int_eq(schedule_min_micro_batches(sc, 4),
+				 fb ? 8 : sc == SCHED_1F1B || sc == SCHED_GPIPE ? 1 : 4);
+		for (int pp = 1; pp <= 8; pp++)
+			for (int vp = 1; vp <= 4; vp++)
+				for (int m = 1; m <= 20; m++) {
+					bool no = virt != (vp > 1) || (v && vp != 2) ||
+						  ((vp > 1 || sc == SCHED_ZB_H1 || sc == SCHED_ZB_H2) &&
+						   m < pp) ||
+						  (fb && (pp == 1 || m < 2 * pp ||
+							  (sc == SCHED_DUALPIPE && (pp % 2 || m % 2)))) ||
+						  (vp > 1 && pp == 1);
+
+					ck_assert_msg(schedule_allows(sc, pp, vp, m) == !no,
+						      "%s pp %d vp %d m %d", names[i], pp, vp, m);
+					ck_assert_int_eq(schedule_vp_ok(sc, vp),
+							 virt == (vp > 1) && !(v && vp != 2));
+				}
+	}
+	ck_assert_int_eq(schedule_parse("zb"), -1);
+	ck_assert_int_eq(schedule_parse(""), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("schedule");
@@ -263,6 +319,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_zb_v);
 	tcase_add_test(tc, test_zb_h2);
 	tcase_add_test(tc, test_dualpipe);
+	tcase_add_test(tc, test_rules);
 	suite_add_tcase(s, tc);
 	return s;
 }
