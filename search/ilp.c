@@ -140,7 +140,7 @@ static int twins(const struct est *e, int G, int r)
 	return 1;
 }
 
-/* v, or 0 when it is below 1e-9 in magnitude (see NZ in solve_once). */
+/* v, or 0 when it is below 1e-9 in magnitude (see put). */
 static double snap(double v)
 {
 	return fabs(v) < 1e-9 ? 0 : v;
@@ -167,6 +167,208 @@ static void ilp_node_cb(glp_tree *T, void *info)
 		glp_ios_terminate(T);
 }
 
+/* The constraint matrix of one ILP as glp_load_matrix takes it: entries
+ * (ia[k], ja[k]) = ar[k] for k in [1, nz]. */
+struct mat {
+	int nz;
+	int *ia, *ja;
+	double *ar;
+};
+
+/* Adds entry (i, j) = v to A unless |v| < 1e-9. Coefficients are scaled to
+ * at most 1; dropping the ones below 1e-9 (rounding residue of the
+ * estimates) keeps GLPK's simplex stable: a 1e-17 entry once sent it into
+ * an endless "numerical instability" loop. */
+static void put(struct mat *A, int i, int j, double v)
+{
+	if (fabs(v) >= 1e-9) {
+		++A->nz;
+		A->ia[A->nz] = i;
+		A->ja[A->nz] = j;
+		A->ar[A->nz] = v;
+	}
+}
+
+/* The scale of the times: the largest rate or fixed term (1 if none). */
+static double time_scale(const struct placement_problem *p, const struct est *e)
+{
+	double ts = 0;
+
+	for (int r = 0; r < p->pp * p->n_group; r++)
+		ts = fmax(ts, fmax(e->tz[r], fabs(e->tx[r])));
+	return ts > 0 ? ts : 1;
+}
+
+/* zmax[r * G + g]: the most layers rank r can take on group g: one for each
+ * other rank, and what fits its memory (a tighter relaxation than z <= n x). */
+static void fill_zmax(const struct placement_problem *p, const struct est *e, double *zmax)
+{
+	int pp = p->pp, G = p->n_group, n = p->lc->n_layer;
+
+	for (int r = 0; r < pp; r++)
+		for (int g = 0; g < G; g++) {
+			double zm = n - (pp - 1), q;
+
+			if (e->wz[r] > 0) {
+				q = (p->cap[g] - e->wx[r]) / e->wz[r];
+				zm = fmin(zm, floor(q + 1e-9 * fmax(1, fabs(q))));
+			} else if (e->wx[r] > p->cap[g]) {
+				zm = 0;
+			}
+			zmax[r * G + g] = fmax(zm, 0);
+		}
+}
+
+/* The columns x[r][g] (binary; fixed at 0 where group g hosts no ranks or
+ * rank r cannot fit a layer there), z[r][g] (integer in [0, n]) and U, with
+ * the objective's coefficients (times over ts). */
+static void add_columns(glp_prob *P, const struct placement_problem *p, const struct est *e,
+			const double *zmax, double ts)
+{
+	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, ncol = 2 * pp * G + 1;
+
+	glp_add_cols(P, ncol);
+	for (int r = 0; r < pp; r++)
+		for (int g = 0; g < G; g++) {
+			glp_set_col_kind(P, XCOL(r, g), GLP_BV);
+			glp_set_col_kind(P, ZCOL(r, g), GLP_IV);
+			glp_set_col_bnds(P, ZCOL(r, g), GLP_DB, 0, n);
+			glp_set_obj_coef(P, ZCOL(r, g), snap(p->b * e->tz[r * G + g] / ts));
+			glp_set_obj_coef(P, XCOL(r, g), snap(p->b * e->tx[r * G + g] / ts));
+			if (p->ranks[g] == 0 || zmax[r * G + g] < 1)
+				glp_set_col_bnds(P, XCOL(r, g), GLP_FX, 0, 0);
+		}
+	glp_set_col_bnds(P, ncol, GLP_LO, 0, 0);
+	glp_set_obj_coef(P, ncol, p->a);
+}
+
+/* The placement rows: each rank on one group, the group sizes, and x <= z
+ * <= zmax x (a placed rank is not empty; no layers where it is not). */
+static void add_placement_rows(glp_prob *P, struct mat *A, const struct placement_problem *p,
+			       const double *zmax)
+{
+	int pp = p->pp, G = p->n_group, row;
+
+	for (int r = 0; r < pp; r++) {	/* one group per rank */
+		row = glp_add_rows(P, 1);
+		glp_set_row_bnds(P, row, GLP_FX, 1, 1);
+		for (int g = 0; g < G; g++)
+			put(A, row, XCOL(r, g), 1);
+	}
+	for (int g = 0; g < G; g++) {	/* group sizes */
+		row = glp_add_rows(P, 1);
+		glp_set_row_bnds(P, row, GLP_FX, p->ranks[g], p->ranks[g]);
+		for (int r = 0; r < pp; r++)
+			put(A, row, XCOL(r, g), 1);
+	}
+	for (int r = 0; r < pp; r++)
+		for (int g = 0; g < G; g++) {	/* x <= z <= zmax x */
+			row = glp_add_rows(P, 1);
+			glp_set_row_bnds(P, row, GLP_UP, 0, 0);
+			put(A, row, ZCOL(r, g), 1);
+			put(A, row, XCOL(r, g), -zmax[r * G + g]);
+			row = glp_add_rows(P, 1);
+			glp_set_row_bnds(P, row, GLP_LO, 0, 0);
+			put(A, row, ZCOL(r, g), 1);
+			put(A, row, XCOL(r, g), -1);
+		}
+}
+
+/* The symmetry rows: twin ranks (twins()) in group order. */
+static void add_twin_rows(glp_prob *P, struct mat *A, const struct placement_problem *p,
+			  const struct est *e)
+{
+	int pp = p->pp, G = p->n_group, row;
+
+	for (int r = 0; r + 1 < pp; r++) {
+		if (!twins(e, G, r))
+			continue;
+		row = glp_add_rows(P, 1);
+		glp_set_row_bnds(P, row, GLP_UP, 0, 0);
+		for (int g = 1; g < G; g++) {
+			put(A, row, XCOL(r, g), g);
+			put(A, row, XCOL(r + 1, g), -g);
+		}
+	}
+}
+
+/* The layer rows: every layer once, and each rank's time (over ts) at most
+ * U, the bottleneck. */
+static void add_time_rows(glp_prob *P, struct mat *A, const struct placement_problem *p,
+			  const struct est *e, double ts)
+{
+	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, ncol = 2 * pp * G + 1, row;
+
+	row = glp_add_rows(P, 1);	/* every layer once */
+	glp_set_row_bnds(P, row, GLP_FX, n, n);
+	for (int r = 0; r < pp; r++)
+		for (int g = 0; g < G; g++)
+			put(A, row, ZCOL(r, g), 1);
+	for (int r = 0; r < pp; r++) {	/* bottleneck */
+		row = glp_add_rows(P, 1);
+		glp_set_row_bnds(P, row, GLP_UP, 0, 0);
+		for (int g = 0; g < G; g++) {
+			put(A, row, ZCOL(r, g), e->tz[r * G + g] / ts);
+			put(A, row, XCOL(r, g), e->tx[r * G + g] / ts);
+		}
+		put(A, row, ncol, -1);
+	}
+}
+
+/* The memory rows, each scaled to <= 1: where group g hosts ranks and has a
+ * finite cap, rank r's bytes there within it, relaxed by M (1 - x[r][g]). */
+static void add_memory_rows(glp_prob *P, struct mat *A, const struct placement_problem *p,
+			    const struct est *e)
+{
+	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, row;
+
+	for (int r = 0; r < pp; r++) {
+		double wz = e->wz[r], wx = e->wx[r];
+
+		for (int g = 0; g < G; g++) {
+			double cap = p->cap[g], m = fmax(0, -cap), sc;
+
+			if (p->ranks[g] == 0 || cap == INFINITY)
+				continue;
+			sc = fmax(fmax(fabs(wz * n), fabs(wx + m)), fabs(cap + m));
+			if (!(sc > 0) || !isfinite(sc))
+				sc = 1;
+			row = glp_add_rows(P, 1);
+			glp_set_row_bnds(P, row, GLP_UP, 0, (cap + m) / sc);
+			put(A, row, ZCOL(r, g), wz / sc);
+			put(A, row, XCOL(r, g), (wx + m) / sc);
+		}
+	}
+}
+
+/* Branch and bound on P within tm_lim milliseconds and nd's node limit
+ * (nd->used gets the nodes it made). Returns how it ended. */
+static enum ilp_status run_intopt(glp_prob *P, int tm_lim, struct nodes *nd)
+{
+	glp_iocp parm;
+
+	glp_init_iocp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.presolve = GLP_ON;
+	parm.tm_lim = tm_lim;
+	parm.cb_func = ilp_node_cb;
+	parm.cb_info = nd;
+	nd->used = 0;
+	/* pseudocost branching and best-projection backtracking: 2-4x fewer
+	 * nodes than the defaults at pp = 8; cuts made it slower */
+	parm.br_tech = GLP_BR_PCH;
+	parm.bt_tech = GLP_BT_BPH;
+	glp_intopt(P, &parm);	/* the status below says what it found */
+	switch (glp_mip_status(P)) {
+	case GLP_OPT:
+		return ILP_OPTIMAL;
+	case GLP_FEAS:
+		return ILP_FEASIBLE;
+	default:
+		return ILP_NONE;
+	}
+}
+
 /* Builds and solves the ILP of ilp_place with the estimates e:
  *   min  a*U + b * sum_{r,g} (tz[r][g] z[r][g] + tx[r][g] x[r][g])
  *   s.t. sum_g x[r][g] = 1                   each rank on one group
@@ -186,155 +388,31 @@ static void ilp_node_cb(glp_tree *T, void *info)
 static enum ilp_status solve_once(const struct placement_problem *p,
 				  const struct est *e, int tm_lim, struct nodes *nd, int *group)
 {
-	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, r, g, row, nz = 0;
-	int ncol = 2 * pp * G + 1, *ia, *ja;
+	int pp = p->pp, G = p->n_group;
 	size_t cap_nz = (size_t)13 * (size_t)pp * (size_t)G + (size_t)pp + 2;
-	double ts = 0, *ar, *zmax;
+	double ts = time_scale(p, e), *zmax;
+	struct mat A = { 0 };
 	enum ilp_status st;
 	glp_prob *P;
-	glp_iocp parm;
 
-	for (r = 0; r < pp * G; r++)
-		ts = fmax(ts, fmax(e->tz[r], fabs(e->tx[r])));
-	if (!(ts > 0))
-		ts = 1;
-	ia = xcalloc(cap_nz, sizeof *ia);
-	ja = xcalloc(cap_nz, sizeof *ja);
-	ar = xcalloc(cap_nz, sizeof *ar);
+	A.ia = xcalloc(cap_nz, sizeof *A.ia);
+	A.ja = xcalloc(cap_nz, sizeof *A.ja);
+	A.ar = xcalloc(cap_nz, sizeof *A.ar);
 	zmax = xcalloc((size_t)pp * (size_t)G, sizeof *zmax);
-	/* most layers rank r can take on group g: one for each other rank,
-	 * and what fits its memory (a tighter relaxation than z <= n x) */
-	for (r = 0; r < pp; r++)
-		for (g = 0; g < G; g++) {
-			double zm = n - (pp - 1), q;
-
-			if (e->wz[r] > 0) {
-				q = (p->cap[g] - e->wx[r]) / e->wz[r];
-				zm = fmin(zm, floor(q + 1e-9 * fmax(1, fabs(q))));
-			} else if (e->wx[r] > p->cap[g]) {
-				zm = 0;
-			}
-			zmax[r * G + g] = fmax(zm, 0);
-		}
-	/* coefficients are scaled to at most 1; dropping the ones below 1e-9
-	 * (rounding residue of the estimates) keeps GLPK's simplex stable: a
-	 * 1e-17 entry once sent it into an endless "numerical instability" loop */
-#define NZ(i, j, v)                                                            \
-	do {                                                                   \
-		double v_ = (v);                                               \
-		if (fabs(v_) >= 1e-9)                                          \
-			++nz, ia[nz] = (i), ja[nz] = (j), ar[nz] = v_;         \
-	} while (0)
-
+	fill_zmax(p, e, zmax);
 	P = glp_create_prob();
 	glp_set_obj_dir(P, GLP_MIN);
-	glp_add_cols(P, ncol);
-	for (r = 0; r < pp; r++)
-		for (g = 0; g < G; g++) {
-			glp_set_col_kind(P, XCOL(r, g), GLP_BV);
-			glp_set_col_kind(P, ZCOL(r, g), GLP_IV);
-			glp_set_col_bnds(P, ZCOL(r, g), GLP_DB, 0, n);
-			glp_set_obj_coef(P, ZCOL(r, g), snap(p->b * e->tz[r * G + g] / ts));
-			glp_set_obj_coef(P, XCOL(r, g), snap(p->b * e->tx[r * G + g] / ts));
-			if (p->ranks[g] == 0 || zmax[r * G + g] < 1)
-				glp_set_col_bnds(P, XCOL(r, g), GLP_FX, 0, 0);
-		}
-	glp_set_col_bnds(P, ncol, GLP_LO, 0, 0);
-	glp_set_obj_coef(P, ncol, p->a);
-
-	for (r = 0; r < pp; r++) {	/* one group per rank */
-		row = glp_add_rows(P, 1);
-		glp_set_row_bnds(P, row, GLP_FX, 1, 1);
-		for (g = 0; g < G; g++)
-			NZ(row, XCOL(r, g), 1);
-	}
-	for (g = 0; g < G; g++) {	/* group sizes */
-		row = glp_add_rows(P, 1);
-		glp_set_row_bnds(P, row, GLP_FX, p->ranks[g], p->ranks[g]);
-		for (r = 0; r < pp; r++)
-			NZ(row, XCOL(r, g), 1);
-	}
-	for (r = 0; r < pp; r++)
-		for (g = 0; g < G; g++) {	/* x <= z <= zmax x */
-			row = glp_add_rows(P, 1);
-			glp_set_row_bnds(P, row, GLP_UP, 0, 0);
-			NZ(row, ZCOL(r, g), 1);
-			NZ(row, XCOL(r, g), -zmax[r * G + g]);
-			row = glp_add_rows(P, 1);
-			glp_set_row_bnds(P, row, GLP_LO, 0, 0);
-			NZ(row, ZCOL(r, g), 1);
-			NZ(row, XCOL(r, g), -1);
-		}
-	for (r = 0; r + 1 < pp; r++) {	/* symmetry: twin ranks in group order */
-		if (!twins(e, G, r))
-			continue;
-		row = glp_add_rows(P, 1);
-		glp_set_row_bnds(P, row, GLP_UP, 0, 0);
-		for (g = 1; g < G; g++) {
-			NZ(row, XCOL(r, g), g);
-			NZ(row, XCOL(r + 1, g), -g);
-		}
-	}
-	row = glp_add_rows(P, 1);	/* every layer once */
-	glp_set_row_bnds(P, row, GLP_FX, n, n);
-	for (r = 0; r < pp; r++)
-		for (g = 0; g < G; g++)
-			NZ(row, ZCOL(r, g), 1);
-	for (r = 0; r < pp; r++) {	/* bottleneck */
-		row = glp_add_rows(P, 1);
-		glp_set_row_bnds(P, row, GLP_UP, 0, 0);
-		for (g = 0; g < G; g++) {
-			NZ(row, ZCOL(r, g), e->tz[r * G + g] / ts);
-			NZ(row, XCOL(r, g), e->tx[r * G + g] / ts);
-		}
-		NZ(row, ncol, -1);
-	}
-	for (r = 0; r < pp; r++) {	/* memory, each row scaled to <= 1 */
-		double wz = e->wz[r], wx = e->wx[r];
-
-		for (g = 0; g < G; g++) {
-			double cap = p->cap[g], m = fmax(0, -cap), sc;
-
-			if (p->ranks[g] == 0 || cap == INFINITY)
-				continue;
-			sc = fmax(fmax(fabs(wz * n), fabs(wx + m)), fabs(cap + m));
-			if (!(sc > 0) || !isfinite(sc))
-				sc = 1;
-			row = glp_add_rows(P, 1);
-			glp_set_row_bnds(P, row, GLP_UP, 0, (cap + m) / sc);
-			NZ(row, ZCOL(r, g), wz / sc);
-			NZ(row, XCOL(r, g), (wx + m) / sc);
-		}
-	}
-#undef NZ
-	glp_load_matrix(P, nz, ia, ja, ar);
-
-	glp_init_iocp(&parm);
-	parm.msg_lev = GLP_MSG_OFF;
-	parm.presolve = GLP_ON;
-	parm.tm_lim = tm_lim;
-	parm.cb_func = ilp_node_cb;
-	parm.cb_info = nd;
-	nd->used = 0;
-	/* pseudocost branching and best-projection backtracking: 2-4x fewer
-	 * nodes than the defaults at pp = 8; cuts made it slower */
-	parm.br_tech = GLP_BR_PCH;
-	parm.bt_tech = GLP_BT_BPH;
-	glp_intopt(P, &parm);	/* the status below says what it found */
-	switch (glp_mip_status(P)) {
-	case GLP_OPT:
-		st = ILP_OPTIMAL;
-		break;
-	case GLP_FEAS:
-		st = ILP_FEASIBLE;
-		break;
-	default:
-		st = ILP_NONE;
-	}
+	add_columns(P, p, e, zmax, ts);
+	add_placement_rows(P, &A, p, zmax);
+	add_twin_rows(P, &A, p, e);
+	add_time_rows(P, &A, p, e, ts);
+	add_memory_rows(P, &A, p, e);
+	glp_load_matrix(P, A.nz, A.ia, A.ja, A.ar);
+	st = run_intopt(P, tm_lim, nd);
 	if (st != ILP_NONE)
-		for (r = 0; r < pp; r++) {
+		for (int r = 0; r < pp; r++) {
 			int best = 0;
-			for (g = 1; g < G; g++)
+			for (int g = 1; g < G; g++)
 				if (glp_mip_col_val(P, XCOL(r, g)) >
 				    glp_mip_col_val(P, XCOL(r, best)))
 					best = g;
@@ -342,9 +420,9 @@ static enum ilp_status solve_once(const struct placement_problem *p,
 		}
 	glp_delete_prob(P);
 	free(zmax);
-	free(ia);
-	free(ja);
-	free(ar);
+	free(A.ia);
+	free(A.ja);
+	free(A.ar);
 	return st;
 }
 

@@ -349,6 +349,29 @@ static void fill_back(struct dp *d, double u, double *nx)
 	}
 }
 
+/* The end of a pass: the least value over the states that place every
+ * stage and cover every layer into *value (INFINITY if none), d->last_cnt
+ * its count index. Returns the group of its last stage, or -1. */
+static int pass_end(struct dp *d, double *value)
+{
+	int n = d->n, G = d->G, last = -1, g0, g1;
+	size_t n1 = (size_t)n + 1;
+
+	*value = INFINITY;
+	groups_before(d, d->K, &g0, &g1);
+	for (int o = d->ncnt - 1; o >= 0 && d->stage_of[d->order[o]] == d->K; o--)
+		for (int g = g0; g < g1; g++) {
+			size_t row = (size_t)d->order[o] * G + g;
+
+			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
+				*value = d->val[row * n1 + n];
+				last = g;
+				d->last_cnt = d->order[o];
+			}
+		}
+	return last;
+}
+
 /* One DP pass at bound u: the least value over fitting partitions whose
  * stages all cost <= u (INFINITY if none), with parents in d->par_*; *nx
  * gets the smallest stage cost > u seen from a reachable state (and the
@@ -364,7 +387,7 @@ static void fill_back(struct dp *d, double u, double *nx)
  * against the incumbent, and ends before back[] (fill_back) at u. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
-	int n = d->n, K = d->K, G = d->G, last = -1, g0, g1;
+	int n = d->n, K = d->K, G = d->G, g0, g1;
 	size_t n1 = (size_t)n + 1;
 	double a = d->f->a, b = d->f->b;
 	unsigned short *dq = d->dq;
@@ -459,19 +482,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			}
 		}
 	}
-	*value = INFINITY;
-	groups_before(d, K, &g0, &g1);
-	for (int o = d->ncnt - 1; o >= 0 && d->stage_of[d->order[o]] == K; o--)
-		for (int g = g0; g < g1; g++) {
-			size_t row = (size_t)d->order[o] * G + g;
-
-			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
-				*value = d->val[row * n1 + n];
-				last = g;
-				d->last_cnt = d->order[o];
-			}
-		}
-	return last;
+	return pass_end(d, value);
 }
 
 /* Evaluates bound u: the least value in *value, the bottleneck of the
@@ -587,14 +598,12 @@ static int may_fit(const struct dp *d)
 	return need + fewest * act <= room;
 }
 
-/* Sets up d, runs the search, fills the outputs. */
-static int solve(struct dp *d, int *group, unsigned short *first, double *t)
+/* stage_of[], full[] and order[] (the count vectors by stage, a counting
+ * sort) of d's count indices; allocates the per-count arrays (stage_of
+ * holds them all: free_tables frees it). */
+static void index_counts(struct dp *d)
 {
-	int n = d->n, K = d->K, G = d->G, ret = -1;
-	double lo, top = 0;
-
-	if (!may_fit(d))
-		return -1;
+	int start[MAX_STAGES + 2] = { 0 };
 
 	d->stage_of = xmalloc((size_t)d->ncnt * 5 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
@@ -607,7 +616,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		d->full[c] = 0;
 		if (d->ranks) {
 			k = 0;
-			for (int g = 0; g < G; g++) {
+			for (int g = 0; g < d->G; g++) {
 				int used = (c / d->radix[g]) % (d->ranks[g] + 1);
 
 				k += used;
@@ -616,17 +625,21 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		}
 		d->stage_of[c] = k;
 	}
-	/* counting sort of the count vectors by stage */
-	{
-		int start[MAX_STAGES + 2] = { 0 };
+	for (int c = 0; c < d->ncnt; c++)
+		start[d->stage_of[c] + 1]++;
+	for (int k = 0; k <= d->K; k++)
+		start[k + 1] += start[k];
+	for (int c = 0; c < d->ncnt; c++)
+		d->order[start[d->stage_of[c]]++] = c;
+}
 
-		for (int c = 0; c < d->ncnt; c++)
-			start[d->stage_of[c] + 1]++;
-		for (int k = 0; k <= K; k++)
-			start[k + 1] += start[k];
-		for (int c = 0; c < d->ncnt; c++)
-			d->order[start[d->stage_of[c]]++] = c;
-	}
+/* The time sums: pre[] per group, left[] per count index and rem[] per
+ * mask of groups (every stage costs at least its layers on their fastest
+ * group among those that may host it; rem[mask 0] is unused (0)). */
+static void fill_sums(struct dp *d)
+{
+	int n = d->n, G = d->G;
+
 	d->pre = xmalloc((size_t)G * (n + 1) * sizeof *d->pre);
 	for (int g = 0; g < G; g++) {
 		double *p = d->pre + (size_t)g * (n + 1);
@@ -635,8 +648,6 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 		for (int l = 0; l < n; l++)
 			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
 	}
-	/* every stage costs at least its layers on their fastest group among
-	 * those that may host it; rem[mask 0] is unused (0) */
 	d->masks = G <= 6 ? 1 << G : 1;
 	for (int c = d->ncnt - 1; c >= 0; c--)
 		d->left[c] = left_mask(d, c);
@@ -658,67 +669,29 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	}
 	if (d->masks > 1)	/* rem[i] of every group, as the prunes expect */
 		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
-	d->jm = xmalloc((size_t)K * G * (n + 1) * sizeof *d->jm);
+}
+
+/* The memory limits (jm, fill_jm) and the tables of the passes and of
+ * greedy(). */
+static void alloc_tables(struct dp *d)
+{
+	size_t n1 = (size_t)d->n + 1, states = (size_t)d->ncnt * d->G;
+
+	d->jm = xmalloc((size_t)d->K * d->G * n1 * sizeof *d->jm);
 	fill_jm(d);
-	d->val = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->val);
-	d->par_i = xmalloc((size_t)d->ncnt * G * (n + 1) * sizeof *d->par_i);
-	d->par_h = xmalloc((size_t)d->ncnt * G * (n + 1));
-	d->lo = xmalloc((size_t)d->ncnt * G * 2 * sizeof *d->lo);
-	d->dq = xmalloc((size_t)(n + 1) * sizeof *d->dq);
-	d->dkey = xmalloc((size_t)(n + 1) * sizeof *d->dkey);
-	d->hi = d->lo + (size_t)d->ncnt * G;
-	d->reach = xmalloc((size_t)d->ncnt * G * sizeof *d->reach);
-	d->neck = xmalloc((size_t)d->ncnt * G * sizeof *d->neck);
-	/* No stage costs more than top: every layer on the slowest group
-	 * plus the dearest link. */
-	for (int g = 0; g < G; g++)
-		if (d->pre[(size_t)g * (n + 1) + n] > top)
-			top = d->pre[(size_t)g * (n + 1) + n];
-	top += max_send(d);
-	top = top * (1 + 1e-9) + 1e-300;
-	/* No bottleneck is below the relaxation's, nor below the stages'
-	 * mean on the fastest groups. */
-	{
-		double m, nx;
+	d->val = xmalloc(states * n1 * sizeof *d->val);
+	d->par_i = xmalloc(states * n1 * sizeof *d->par_i);
+	d->par_h = xmalloc(states * n1);
+	d->lo = xmalloc(states * 2 * sizeof *d->lo);
+	d->dq = xmalloc(n1 * sizeof *d->dq);
+	d->dkey = xmalloc(n1 * sizeof *d->dkey);
+	d->hi = d->lo + states;
+	d->reach = xmalloc(states * sizeof *d->reach);
+	d->neck = xmalloc(states * sizeof *d->neck);
+}
 
-		if (!greedy(d, top, &m, &nx))
-			goto done;	/* no partition fits the caps */
-		lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
-	}
-	d->floor = lo * (1 - 1e-9);
-	d->best = d->cut;
-	/* The optimum's bottleneck is usually at the floor or just above it:
-	 * the pass there gives the incumbent that bounds the search. Where
-	 * it finds none below the caller's incumbent, a pass at the largest
-	 * bound that could still beat it (hi): a partition whose stages
-	 * cost <= hi costs at least a * floor + its value, which that pass's
-	 * prune compares with the incumbent, so where it finds none, no
-	 * partition beats the incumbent. */
-	{
-		double v, m, nx, vf = value_floor(d), hi = top, vh, mh, nh;
-		int none = 0;
-
-		if (eval_bound(d, lo, &v, &m, &nx))
-			v = INFINITY;
-		if (v == INFINITY && d->best < INFINITY) {
-			if (d->f->a > 0 && (d->best - vf) / d->f->a < hi)
-				hi = (d->best - vf) / d->f->a;
-			if (nx < hi && !(none = eval_bound(d, hi, &vh, &mh, &nh) != 0)) {
-				vf = vh;	/* V is vh on [mh, hi] */
-				top = mh;
-			}
-		}
-		if (!none)
-			search(d, v, nx, vf, top);
-	}
-	if (d->best < d->cut) {
-		memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
-		if (group)
-			memcpy(group, d->group, (size_t)K * sizeof *group);
-		*t = d->best;
-		ret = 0;
-	}
-done:
+static void free_tables(struct dp *d)
+{
 	free(d->stage_of);
 	free(d->pre);
 	free(d->jm);
@@ -731,6 +704,78 @@ done:
 	free(d->reach);
 	free(d->neck);
 	free(d->rem);
+}
+
+/* A bound no stage costs more than: every layer on the slowest group plus
+ * the dearest link. */
+static double stage_top(const struct dp *d)
+{
+	int n = d->n;
+	double top = 0;
+
+	for (int g = 0; g < d->G; g++)
+		if (d->pre[(size_t)g * (n + 1) + n] > top)
+			top = d->pre[(size_t)g * (n + 1) + n];
+	top += max_send(d);
+	return top * (1 + 1e-9) + 1e-300;
+}
+
+/* The search from the floor lo (d->floor and d->best set) up to top. The
+ * optimum's bottleneck is usually at the floor or just above it: the pass
+ * there gives the incumbent that bounds the search. Where it finds none
+ * below the caller's incumbent, a pass at the largest bound that could
+ * still beat it (hi): a partition whose stages cost <= hi costs at least
+ * a * floor + its value, which that pass's prune compares with the
+ * incumbent, so where it finds none, no partition beats the incumbent. */
+static void search_from_floor(struct dp *d, double lo, double top)
+{
+	double v, m, nx, vf = value_floor(d), hi = top, vh, mh, nh;
+	int none = 0;
+
+	if (eval_bound(d, lo, &v, &m, &nx))
+		v = INFINITY;
+	if (v == INFINITY && d->best < INFINITY) {
+		if (d->f->a > 0 && (d->best - vf) / d->f->a < hi)
+			hi = (d->best - vf) / d->f->a;
+		if (nx < hi && !(none = eval_bound(d, hi, &vh, &mh, &nh) != 0)) {
+			vf = vh;	/* V is vh on [mh, hi] */
+			top = mh;
+		}
+	}
+	if (!none)
+		search(d, v, nx, vf, top);
+}
+
+/* Sets up d, runs the search, fills the outputs. */
+static int solve(struct dp *d, int *group, unsigned short *first, double *t)
+{
+	int K = d->K, ret = -1;
+	double top, m, nx;
+
+	if (!may_fit(d))
+		return -1;
+	index_counts(d);
+	fill_sums(d);
+	alloc_tables(d);
+	top = stage_top(d);
+	/* No bottleneck is below the relaxation's, nor below the stages'
+	 * mean on the fastest groups; where the relaxation covers nothing,
+	 * no partition fits the caps. */
+	if (greedy(d, top, &m, &nx)) {
+		double lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
+
+		d->floor = lo * (1 - 1e-9);
+		d->best = d->cut;
+		search_from_floor(d, lo, top);
+		if (d->best < d->cut) {
+			memcpy(first, d->first, (size_t)(K + 1) * sizeof *first);
+			if (group)
+				memcpy(group, d->group, (size_t)K * sizeof *group);
+			*t = d->best;
+			ret = 0;
+		}
+	}
+	free_tables(d);
 	return ret;
 }
 

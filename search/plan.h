@@ -101,7 +101,7 @@ struct plan_opts {
 				   says so */
 	double place_dp_max;	/* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
-				   candidate placements of plan.c evaluate() */
+				   candidate placements of place.c */
 	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
 	int objective;		/* enum plan_objective (default
 				   PLAN_THROUGHPUT) */
@@ -196,7 +196,8 @@ struct plan {
 
 /* Runs the search on c with the mixed node groups of cluster_mix, which
  * host a stage's DP replicas on several groups where the whole ranks on
- * single groups leave GPUs over (plan.cluster). m's sequence length is set to o->seq first when given.
+ * single groups leave GPUs over (plan.cluster). m's sequence length is set
+ * to o->seq first when given.
  * With PLAN_COST outside the what-if mode, runs it on each subset of the
  * node groups (cluster_subset) and ranks the rows of all together; the
  * counts (evaluated, degrees, ILP placements) are then the sums.

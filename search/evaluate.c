@@ -1,0 +1,195 @@
+/* evaluate.c: one strategy to one row: places, partitions and costs it
+ * (place.c), falls back on Megatron's default split or the fixed layout,
+ * and records the row with its gap, or with the reason it does not fit
+ * (search_int.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "model.h"
+#include "partition.h"
+#include "search_int.h"
+#include "trainer.h"
+#include "util.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+/* A new zeroed row in S->p, tagged with the tuple and the strategies it had
+ * costed before this one (struct row_tag; merged by pool.c). */
+static struct plan_row *push_row(struct search *S)
+{
+	struct plan *p = S->p;
+
+	if (p->n_row == S->cap_rows) {
+		S->cap_rows = S->cap_rows ? 2 * S->cap_rows : 256;
+		p->row = xreallocarray(p->row, (size_t)S->cap_rows, sizeof *p->row);
+		S->tag = xreallocarray(S->tag, (size_t)S->cap_rows, sizeof *S->tag);
+	}
+	memset(&p->row[p->n_row], 0, sizeof p->row[0]);
+	S->tag[p->n_row] = (struct row_tag){ S->tuple, S->count - 1 };
+	return &p->row[p->n_row++];
+}
+
+/* The reason of a row that does not fit (its result evaluated, r->fits
+ * false): the heaviest rank's bytes per GPU against its GPU's memory, and
+ * the first rank over its memory where that is another one (on a mixed
+ * cluster the heaviest rank may have the larger GPU). */
+static void why_not(struct search *S, struct plan_row *row)
+{
+	const struct strategy *s = &row->s;
+	const struct cost_result *r = &row->r;
+	const struct cluster *c = S->c;
+	const struct gpu_type *h = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
+	int over = r->overflow_rank;
+	int n;
+
+	n = snprintf(row->why, sizeof row->why, "%s needs %.1f GiB per GPU on rank %d (%s, %.0f GiB)",
+		     S->fixed ? "--layout" : "no layer partition fits: Megatron's default split",
+		     r->peak_bytes / GiB, r->heaviest_rank, h->name, h->mem_bytes / GiB);
+	if (over >= 0 && over != r->heaviest_rank && n > 0 && (size_t)n < sizeof row->why) {
+		const struct gpu_type *o = &c->gpu[c->group[s->group[over]].gpu];
+
+		snprintf(row->why + n, sizeof row->why - (size_t)n, "; rank %d is over the %.0f GiB of its %s",
+			 over, o->mem_bytes / GiB, o->name);
+	}
+}
+
+/* The gap_pct of a row that fits (plan.h): best and r its strategy and
+ * result; small: whether the joint placement DP placed it. Where the DP
+ * searched every partition (one group) or every placement and partition
+ * (small) without virtual stages, its optimum bounds the iteration from
+ * below: the gap is 0 but where a later rank's tail ends after rank 0's
+ * (cost.c iter_tail), which the DP does not see. Elsewhere (and under
+ * DualPipe, whose stages share their ranks with their mirrors)
+ * partition_place_bound; with virtual stages it takes cost_evaluate's
+ * weights over the ranks' totals (the frame's ra, rb; cost.c pipe_terms). */
+static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
+		  bool small)
+{
+	struct pipeline_frame f;
+	int n = 0;
+	double lb, vmin = INFINITY;
+
+	for (int g = 0; g < S->c->n_group; g++) {
+		n += S->ranks[g] > 0;
+		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
+			vmin = S->lc.vocab_time[g];
+	}
+	if (S->o->exhaustive)
+		return 0;
+	cost_frame(&f, S->m, S->c, best, &S->lc);
+	if (best->vp > 1) {
+		f.a = f.ra;
+		f.b = f.rb;
+	}
+	/* vocabulary parallelism: every stage's share, which the bound does
+	 * not see (the DP does: pipeline_frame.vocab), at its least */
+	vmin = n ? (f.a + f.b * best->pp) * vmin : 0;
+	/* DualPipe: the DP caps each stage at half its rank's memory, where
+	   the rank holds the stage and its mirror: not exact */
+	if (best->vp == 1 && best->schedule != SCHED_DUALPIPE && (n == 1 || (small && !S->fixed)))
+		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
+			       ? 0
+			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
+		return 0;
+	lb += vmin;
+	if (lb >= r->iter_s)
+		return 0;
+	return 100 * (r->iter_s - lb) / r->iter_s;
+}
+
+/* Where the placers found nothing that fits (kept: with keep_infeasible,
+ * and with virtual stages on several groups, where the candidates may not
+ * have held the blocks in the cluster's order): the fixed layout or
+ * Megatron's default split on the blocks in the cluster's order, costed;
+ * *best and *r take it if it fits. Returns false where it recorded the row
+ * of a strategy that does not fit (keep_infeasible), else true. */
+static bool default_fallback(struct search *S, struct strategy *s, struct strategy *best,
+			     struct cost_result *r)
+{
+	struct cost_result x;
+
+	place_cluster_order(S, s);
+	if (S->fixed)
+		memcpy(s->first, S->layout, sizeof s->first);
+	else
+		place_default_split(s, S->m->n_layer);
+	cost_evaluate(&x, S->m, S->c, s, &S->lc);
+	if (x.fits) {
+		*best = *s;
+		*r = x;
+	} else if (S->o->keep_infeasible) {
+		struct plan_row *row = push_row(S);
+
+		row->s = *s;
+		row->r = x;
+		why_not(S, row);
+		return false;
+	}
+	return true;
+}
+
+/* Records the row of best, which fits with result r; small as for gap. A
+ * strategy the chosen trainer cannot run is not ranked (it still counts
+ * as fitting for the micro-batch pruning); the what-if mode prints it with
+ * the trainer's reason. */
+static void record_fit(struct search *S, const struct strategy *best,
+		       const struct cost_result *r, bool small)
+{
+	struct plan_row *row;
+
+	if (S->o->trainer >= 0 &&
+	    trainer_check((enum trainer)S->o->trainer, S->m, S->c, best, NULL)) {
+		if (plan_opts_what_if(S->o) && S->o->keep_infeasible) {
+			size_t n;
+
+			row = push_row(S);
+			row->s = *best;
+			row->r = *r;
+			n = (size_t)snprintf(row->why, sizeof row->why, "the trainer cannot run it: ");
+			trainer_refusal((enum trainer)S->o->trainer, S->m, S->c, best,
+					row->why + n, sizeof row->why - n);
+		}
+		return;
+	}
+	row = push_row(S);
+	row->s = *best;
+	row->r = *r;
+	row->gap_pct = gap(S, best, r, small);
+}
+
+/* One strategy: the placers (place_strategy); where none fits, with
+ * virtual stages on several groups or to keep the row, default_fallback
+ * (without virtual stages the joint DP is exact, so is the exhaustive
+ * search, and on one group try_placement has costed the default split
+ * already). The first placement that fits without virtual stages is the
+ * one the later schedules of the strategy take (S->v1_group). */
+bool search_evaluate(struct search *S, struct strategy *s)
+{
+	struct strategy best = *s;
+	struct cost_result r = { 0 };
+	int n = 0;
+	bool small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <=
+		     S->o->place_dp_max;
+
+	S->count++;
+	S->dp_value = INFINITY;
+	if (S->count % 16 == 0)
+		pool_refresh(S);
+	for (int g = 0; g < S->c->n_group; g++)
+		n += S->ranks[g] > 0;
+	place_strategy(S, s, small, &best, &r);
+	if (!r.fits && (S->o->keep_infeasible || (s->vp > 1 && n > 1 && !S->o->exhaustive)) &&
+	    !default_fallback(S, s, &best, &r))
+		return false;
+	if (s->vp == 1 && r.fits && !S->have_v1) {
+		memcpy(S->v1_group, best.group, sizeof S->v1_group);
+		S->have_v1 = true;
+	}
+	if (!r.fits)
+		return false;
+	record_fit(S, &best, &r, small);
+	return true;
+}

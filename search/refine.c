@@ -1,0 +1,229 @@
+/* refine.c: after the ranking, the top rows placed and partitioned again
+ * by the exact joint DP or its bounds, and polished by swap descent
+ * (refine_rows; search_int.h). */
+#include <math.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "partition.h"
+#include "search_int.h"
+#include "trainer.h"
+
+/* Most work (partition_place_work) of one exact joint placement DP, or of
+ * its relaxation, in refine_rows. */
+#define REFINE_DP_MAX 5e6
+
+/* Most DP states (count vectors x groups x layer ends) of
+ * partition_place_below in refine_rows, where the work is above
+ * REFINE_DP_MAX: its scratch is about 11 bytes a state. */
+#define REFINE_CUT_STATES 5e6
+
+/* The states of the joint DP (partition.c drops the groups without
+ * ranks): count vectors x groups with ranks x (layers + 1). */
+static double place_states(const int *ranks, int n_group, int n_layer)
+{
+	double vectors = 1;
+	int groups = 0;
+
+	for (int g = 0; g < n_group; g++)
+		if (ranks[g]) {
+			vectors *= ranks[g] + 1.0;
+			groups++;
+		}
+	return vectors * groups * (n_layer + 1);
+}
+
+/* Most work (partition_relaxed_work) of the type relaxation in
+ * refine_rows: on 16 groups of four types (PP 16: 3.3e6) it costs more
+ * than the bound it adds. */
+#define REFINE_RELAX_MAX 1e6
+
+/* Most work of partition_place_seq in refine_rows: it walks every count
+ * vector of the real groups (its scratch grows with them). */
+#define REFINE_SEQ_MAX 2e7
+
+/* The placement of class sequence seq (cls[g] the class of group g) that
+ * gives each class's stages to its groups in the cluster's order, ranks[g]
+ * each; group[] gets it. Returns 0, or -1 if seq does not match ranks. */
+static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls, const int *seq,
+		      int pp, int *group)
+{
+	int left[MAX_GROUPS];
+
+	memcpy(left, ranks, sizeof left);
+	for (int k = 0; k < pp; k++) {
+		int g = 0;
+
+		while (g < c->n_group && (!left[g] || cls[g] != seq[k]))
+			g++;
+		if (g == c->n_group)
+			return -1;
+		left[g]--;
+		group[k] = g;
+	}
+	return 0;
+}
+
+/* Rows of refine_rows that swap descent polishes (those the exact DP
+ * does not place), and its most sweeps. */
+#define REFINE_DESCENT_ROWS 8
+#define REFINE_DESCENT_SWEEPS 4
+
+/* The partition DP and cost_evaluate of s's placement (T's layer costs);
+ * *t the DP's optimum. Returns iter_s, INFINITY if nothing fits. */
+static double place_cost(struct search *T, struct strategy *s, struct cost_result *r, double *t)
+{
+	struct pipeline_frame f;
+
+	cost_frame(&f, T->m, T->c, s, &T->lc);
+	if (partition_solve(&T->lc, &f, s->first, t))
+		return INFINITY;
+	cost_evaluate(r, T->m, T->c, s, &T->lc);
+	return r->fits ? r->iter_s : INFINITY;
+}
+
+/* Swap descent from s's placement: swaps two pipeline ranks on different
+ * groups where that lowers the iteration time, in a fixed order, at most
+ * REFINE_DESCENT_SWEEPS sweeps; then place_climb_tail. s and r take the
+ * result (r->fits false if s's placement fits nothing and no swap helps). */
+static void descend(struct search *T, struct strategy *s, struct cost_result *r)
+{
+	double t, cur = place_cost(T, s, r, &t), best_t = t;
+	bool moved = true;
+
+	for (int sweep = 0; sweep < REFINE_DESCENT_SWEEPS && moved; sweep++) {
+		moved = false;
+		for (int x = 0; x < s->pp; x++)
+			for (int y = x + 1; y < s->pp; y++) {
+				struct strategy w = *s;
+				struct cost_result wr;
+				double wt, v;
+
+				if (w.group[x] == w.group[y])
+					continue;
+				w.group[x] = s->group[y];
+				w.group[y] = s->group[x];
+				v = place_cost(T, &w, &wr, &wt);
+				if (v < cur * (1 - 1e-12)) {
+					*s = w;
+					*r = wr;
+					cur = v;
+					best_t = wt;
+					moved = true;
+				}
+			}
+	}
+	if (cur < INFINITY)
+		place_climb_tail(T, s, r, best_t);
+}
+
+/* After the search, on the ranked rows: each row without virtual stages
+ * (and not DualPipe) placed by the candidate placements, with a gap > 0,
+ * that could beat the top row (iter_s (1 - gap) below the top's iter_s) is
+ * placed and partitioned again by the exact joint DP (partition_place)
+ * where its work is at most REFINE_DP_MAX, its gap then the DP's (0 but
+ * for a later rank's tail); up to REFINE_CUT_STATES states by the same DP
+ * seeking only what beats the top row (partition_place_below), which
+ * either finds the row's optimum or proves the top's time a bound of it;
+ * else, where its work is at most REFINE_RELAX_MAX, its bound is raised
+ * to the relaxation in which the groups of one GPU type merge
+ * (partition_place_relaxed), whose placement by type partition_place_seq
+ * (or seq_blocks) also tries; and the first REFINE_DESCENT_ROWS rows not
+ * placed exactly are polished by swap descent. A row takes a placement
+ * only where it is faster. Runs once, in rank order, on one thread:
+ * deterministic. c is the cluster of the trainer masks.
+ * Returns whether a row changed. */
+bool refine_rows(struct search *S, const struct cluster *c)
+{
+	struct plan *P = S->p;
+	double top;
+	bool changed = false;
+	int descents = 0;
+
+	if (!P->n_row || P->row[0].why[0] || S->fixed || S->o->exhaustive)
+		return false;
+	top = P->row[0].r.iter_s;
+	for (int i = 0; i < P->n_row && !P->row[i].why[0]; i++) {
+		struct plan_row *row = &P->row[i];
+		struct strategy s = row->s, one = row->s;
+		struct search T = *S;
+		struct pipeline_frame f;
+		struct cost_result r;
+		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
+		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
+		bool exact = false, moved = false;
+
+		if (s.vp != 1 || s.schedule == SCHED_DUALPIPE || !(row->gap_pct > 0) ||
+		    !(lb < top * (1 - 1e-12)))
+			continue;
+		memset(T.ranks, 0, sizeof T.ranks);
+		for (int k = 0; k < s.pp; k++)
+			T.ranks[s.group[k]]++;
+		/* the layer costs of the search: 1F1B's (each_schedule) */
+		one.schedule = SCHED_1F1B;
+		if (cost_layers(&T.lc, S->m, S->c, &one, T.ranks, NULL))
+			continue;
+		cost_frame(&f, S->m, S->c, &s, &T.lc);
+		for (int g = 0; g < S->c->n_group; g++)
+			cls[g] = S->c->group[g].gpu;
+		work = partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp);
+		if (work <= REFINE_DP_MAX) {
+			if (!partition_place(&T.lc, &f, T.ranks, group, s.first, &t)) {
+				exact = true;
+				lb = t;
+			}
+		} else if (place_states(T.ranks, S->c->n_group, T.lc.n_layer) <= REFINE_CUT_STATES) {
+			/* exact below the top: where nothing is, the top's
+			 * time bounds the row */
+			exact = true;
+			if (!partition_place_below(&T.lc, &f, T.ranks, top, group, s.first, &t))
+				lb = t;
+			else if (top > lb)
+				lb = top;
+		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_RELAX_MAX &&
+			   !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
+			if (rlb > lb)
+				lb = rlb;
+			if (partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp) >
+				    REFINE_SEQ_MAX ||
+			    partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t)) {
+				t = INFINITY;
+				if (!seq_blocks(S->c, T.ranks, cls, seq, s.pp, group)) {
+					for (int k = 0; k < s.pp; k++)
+						s.group[k] = (unsigned char)group[k];
+					place_cost(&T, &s, &r, &t);
+				}
+			}
+		}
+		if (t < INFINITY) {
+			for (int k = 0; k < s.pp; k++)
+				s.group[k] = (unsigned char)group[k];
+			cost_evaluate(&r, S->m, S->c, &s, &T.lc);
+			place_climb_tail(&T, &s, &r, t);
+			if (r.fits && r.iter_s < row->r.iter_s) {
+				row->s = s;
+				row->r = r;
+				moved = true;
+			}
+		}
+		if (!exact && descents++ < REFINE_DESCENT_ROWS) {
+			s = row->s;
+			descend(&T, &s, &r);
+			if (r.fits && r.iter_s < row->r.iter_s) {
+				row->s = s;
+				row->r = r;
+				moved = true;
+			}
+		}
+		cost_layers_free(&T.lc);
+		if (moved) {
+			changed = true;
+			row->usd_per_hour = cluster_price_per_hour(c, &row->s);
+			row->trainers = trainer_mask(S->m, c, &row->s);
+		}
+		row->gap_pct = lb < row->r.iter_s * (1 - 1e-9) ? 100 * (row->r.iter_s - lb) / row->r.iter_s : 0;
+		if (row->r.iter_s < top)
+			top = row->r.iter_s;
+	}
+	return changed;
+}

@@ -1,0 +1,171 @@
+/* search_int.h (internal): the state and the steps that the search's files
+ * share: plan.c (entry point, ranking), plan_opts.c (option checks),
+ * enumerate.c (the choices), pool.c (threads, work budget), place.c
+ * (placers), evaluate.c (one strategy's row), refine.c (the top, again).
+ * Not for use outside search/; the public API is plan.h. */
+#ifndef AMPPLAN_SEARCH_INT_H
+#define AMPPLAN_SEARCH_INT_H
+
+#include <stdbool.h>
+
+#include "cost.h"
+#include "plan.h"
+#include "strategy.h"
+
+struct cluster;
+struct err;
+struct model;
+struct pool;
+
+/* The search state shared by the enumeration loops: one per search thread
+ * (pool.c copies the caller's), each with its own rows. */
+struct search {
+	struct model *m;
+	const struct cluster *c;
+	const struct plan_opts *o;
+	struct plan *p;
+	int cap_rows;
+	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
+	struct layer_costs lc;
+	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
+					   costed without virtual stages */
+	bool have_v1;
+	double dp_value;		/* the last partition DP's optimum (vp 1):
+					   pipeline time + rank 0's tail, a lower
+					   bound on cost_evaluate's over the
+					   partitions (placements) it searched */
+	unsigned char ilp_group[MAX_STAGES]; /* the ILP's placement for this
+					   (TP, CP, PP, DP), from its first
+					   strategy */
+	int ilp_state;			/* 0 not solved, 1 placed, -1 none */
+	bool climbed;			/* climb_order holds the climbed block
+					   order of this (TP, CP, PP, DP) */
+	int climb_order[MAX_GROUPS];
+	bool fp8_ok;			/* the search may try FP8 */
+	bool fixed;			/* the partition is o->layout's, */
+	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
+	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP): */
+	struct pool *pool;
+	int tuple;			/* index of the tuple being searched */
+	long count;			/* strategies it has costed */
+	long cap;			/* it stops at count >= cap */
+	long reported;			/* count already in pool->evals */
+	bool stop;			/* count reached cap */
+	long ilp_at;			/* count when its ILP ran, or -1 */
+	long err_at;			/* count when it failed */
+	int ilp_kind;			/* 0 optimal, 1 stopped, 2 failed */
+	struct row_tag *tag;		/* [cap_rows]: tuple and count of each
+					   row */
+};
+
+/* Where a row came from: its tuple and the strategies that tuple had
+ * costed before it (kept if below the tuple's share of the budget). */
+struct row_tag {
+	int tuple;
+	long at;
+};
+
+/* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
+struct degree {
+	int tp, cp, pp, dp;
+};
+
+/* plan_opts.c */
+
+/* Options that contradict the cluster or model are usage errors: returns
+ * 0, or -1 with e naming the option and the fault (the first found). o has
+ * its seq and gbs set (the model's where not given). */
+int plan_opts_check(const struct model *m, const struct cluster *c,
+		    const struct plan_opts *o, struct err *e);
+
+/* enumerate.c */
+
+/* Whether TP degree tp splits the model: it must divide the heads, the KV
+ * heads (or be a multiple of them) and the FFN size (Megatron-LM
+ * arguments.py; TRAINERS.md); the expert FFN only needs to divide by
+ * expert TP. */
+bool search_tp_fits(const struct model *m, int tp);
+
+/* Fills S->ranks for pipeline ranks of gpus_per_stage GPUs: whole ranks on
+ * each real group, and one on each mixed group made for that size whose
+ * parts are whole TP x CP groups (tpcp GPUs; cluster_mix); false if these
+ * do not use every GPU (README "Heterogeneous clusters"). */
+bool search_split_groups(struct search *S, int tpcp, int gpus_per_stage);
+
+/* Every (TP, CP, PP, DP) the cluster and options allow, in the search's
+ * fixed order, into a malloc'd array (caller frees) of *n. s holds the
+ * global batch and the sequence length. */
+struct degree *search_degrees(struct search *S, const struct strategy *s, int *n);
+
+/* Searches every strategy of s's (TP, CP, PP, DP) (S->ranks split for it):
+ * expert TP and EP, ZeRO, FP8, recomputation, micro-batch, CP flavour,
+ * vocabulary parallelism and slices, uneven batches, schedule and virtual
+ * stages, each costed by search_evaluate, until S->stop. Sets *rc to -1 and
+ * fills e where the layer costs fail (S->err_at the count then). */
+void search_tuple(struct search *S, struct strategy *s, struct err *e, int *rc);
+
+/* pool.c */
+
+/* Runs the search of every (TP, CP, PP, DP) on the threads (plan_opts.
+ * threads) within the work budget and merges their rows into S->p, in the
+ * tuples' order, with the counts; the result does not depend on the
+ * threads. s holds the choices fixed for every strategy. Returns 0, or -1
+ * with e set by the first tuple that failed within its share. */
+int pool_run(struct search *S, const struct strategy *s, struct err *e);
+
+/* Called every 16 strategies costed: lowers this tuple's cap to what the
+ * prefix known now leaves it, and reports progress. */
+void pool_refresh(struct search *S);
+
+/* Whether this tuple has spent its share of the work budget: called just
+ * before each strategy is costed (so that a tuple stops only where it had
+ * more to cost), it stops the search of the tuple (S->stop). */
+bool pool_spent(struct search *S);
+
+/* place.c */
+
+/* Places s on the node groups by the placers of place.c in their order,
+ * each placement partitioned (or given the fixed layout) and costed; keeps
+ * the fastest that fits in *best and *r (r->fits false where none does;
+ * *best untouched then). small: the joint placement DP's work is within
+ * plan_opts.place_dp_max. s's groups and layer split are left as the last
+ * placer tried left them. */
+void place_strategy(struct search *S, struct strategy *s, bool small,
+		    struct strategy *best, struct cost_result *r);
+
+/* Places s's ranks in contiguous blocks of the groups that host ranks
+ * (S->ranks), in the cluster's order. */
+void place_cluster_order(const struct search *S, struct strategy *s);
+
+/* Megatron's default split of s's layers (n_layer of them) over its
+ * s->n_stages virtual stages into s->first (place.c says how). */
+void place_default_split(struct strategy *s, int n_layer);
+
+/* Moves a layer at a time away from the rank whose tail ends last where
+ * the partition DP's optimum t is below the evaluated r (vp 1); s and r
+ * take the result (place.c says how). */
+void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t);
+
+/* Frees the calling thread's GLPK environment under the lock that the ILP
+ * placement holds (ilp_free_env). */
+void place_free_glpk(void);
+
+/* evaluate.c */
+
+/* Places, partitions and costs one strategy (s fully chosen but its groups
+ * and layer split), and records its row in S->p (tagged with the tuple and
+ * count) where it fits, or with the reason where it does not and the
+ * options keep such rows. Counts it against the tuple's budget. Returns
+ * whether it fits (a strategy that fits but that the chosen trainer cannot
+ * run counts as fitting, unranked). */
+bool search_evaluate(struct search *S, struct strategy *s);
+
+/* refine.c */
+
+/* After the ranking (throughput), places and partitions the top rows again
+ * by the exact joint DP or its bounds and swap descent, in rank order on
+ * one thread; c is the cluster of the trainer masks. Returns whether a row
+ * changed (the caller ranks again). */
+bool refine_rows(struct search *S, const struct cluster *c);
+
+#endif
