@@ -55,25 +55,12 @@ static bool schedule_allowed(const struct plan_opts *o, const struct strategy *s
 	 * 1F1B */
 	if ((s->vocab_par || strategy_slices(s) > 1 || strategy_uneven(s)) && sc != SCHED_1F1B)
 		return false;
-	/* ZB-V has 2 stages per rank; interleaved zero bubble is searched at
-	 * 2 (more with --vp), which keeps the search within its time targets */
-	if (schedule_virtual(sc) != (vp > 1) || (schedule_v(sc) && vp != 2) ||
+	/* the schedule's own rules (schedule.h's row: virtual stages, the
+	 * micro-batches it needs, DualPipe's even pp and m); interleaved zero
+	 * bubble is searched at 2 stages per rank (more with --vp), which
+	 * keeps the search within its time targets */
+	if (!schedule_allows(sc, s->pp, vp, s->micro_batches) ||
 	    (sc == SCHED_INTERLEAVED_ZB && !o->vp && vp != 2))
-		return false;
-	/* Interleaving needs micro-batches >= pp (Megatron); the zero-bubble
-	 * schedules (Qi et al. 2024) assume it too. */
-	if ((vp > 1 || sc == SCHED_ZB_H1 || sc == SCHED_ZB_H2) && s->micro_batches < s->pp)
-		return false;
-	/* DualPipe and DualPipeV need m >= 2 pp (the DualPipe repository's
-	 * num_chunks >= num_ranks * 2); DualPipe an even pp and m (two
-	 * directions, half each) */
-	if (schedule_fb_overlap(sc) &&
-	    (s->pp == 1 || s->micro_batches < 2 * s->pp ||
-	     (sc == SCHED_DUALPIPE && (s->pp % 2 || s->micro_batches % 2))))
-		return false;
-	/* virtual stages need a pipeline (Megatron: the interleaved schedule
-	 * needs pipeline size > 1) */
-	if (vp > 1 && s->pp == 1)
 		return false;
 	return s->pp * vp <= n_layer && s->pp * vp <= MAX_STAGES;
 }

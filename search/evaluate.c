@@ -88,7 +88,7 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 	vmin = n ? (f.a + f.b * best->pp) * vmin : 0;
 	/* DualPipe: the DP caps each stage at half its rank's memory, where
 	   the rank holds the stage and its mirror: not exact */
-	if (best->vp == 1 && best->schedule != SCHED_DUALPIPE && (n == 1 || (small && !S->fixed)))
+	if (best->vp == 1 && !schedule_bidirectional(best->schedule) && (n == 1 || (small && !S->fixed)))
 		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
 			       ? 0
 			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;

@@ -256,13 +256,12 @@ static int check_pipeline(const struct model *m, const struct cluster *c,
 			       o->vocab_par == 1 && o->slices > 1 ? "--vocab-parallel on and --slices" :
 			       o->vocab_par == 1 ? "--vocab-parallel on" : "--slices",
 			       o->vocab_par == 1 && o->slices > 1 ? "" : "s");
-	if (o->vp && o->schedule >= 0 &&
-	    ((o->vp > 1) != schedule_virtual((enum schedule)o->schedule) ||
-	     (schedule_v((enum schedule)o->schedule) && o->vp != 2)))
+	if (o->vp && o->schedule >= 0 && !schedule_vp_ok((enum schedule)o->schedule, o->vp))
 		return err_set(e, "--vp %d does not go with --schedule %s%s", o->vp,
 			       schedule_name((enum schedule)o->schedule),
 			       schedule_v((enum schedule)o->schedule) ? " (it runs 2 stages per rank)" : "");
-	if (o->schedule == SCHED_DUALPIPE && o->pp && o->pp % 2)
+	if (o->schedule >= 0 && schedule_bidirectional((enum schedule)o->schedule) && o->pp &&
+	    o->pp % 2)
 		return err_set(e, "--schedule dualpipe needs an even --pp (its two directions meet in the middle), not %d",
 			       o->pp);
 	if (o->exhaustive && (m->n_layer > 16 || c->total_gpus > 64))

@@ -153,7 +153,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
 		bool exact = false, moved = false;
 
-		if (s.vp != 1 || s.schedule == SCHED_DUALPIPE || !(row->gap_pct > 0) ||
+		if (s.vp != 1 || schedule_bidirectional(s.schedule) || !(row->gap_pct > 0) ||
 		    !(lb < top * (1 - 1e-12)))
 			continue;
 		memset(T.ranks, 0, sizeof T.ranks);
