@@ -43,11 +43,11 @@ enum ilp_status ilp_place(const struct placement_problem *p, int *group,
  * a deterministic limit, unlike the time limit. */
 #define ILP_NODE_LIMIT 500
 
-/* The search (plan.c) solves the ILP only where pipeline ranks x node
+/* The search (place.c) solves the ILP only where pipeline ranks x node
  * groups is at most this (its 2 pp G + 1 columns then take GLPK a few
  * milliseconds). On the bench's 8 groups (Llama-3-70B, 8 to 64 ranks) a
  * solve took 0.04 to 2.5 s, the search 65 s in all, and its placement beat
- * the climbed block orders of plan.c on 0 to 15% of the strategies, by
+ * the climbed block orders of place.c on 0 to 15% of the strategies, by
  * under 1% of the iteration time on average. */
 #define ILP_MAX_CELLS 40
 

@@ -343,7 +343,7 @@ START_TEST(deep_pipelines_within_gap)
 }
 END_TEST
 
-/* The ranking's top after refine_rows (plan.c): on 5 and 6 groups of one
+/* The ranking's top after refine_rows (refine.c): on 5 and 6 groups of one
  * GPU with the joint placement DP off (place_dp_max 0: the candidate
  * placements, climbing and the ILP), the rows that could beat the top are
  * placed again by the exact joint DP, so the search's top row costs what

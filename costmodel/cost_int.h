@@ -1,0 +1,98 @@
+/* cost_int.h (internal): what layer_cost.c (the per-layer costs of a
+ * strategy) and cost.c (the pipeline frame and the evaluation) share: one
+ * layer's time by part and the helpers both read. */
+#ifndef AMPPLAN_COST_INT_H
+#define AMPPLAN_COST_INT_H
+
+#include <stdbool.h>
+
+#include "cost.h"
+
+struct cluster;
+struct err;
+struct model;
+struct strategy;
+
+/* One layer's time per micro-batch on one GPU of a group, by part. _f: the
+ * forward pass, _b: the backward pass, _r: recomputation. Communication
+ * parts are the exposed (not overlapped) seconds; _h the hidden ones of
+ * the whole layer (forward, backward and recomputation). */
+struct parts {
+	double fwd, bwd, recompute;	/* compute */
+	double tp_f, tp_b, tp_r, tp_h;
+	double cp_f, cp_b, cp_r, cp_h;
+	double ep_f, ep_b, ep_r, ep_h;
+	double z3_f, z3_b, z3_h;	/* ZeRO-3 parameter gathers */
+	double vc_f, vc_b;		/* vocabulary parallelism's collectives */
+};
+
+static inline double pos(double x)
+{
+	return x > 0 ? x : 0;
+}
+
+/* The micro-batches per DP replica of s: s->micro_batches when set, else
+ * gbs / (dp x mbs), at least 1. */
+int cost_micro_batches(const struct strategy *s);
+
+/* The most micro-batches a DP replica of s runs: micro_batches, or under
+ * s->uneven the largest of ceil(uneven[i] / replicas) over the parts of
+ * its mixed rank. */
+int cost_most_batches(const struct cluster *c, const struct strategy *s);
+
+/* Layer l on one GPU of group g (parts_of): on a real group its type's;
+ * on a mixed group the slowest part type's (per layer); under uneven
+ * micro-batches (s->uneven) per micro-batch of the even count m, what
+ * the busiest replica runs in m's stead: on the strategy's mixed group the
+ * part i with the largest n_i x its seconds, times n_i / m (n_i the most
+ * micro-batches a replica of part i runs), on any other group its time x
+ * max_i n_i / m (every replica passes through each stage). One stage
+ * then takes max_i n_i t_i (up to the per-layer max, as the even split's
+ * slowest type); with pp > 1 the fill and drain are charged at the same
+ * rate, an upper bound (README "Uneven micro-batches on mixed ranks").
+ * Returns -1 with e set. */
+int cost_layer_parts(struct parts *p, const struct model *m, int l,
+		     const struct cluster *c, int g, const struct strategy *s,
+		     struct err *e);
+
+/* Whether layer b costs what layer a costs in layer_parts under any
+ * strategy on any group: two blocks with the same numbers, no measured
+ * profile, and the same sliding window and FFN kind. layer_parts (with
+ * compute_layer, the comm_* functions and model_attn_flops) reads a layer
+ * only through m->layer[l] and model_block_windowed / model_block_moe of
+ * its block; the callers reuse a's parts for b instead of recomputing
+ * them (most models are one block repeated). */
+bool cost_layers_alike(const struct model *m, int a, int b);
+
+/* Vocabulary parallelism (Yeung et al. 2024 Sec. 3): what every pipeline
+ * rank on group g runs per micro-batch of the embedding, the head and the
+ * loss: 1/p of their compute and TP communication as they would run whole
+ * (layer_parts without s->vocab_par: the head's GEMM and the cross-entropy
+ * over V/p columns, the embedding's lookup of its V/p rows), and the
+ * collectives (comm_vocab) as vc_f and vc_b, half each. All 0 without it. */
+int cost_vocab_parts(struct parts *p, const struct model *m, const struct cluster *c,
+		     int g, const struct strategy *s, struct err *e);
+
+/* The dense parameters per GPU that a pipeline rank holding both the
+ * embedding and the head counts twice when they are tied: V*h/t (one
+ * copy; Megatron keeps a second only on a separate last stage). */
+double cost_tied_dense(const struct model *m, const struct strategy *s);
+
+/* The tail of pipeline rank r over all its chunks. */
+void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
+		    const struct cluster *c, const struct strategy *s,
+		    const struct layer_costs *lc, int n_stages, int r);
+
+/* The allowance per GPU (memory.h): the user's (cluster.mem_allowance), or
+ * MEM_CONTEXT_BYTES plus MEM_FRAG_SHARE of the activations and logits. */
+double cost_context_bytes(const struct cluster *c);
+
+/* The share of the activations and logits the allowance adds for the
+ * allocator's fragmentation: MEM_FRAG_SHARE, or 0 where the user gave the
+ * allowance. */
+double cost_frag_share(const struct cluster *c);
+
+/* What comm_pp_send reads of s (layer_costs.link_key). */
+void cost_link_key(int *key, const struct strategy *s);
+
+#endif
