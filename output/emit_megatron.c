@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "cluster.h"
-#include "emit_int.h"
+#include "emit_megatron.h"
+#include "emit_util.h"
 #include "model.h"
 #include "strategy.h"
 
