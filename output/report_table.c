@@ -109,15 +109,15 @@ struct part {
 	double v;
 };
 
-void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
-		    const struct cluster *c)
+/* report_explain's time: the layers and node groups, the iteration, its
+ * price, its parts, and the communication hidden under compute. */
+static void explain_time(FILE *out, const struct plan_row *row, const struct model *m,
+			 const struct cluster *c)
 {
 	const struct strategy *s = &row->s;
 	const struct cost_result *r = &row->r;
 	const struct cost_time *t = &r->time;
-	const struct cost_mem *mm = &r->mem;
-	const struct gpu_type *gpu = &c->gpu[c->group[s->group[r->heaviest_rank]].gpu];
-	char layers[512], groups[512], why[256];
+	char layers[512], groups[512];
 	double usd_iter, usd_mtok;
 	const struct part spent[] = {
 		{ "compute", t->compute }, { "recompute", t->recompute }, { "bubble", t->bubble },
@@ -133,11 +133,6 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 		{ "TP comm", t->tp_hidden, "with the GEMMs" },
 		{ "CP comm", t->cp_hidden, "with attention (ring)" },
 		{ "DP comm", t->dp_hidden, "with the backward and forward passes" },
-	};
-	const struct part held[] = {
-		{ "weights", mm->weights }, { "gradients", mm->grads }, { "optimizer", mm->optimizer },
-		{ "activations", mm->activations }, { "logits", mm->logits },
-		{ "allowance", mm->allowance },
 	};
 
 	report_layers(layers, sizeof layers, row, m);
@@ -159,6 +154,17 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 			schedule_fb_overlap(s->schedule)
 				? "under the paired micro-batch's compute (forward and backward overlapped)"
 				: "(none: only DualPipe and DualPipeV pair micro-batches)");
+}
+
+/* report_explain's strategy: kernels, precision and overlaps, then the
+ * options it uses (CP, packed documents, the planning options, MoE), and
+ * the trainers that run it or why each does not. */
+static void explain_strategy(FILE *out, const struct plan_row *row, const struct model *m,
+			     const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	char why[256];
+
 	fprintf(out, "  kernels and precision: attention %s, norms %s, FP8 GEMMs %s, gradients %s (accumulated %s)\n",
 		attention_name(s->attn), s->unfused_norm ? "unfused" : "fused", report_on_off(s->fp8),
 		grad_dtype_name(s, m->fp16), s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs");
@@ -194,13 +200,35 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	for (int k = 0; k < TRAINER_COUNT; k++)
 		if (trainer_refusal((enum trainer)k, m, c, s, why, sizeof why))
 			fprintf(out, "    not %s\n", why);
+}
+
+/* report_explain's memory: the heaviest rank's GPU, its use, and its
+ * parts. */
+static void explain_memory(FILE *out, const struct plan_row *row, const struct cluster *c)
+{
+	const struct cost_result *r = &row->r;
+	const struct cost_mem *mm = &r->mem;
+	const struct gpu_type *gpu = &c->gpu[c->group[row->s.group[r->heaviest_rank]].gpu];
+	const struct part held[] = {
+		{ "weights", mm->weights }, { "gradients", mm->grads }, { "optimizer", mm->optimizer },
+		{ "activations", mm->activations }, { "logits", mm->logits },
+		{ "allowance", mm->allowance },
+	};
+
 	fprintf(out, "  memory per GPU on pipeline rank %d (%s, %.1f GiB): %.2f GiB%s\n",
 		r->heaviest_rank, gpu->name, gpu->mem_bytes / GiB, r->peak_bytes / GiB,
 		r->fits ? "" : ", does not fit");
 	for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
 		fprintf(out, "    %-12s %9.2f GiB\n", held[i].name, held[i].v / GiB);
-	report_ranks(out, row, m, c);
+}
 
+void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
+		    const struct cluster *c)
+{
+	explain_time(out, row, m, c);
+	explain_strategy(out, row, m, c);
+	explain_memory(out, row, c);
+	report_ranks(out, row, m, c);
 }
 
 void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
