@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 #include "cluster.h"
-#include "emit_int.h"
+#include "emit_deepspeed.h"
+#include "emit_util.h"
 #include "model.h"
 #include "strategy.h"
 #include "util.h"

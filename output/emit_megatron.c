@@ -1,14 +1,18 @@
 /* emit_megatron.c: the Megatron-LM family: launch.sh for pretrain_gpt.py, a
- * Slurm job around it, and NeMo 2.0 / Megatron Bridge overrides
- * (TRAINERS.md, Megatron-LM and NeMo sections). */
+ * Slurm job around it, and NeMo 2.0 / Megatron Bridge overrides, both from
+ * one list of the plan's settings (TRAINERS.md, Megatron-LM and NeMo). */
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster.h"
-#include "emit_int.h"
+#include "emit_megatron.h"
+#include "emit_util.h"
 #include "model.h"
 #include "strategy.h"
+#include "util.h"
 
 /* Appends the placement comment of a per-node launch script. */
 static void placement_comment(struct emit_buf *b, const struct emit_ctx *x)
@@ -126,83 +130,330 @@ static bool all_moe(const struct model *m)
 	return true;
 }
 
-/* The model's fields as Megatron-LM flags (TRAINERS.md "Fields the launch
- * files must carry"), in ARGS. trainer_check has refused what has no flag
- * (parallel blocks, alternating windows, rope scalings but Llama 3's). */
-static void model_flags(struct emit_buf *b, const struct model *m, const struct strategy *s)
+/* ---- the settings: one list for launch.sh and overrides.txt ---- */
+
+/* The order of overrides.txt, one place per field: the model's fields, its
+ * MoE fields, then, from F_TP on, the parallel plan's. F_NONE: launch.sh
+ * only. launch.sh keeps the order in which settings() lists them. */
+enum field_place {
+	F_NONE,
+	F_LAYERS, F_HIDDEN, F_FFN, F_HEADS, F_MLA, F_Q_LORA, F_KV_LORA, F_QK_DIM, F_QK_POS_DIM,
+	F_V_DIM, F_QUERY_GROUPS, F_KV_CHANNELS, F_GATED, F_NORM, F_EPS, F_POSITIONS, F_ROTARY_BASE,
+	F_ROPE_SCALING, F_ROPE_FACTOR, F_YARN_FACTOR, F_ATTN_DROPOUT, F_HIDDEN_DROPOUT, F_BIAS,
+	F_QKV_BIAS, F_QK_NORM, F_WINDOW, F_VOCAB_DIVISOR, F_TIED,
+	F_EXPERTS, F_TOPK, F_MOE_FFN, F_DISPATCHER, F_BALANCE, F_CAPACITY, F_DROP_POLICY,
+	F_SHARED, F_MOE_LAYERS,
+	F_TP, F_PP, F_VP, F_CP, F_SP, F_CP_COMM, F_CP_SIZES, F_EP, F_ETP, F_LAYOUT, F_RECOMPUTE,
+	F_RECOMPUTE_METHOD, F_RECOMPUTE_LAYERS, F_SEQ, F_DATA_SEQ, F_MBS, F_GBS, F_DIST_OPT,
+	F_OPT_DIST_OPT, F_GRAD_OVERLAP, F_PARAM_OVERLAP, F_GRAD_FP32, F_TP_OVERLAP,
+	F_ATTN_BACKEND, F_SOFTMAX_FUSION, F_FP8, F_FP8_RECIPE, F_GRAD_ACC_FUSION,
+	F_COUNT
+};
+
+/* One setting of the plan for Megatron core (TransformerConfig and what
+ * Megatron-LM and Megatron Bridge add to it): its Megatron-LM flag and its
+ * NeMo 2.0 / Megatron Bridge field, each with its value as written. */
+struct setting {
+	const char *flag;	/* "--num-layers"; NULL: not in launch.sh */
+	const char *field;	/* "model.num_layers"; NULL: not in overrides.txt */
+	enum field_place at;
+	char *value;		/* the flag's, "" for a switch (malloc'd) */
+	char *field_value;	/* the field's (malloc'd) */
+};
+
+/* The settings of one plan, in launch.sh's order. */
+struct settings {
+	struct setting *v;
+	int n, cap;
+};
+
+/* printf into a malloc'd string. */
+static char *val(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *val(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	s = xmalloc((size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* Adds a setting to l: flag with value v and field with value fv (v when fv
+ * is NULL), field at place at of overrides.txt; a NULL flag or field leaves
+ * the setting out of that file. Consumes v and fv (from val). */
+static void set(struct settings *l, enum field_place at, const char *flag, const char *field,
+		char *v, char *fv)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = xreallocarray(l->v, (size_t)l->cap, sizeof *l->v);
+	}
+	l->v[l->n++] = (struct setting){ flag, field, at, v, fv ? fv : xstrdup(v) };
+}
+
+/* Adds a setting that is on or off: flag as a switch, given only when on,
+ * and field = value as true or false. */
+static void set_bool(struct settings *l, enum field_place at, const char *flag, bool on,
+		     const char *field, bool value)
+{
+	set(l, at, on ? flag : NULL, field, xstrdup(""), xstrdup(value ? "true" : "false"));
+}
+
+/* The MoE settings (m has experts): experts, routing, expert parallelism,
+ * capacity, shared experts, and which blocks are MoE. */
+static void moe_settings(struct settings *l, const struct model *m, const struct strategy *s)
+{
+	bool drop = s->moe_capacity > 0;
+
+	set(l, F_EXPERTS, "--num-experts", "model.num_moe_experts", val("%d", m->experts), NULL);
+	set(l, F_TOPK, "--moe-router-topk", "model.moe_router_topk", val("%d", m->top_k), NULL);
+	set(l, F_MOE_FFN, "--moe-ffn-hidden-size", "model.moe_ffn_hidden_size",
+	    val("%d", m->moe_ffn), NULL);
+	set(l, F_EP, "--expert-model-parallel-size", "model.expert_model_parallel_size",
+	    val("%d", s->ep), NULL);
+	set(l, F_ETP, "--expert-tensor-parallel-size", "model.expert_tensor_parallel_size",
+	    val("%d", strategy_etp(s)), NULL);
+	set(l, F_DISPATCHER, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type",
+	    val("alltoall"), NULL);
+	set(l, F_BALANCE, "--moe-router-load-balancing-type", "model.moe_router_load_balancing_type",
+	    val("%s", emit_balance(m, s)), NULL);
+	/* dropless: Megatron's default, NeMo's null */
+	set(l, F_CAPACITY, drop ? "--moe-expert-capacity-factor" : NULL,
+	    "model.moe_expert_capacity_factor", drop ? val("%g", s->moe_capacity) : val("null"), NULL);
+	if (drop)
+		set(l, F_DROP_POLICY, "--moe-token-drop-policy", "model.moe_token_drop_policy",
+		    val("probs"), NULL);
+	if (m->shared_experts > 0)
+		set(l, F_SHARED, "--moe-shared-expert-intermediate-size",
+		    "model.moe_shared_expert_intermediate_size",
+		    val("%d", m->shared_experts * m->shared_ffn), NULL);
+	if (!all_moe(m)) {
+		struct emit_buf freq = { 0 };
+
+		moe_pattern(&freq, m);
+		set(l, F_MOE_LAYERS, "--moe-layer-freq", "model.moe_layer_freq", val("'%s'", freq.s),
+		    val("%s", freq.s));
+		free(freq.s);
+	}
+}
+
+/* The attention settings: heads, and MLA's ranks and head sizes, or the
+ * query groups and head size (Megatron's flags for these only where they
+ * differ from its default). */
+static void attention_settings(struct settings *l, const struct model *m)
 {
 	int kv = m->kv_heads ? m->kv_heads : m->heads;
-	const struct rope_scaling *r = &m->rope_scaling;
 
-	emit_printf(b, "\t--num-layers %d\n\t--hidden-size %d\n\t--ffn-hidden-size %d\n",
-		    m->layers, m->hidden, m->ffn);
-	if (m->experts > 0) {
-		emit_printf(b, "\t--num-experts %d\n\t--moe-router-topk %d\n"
-			    "\t--moe-ffn-hidden-size %d\n\t--expert-model-parallel-size %d\n"
-			    "\t--expert-tensor-parallel-size %d\n"
-			    "\t--moe-token-dispatcher-type alltoall\n"
-			    "\t--moe-router-load-balancing-type %s\n",
-			    m->experts, m->top_k, m->moe_ffn, s->ep, strategy_etp(s), emit_balance(m, s));
-		if (s->moe_capacity > 0)
-			emit_printf(b, "\t--moe-expert-capacity-factor %g\n\t--moe-token-drop-policy probs\n",
-				    s->moe_capacity);
-		if (m->shared_experts > 0)
-			emit_printf(b, "\t--moe-shared-expert-intermediate-size %d\n",
-				    m->shared_experts * m->shared_ffn);
-		if (!all_moe(m)) {
-			emit_printf(b, "\t--moe-layer-freq '");
-			moe_pattern(b, m);
-			emit_printf(b, "'\n");
-		}
-	}
-	emit_printf(b, "\t--num-attention-heads %d\n", m->heads);
+	set(l, F_HEADS, "--num-attention-heads", "model.num_attention_heads", val("%d", m->heads),
+	    NULL);
 	if (m->kv_lora_rank > 0) {
-		emit_printf(b, "\t--multi-latent-attention\n");
+		set_bool(l, F_MLA, "--multi-latent-attention", true, "model.multi_latent_attention",
+			 true);
 		if (m->q_lora_rank > 0)
-			emit_printf(b, "\t--q-lora-rank %d\n", m->q_lora_rank);
-		emit_printf(b, "\t--kv-lora-rank %d\n\t--qk-head-dim %d\n"
-			    "\t--qk-pos-emb-head-dim %d\n\t--v-head-dim %d\n",
-			    m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim, m->v_head_dim);
-	} else {
-		if (kv < m->heads)
-			emit_printf(b, "\t--group-query-attention\n\t--num-query-groups %d\n", kv);
-		if (m->head_dim && m->head_dim * m->heads != m->hidden)
-			emit_printf(b, "\t--kv-channels %d\n", m->head_dim);
+			set(l, F_Q_LORA, "--q-lora-rank", "model.q_lora_rank", val("%d", m->q_lora_rank),
+			    NULL);
+		set(l, F_KV_LORA, "--kv-lora-rank", "model.kv_lora_rank", val("%d", m->kv_lora_rank),
+		    NULL);
+		set(l, F_QK_DIM, "--qk-head-dim", "model.qk_head_dim", val("%d", m->qk_nope_dim), NULL);
+		set(l, F_QK_POS_DIM, "--qk-pos-emb-head-dim", "model.qk_pos_emb_head_dim",
+		    val("%d", m->qk_rope_dim), NULL);
+		set(l, F_V_DIM, "--v-head-dim", "model.v_head_dim", val("%d", m->v_head_dim), NULL);
+		return;
 	}
-	emit_printf(b, "\t--seq-length %d\n\t--max-position-embeddings %d\n",
-		    s->seq, m->max_pos >= s->seq ? m->max_pos : s->seq);
-	if (m->ffn_kind == FFN_SWIGLU)
-		emit_printf(b, "\t--swiglu\n");
-	else if (m->ffn_kind == FFN_RELU2)	/* Nemotron-4's; GeLU is the default */
-		emit_printf(b, "\t--squared-relu\n");
-	emit_printf(b, "\t--normalization %s\n", emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
+	set_bool(l, F_NONE, "--group-query-attention", kv < m->heads, NULL, false);
+	set(l, F_QUERY_GROUPS, kv < m->heads ? "--num-query-groups" : NULL, "model.num_query_groups",
+	    val("%d", kv), NULL);
+	if (m->head_dim)
+		set(l, F_KV_CHANNELS, m->head_dim * m->heads != m->hidden ? "--kv-channels" : NULL,
+		    "model.kv_channels", val("%d", m->head_dim), NULL);
+}
+
+/* The model's settings (TRAINERS.md "Fields the launch files must carry").
+ * trainer_check has refused what has none (parallel blocks, alternating
+ * windows, rope scalings but Llama 3's and, with MLA, YaRN). */
+static void model_settings(struct settings *l, const struct model *m, const struct strategy *s)
+{
+	const struct rope_scaling *r = &m->rope_scaling;
+	bool rope = !m->learned_pos, swiglu = m->ffn_kind == FFN_SWIGLU;
+
+	set(l, F_LAYERS, "--num-layers", "model.num_layers", val("%d", m->layers), NULL);
+	set(l, F_HIDDEN, "--hidden-size", "model.hidden_size", val("%d", m->hidden), NULL);
+	set(l, F_FFN, "--ffn-hidden-size", "model.ffn_hidden_size", val("%d", m->ffn), NULL);
+	if (m->experts > 0)
+		moe_settings(l, m, s);
+	attention_settings(l, m);
+	set(l, F_SEQ, "--seq-length", "model.seq_length", val("%d", s->seq), NULL);
+	set(l, F_DATA_SEQ, NULL, "dataset.sequence_length", val("%d", s->seq), NULL);
+	set(l, F_NONE, "--max-position-embeddings", NULL,
+	    val("%d", m->max_pos >= s->seq ? m->max_pos : s->seq), NULL);
+	set_bool(l, F_GATED, "--swiglu", swiglu, "model.gated_linear_unit", swiglu);
+	/* Nemotron-4's; GeLU is the default */
+	set_bool(l, F_NONE, "--squared-relu", m->ffn_kind == FFN_RELU2, NULL, false);
+	set(l, F_NORM, "--normalization", "model.normalization",
+	    val("%s", emit_layernorm(m) ? "LayerNorm" : "RMSNorm"), NULL);
 	if (m->norm_eps > 0)
-		emit_printf(b, "\t--norm-epsilon %g\n", m->norm_eps);
-	if (m->learned_pos) {
-		emit_printf(b, "\t--position-embedding-type learned_absolute\n");
-	} else {
-		emit_printf(b, "\t--position-embedding-type rope\n");
-		if (m->rope_theta > 0)
-			emit_printf(b, "\t--rotary-base %.0f\n", m->rope_theta);
-		if (strcmp(r->type, "llama3") == 0)
-			emit_printf(b, "\t--use-rope-scaling\n\t--rope-scaling-factor %g\n", r->factor);
-		else if (strcmp(r->type, "yarn") == 0)	/* MLA only (trainer_check) */
-			emit_printf(b, "\t--rotary-scaling-factor %g\n", r->factor);
+		set(l, F_EPS, "--norm-epsilon", "model.layernorm_epsilon", val("%g", m->norm_eps), NULL);
+	set(l, F_POSITIONS, "--position-embedding-type", "model.position_embedding_type",
+	    val("%s", rope ? "rope" : "learned_absolute"), NULL);
+	if (rope && m->rope_theta > 0)
+		set(l, F_ROTARY_BASE, "--rotary-base", "model.rotary_base", val("%.0f", m->rope_theta),
+		    NULL);
+	if (rope && strcmp(r->type, "llama3") == 0) {
+		set_bool(l, F_ROPE_SCALING, "--use-rope-scaling", true, "model.rope_scaling", true);
+		set(l, F_ROPE_FACTOR, "--rope-scaling-factor", "model.rope_scaling_factor",
+		    val("%g", r->factor), NULL);
+	} else if (rope && strcmp(r->type, "yarn") == 0) {	/* MLA only (trainer_check) */
+		set(l, F_YARN_FACTOR, "--rotary-scaling-factor", "model.rotary_scaling_factor",
+		    val("%g", r->factor), NULL);
 	}
-	emit_printf(b, "\t--attention-dropout 0\n\t--hidden-dropout 0\n");
-	if (!m->bias)
-		emit_printf(b, "\t--disable-bias-linear\n");
-	if (!m->bias && m->qkv_bias)
-		emit_printf(b, "\t--add-qkv-bias\n");
-	if (m->qk_norm)
-		emit_printf(b, "\t--qk-layernorm\n");
+	set(l, F_ATTN_DROPOUT, "--attention-dropout", "model.attention_dropout", val("0"), val("0.0"));
+	set(l, F_HIDDEN_DROPOUT, "--hidden-dropout", "model.hidden_dropout", val("0"), val("0.0"));
+	set_bool(l, F_BIAS, "--disable-bias-linear", !m->bias, "model.add_bias_linear", m->bias);
+	set_bool(l, F_QKV_BIAS, "--add-qkv-bias", !m->bias && m->qkv_bias, "model.add_qkv_bias",
+		 m->bias || m->qkv_bias);
+	set_bool(l, F_QK_NORM, "--qk-layernorm", m->qk_norm, "model.qk_layernorm", m->qk_norm);
 	/* flash attention's (left, right) window: W - 1 earlier tokens and
 	   the token itself, nothing to the right (causal) */
 	if (m->sliding_window > 0)
-		emit_printf(b, "\t--window-size %d,0\n", m->sliding_window - 1);
-	emit_printf(b, "\t--make-vocab-size-divisible-by %d\n", emit_vocab_divisor(m, s->tp));
-	if (!m->tied)
-		emit_printf(b, "\t--untie-embeddings-and-output-weights\n");
+		set(l, F_WINDOW, "--window-size", "model.window_size",
+		    val("%d,0", m->sliding_window - 1), val("[%d,0]", m->sliding_window - 1));
+	set(l, F_VOCAB_DIVISOR, "--make-vocab-size-divisible-by", "model.make_vocab_size_divisible_by",
+	    val("%d", emit_vocab_divisor(m, s->tp)), NULL);
+	set_bool(l, F_TIED, "--untie-embeddings-and-output-weights", !m->tied,
+		 "model.share_embeddings_and_output_weights", m->tied);
+}
+
+/* The parallel plan's settings: degrees, CP flavour, layout, batches,
+ * recomputation, distributed optimizer, overlaps, kernels, precision. */
+static void plan_settings(struct settings *l, const struct emit_ctx *x)
+{
+	const struct strategy *s = x->s;
+	bool full = s->recompute == RECOMPUTE_FULL;
+
+	set(l, F_TP, "--tensor-model-parallel-size", "model.tensor_model_parallel_size",
+	    val("%d", s->tp), NULL);
+	set(l, F_PP, "--pipeline-model-parallel-size", "model.pipeline_model_parallel_size",
+	    val("%d", s->pp), NULL);
+	set(l, F_CP, "--context-parallel-size", "model.context_parallel_size", val("%d", s->cp), NULL);
+	if (s->cp > 1)	/* the CP flavour the cost model timed */
+		set(l, F_CP_COMM, "--cp-comm-type", "model.cp_comm_type",
+		    val("%s", cp_comm_name(s->cp_comm)), NULL);
+	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
+		set(l, F_CP_SIZES, "--hierarchical-context-parallel-sizes",
+		    "model.hierarchical_context_parallel_sizes",
+		    val("%d %d", s->cp_a2a, s->cp / s->cp_a2a),
+		    val("[%d,%d]", s->cp_a2a, s->cp / s->cp_a2a));
+	set_bool(l, F_SP, "--sequence-parallel", s->sp, "model.sequence_parallel", s->sp);
+	if (!emit_default_split(x)) {
+		struct emit_buf layout = { 0 };
+
+		emit_layout(&layout, x);
+		set(l, F_LAYOUT, "--pipeline-model-parallel-layout", "model.pipeline_model_parallel_layout",
+		    val("'%s'", layout.s), val("\"%s\"", layout.s));
+		free(layout.s);
+	}
+	/* Megatron-LM takes the virtual stages from the layout when it has one */
+	if (s->vp > 1)
+		set(l, F_VP, emit_default_split(x) ? "--num-virtual-stages-per-pipeline-rank" : NULL,
+		    "model.virtual_pipeline_model_parallel_size", val("%d", s->vp), NULL);
+	set(l, F_MBS, "--micro-batch-size", "train.micro_batch_size", val("%d", s->mbs), NULL);
+	set(l, F_GBS, "--global-batch-size", "train.global_batch_size", val("%d", s->gbs), NULL);
+	if (s->recompute != RECOMPUTE_NONE)
+		set(l, F_RECOMPUTE, "--recompute-granularity", "model.recompute_granularity",
+		    val("%s", full ? "full" : "selective"), NULL);
+	if (full) {
+		set(l, F_RECOMPUTE_METHOD, "--recompute-method", "model.recompute_method",
+		    val("uniform"), NULL);
+		set(l, F_RECOMPUTE_LAYERS, "--recompute-num-layers", "model.recompute_num_layers",
+		    val("1"), NULL);
+	}
+	set_bool(l, F_DIST_OPT, "--use-distributed-optimizer", s->zero >= 1,
+		 "ddp.use_distributed_optimizer", s->zero >= 1);
+	set_bool(l, F_OPT_DIST_OPT, NULL, false, "optimizer.use_distributed_optimizer", s->zero >= 1);
+	set_bool(l, F_GRAD_OVERLAP, "--overlap-grad-reduce", s->grad_overlap,
+		 "ddp.overlap_grad_reduce", s->grad_overlap);
+	set_bool(l, F_PARAM_OVERLAP, "--overlap-param-gather", param_overlap(s),
+		 "ddp.overlap_param_gather", param_overlap(s));
+	set_bool(l, F_TP_OVERLAP, "--tp-comm-overlap", tp_overlap(s), "model.tp_comm_overlap",
+		 tp_overlap(s));
+	set(l, F_ATTN_BACKEND, "--attention-backend", "model.attention_backend",
+	    val("%s", attention_backend(s)), NULL);
+	if (s->attn == ATTN_UNFUSED)
+		set_bool(l, F_SOFTMAX_FUSION, "--no-masked-softmax-fusion", true,
+			 "model.masked_softmax_fusion", false);
+	if (s->fp8) {
+		set(l, F_FP8, "--fp8-format", "model.fp8", val("hybrid"), NULL);
+		set(l, F_FP8_RECIPE, "--fp8-recipe", "model.fp8_recipe", val("delayed"), NULL);
+	}
+	set_bool(l, F_NONE, "--bf16", true, NULL, true);
+	set_bool(l, F_GRAD_FP32, "--grad-reduce-in-bf16", s->grad_bytes == 2,
+		 "ddp.grad_reduce_in_fp32", s->grad_bytes != 2);
+	if (s->grad_acc_unfused)
+		set_bool(l, F_GRAD_ACC_FUSION, "--no-gradient-accumulation-fusion", true,
+			 "model.gradient_accumulation_fusion", false);
+}
+
+/* Lists the settings of x into l (empty; settings_free frees it): the
+ * model's, then the parallel plan's. */
+static void settings(struct settings *l, const struct emit_ctx *x)
+{
+	model_settings(l, x->m, x->s);
+	plan_settings(l, x);
+}
+
+static void settings_free(struct settings *l)
+{
+	for (int i = 0; i < l->n; i++) {
+		free(l->v[i].value);
+		free(l->v[i].field_value);
+	}
+	free(l->v);
+}
+
+/* Appends the settings as Megatron-LM flags, one "\t--flag value" line
+ * each, in list order (launch.sh's ARGS). */
+static void megatron_flags(struct emit_buf *b, const struct emit_ctx *x)
+{
+	struct settings l = { 0 };
+
+	settings(&l, x);
+	for (int i = 0; i < l.n; i++)
+		if (l.v[i].flag)
+			emit_printf(b, "\t%s%s%s\n", l.v[i].flag, l.v[i].value[0] ? " " : "",
+				    l.v[i].value);
+	settings_free(&l);
+}
+
+/* Appends the settings as NeMo fields, one "field=value" line each, in
+ * place order (enum field_place): the model's under a comment on its
+ * activation, then the parallel plan's under one of their own. */
+static void nemo_fields(struct emit_buf *b, const struct emit_ctx *x)
+{
+	const struct model *m = x->m;
+	const struct setting *at[F_COUNT] = { 0 };
+	struct settings l = { 0 };
+
+	settings(&l, x);
+	for (int i = 0; i < l.n; i++)
+		if (l.v[i].field)
+			at[l.v[i].at] = &l.v[i];
+	emit_printf(b, "# The model (start from a recipe of its family: activation_func stays the\n"
+		    "# recipe's, %s):\n",
+		    m->ffn_kind == FFN_SWIGLU ? "silu for SwiGLU" : m->ffn_kind == FFN_GELU ? "gelu" : "squared relu");
+	for (int p = 0; p < F_COUNT; p++) {
+		if (p == F_TP)
+			emit_printf(b, "# The parallel plan:\n");
+		if (at[p])
+			emit_printf(b, "%s=%s\n", at[p]->field, at[p]->field_value);
+	}
+	settings_free(&l);
 }
 
 void emit_megatron(struct emit_ctx *x)
@@ -231,48 +482,7 @@ void emit_megatron(struct emit_ctx *x)
 		emit_printf(b, "export NVTE_MASKED_SOFTMAX_FUSION=0\n");
 
 	emit_printf(b, "\nARGS=(\n");
-	model_flags(b, m, s);
-	emit_printf(b, "\t--tensor-model-parallel-size %d\n\t--pipeline-model-parallel-size %d\n"
-		    "\t--context-parallel-size %d\n",
-		    s->tp, s->pp, s->cp);
-	if (s->cp > 1)	/* the CP flavour the cost model timed */
-		emit_printf(b, "\t--cp-comm-type %s\n", cp_comm_name(s->cp_comm));
-	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
-		emit_printf(b, "\t--hierarchical-context-parallel-sizes %d %d\n", s->cp_a2a,
-			    s->cp / s->cp_a2a);
-	if (s->sp)
-		emit_printf(b, "\t--sequence-parallel\n");
-	if (!emit_default_split(x)) {
-		emit_printf(b, "\t--pipeline-model-parallel-layout '");
-		emit_layout(b, x);
-		emit_printf(b, "'\n");
-	} else if (s->vp > 1) {
-		emit_printf(b, "\t--num-virtual-stages-per-pipeline-rank %d\n", s->vp);
-	}
-	emit_printf(b, "\t--micro-batch-size %d\n\t--global-batch-size %d\n", s->mbs, s->gbs);
-	if (s->recompute == RECOMPUTE_FULL)
-		emit_printf(b, "\t--recompute-granularity full\n\t--recompute-method uniform\n"
-			    "\t--recompute-num-layers 1\n");
-	else if (s->recompute == RECOMPUTE_SELECTIVE)
-		emit_printf(b, "\t--recompute-granularity selective\n");
-	if (s->zero >= 1)
-		emit_printf(b, "\t--use-distributed-optimizer\n");
-	if (s->grad_overlap)
-		emit_printf(b, "\t--overlap-grad-reduce\n");
-	if (param_overlap(s))
-		emit_printf(b, "\t--overlap-param-gather\n");
-	if (tp_overlap(s))
-		emit_printf(b, "\t--tp-comm-overlap\n");
-	emit_printf(b, "\t--attention-backend %s\n", attention_backend(s));
-	if (s->attn == ATTN_UNFUSED)
-		emit_printf(b, "\t--no-masked-softmax-fusion\n");
-	if (s->fp8)
-		emit_printf(b, "\t--fp8-format hybrid\n\t--fp8-recipe delayed\n");
-	emit_printf(b, "\t--bf16\n");
-	if (s->grad_bytes == 2)
-		emit_printf(b, "\t--grad-reduce-in-bf16\n");
-	if (s->grad_acc_unfused)
-		emit_printf(b, "\t--no-gradient-accumulation-fusion\n");
+	megatron_flags(b, x);
 	emit_printf(b, ")\n\n");
 
 	emit_printf(b, "exec torchrun --nnodes \"$NNODES\" ");
@@ -330,86 +540,9 @@ void emit_slurm(struct emit_ctx *x)
 		    n->n);
 }
 
-/* The MoE fields of nemo_model. */
-static void nemo_moe(struct emit_buf *b, const struct model *m, const struct strategy *s)
-{
-	emit_printf(b, "model.num_moe_experts=%d\nmodel.moe_router_topk=%d\n"
-		    "model.moe_ffn_hidden_size=%d\nmodel.moe_token_dispatcher_type=alltoall\n"
-		    "model.moe_router_load_balancing_type=%s\n",
-		    m->experts, m->top_k, m->moe_ffn, emit_balance(m, s));
-	if (s->moe_capacity > 0)
-		emit_printf(b, "model.moe_expert_capacity_factor=%g\nmodel.moe_token_drop_policy=probs\n",
-			    s->moe_capacity);
-	else
-		emit_printf(b, "model.moe_expert_capacity_factor=null\n");
-	if (m->shared_experts > 0)
-		emit_printf(b, "model.moe_shared_expert_intermediate_size=%d\n",
-			    m->shared_experts * m->shared_ffn);
-	if (!all_moe(m)) {
-		emit_printf(b, "model.moe_layer_freq=");
-		moe_pattern(b, m);
-		emit_printf(b, "\n");
-	}
-}
-
-/* The model's fields as Megatron core config fields (TransformerConfig,
- * MLATransformerConfig, and Megatron Bridge's GPTModelProvider for
- * rotary_base, rope_scaling*, make_vocab_size_divisible_by,
- * share_embeddings_and_output_weights): the same settings as model_flags,
- * Hydra style. */
-static void nemo_model(struct emit_buf *b, const struct model *m, const struct strategy *s)
-{
-	int kv = m->kv_heads ? m->kv_heads : m->heads;
-	const struct rope_scaling *r = &m->rope_scaling;
-
-	emit_printf(b, "# The model (start from a recipe of its family: activation_func stays the\n"
-		    "# recipe's, %s):\n"
-		    "model.num_layers=%d\nmodel.hidden_size=%d\nmodel.ffn_hidden_size=%d\n"
-		    "model.num_attention_heads=%d\n",
-		    m->ffn_kind == FFN_SWIGLU ? "silu for SwiGLU" : m->ffn_kind == FFN_GELU ? "gelu" : "squared relu",
-		    m->layers, m->hidden, m->ffn, m->heads);
-	if (m->kv_lora_rank > 0) {
-		emit_printf(b, "model.multi_latent_attention=true\n");
-		if (m->q_lora_rank > 0)
-			emit_printf(b, "model.q_lora_rank=%d\n", m->q_lora_rank);
-		emit_printf(b, "model.kv_lora_rank=%d\nmodel.qk_head_dim=%d\n"
-			    "model.qk_pos_emb_head_dim=%d\nmodel.v_head_dim=%d\n",
-			    m->kv_lora_rank, m->qk_nope_dim, m->qk_rope_dim, m->v_head_dim);
-	} else {
-		emit_printf(b, "model.num_query_groups=%d\n", kv);
-		if (m->head_dim)
-			emit_printf(b, "model.kv_channels=%d\n", m->head_dim);
-	}
-	emit_printf(b, "model.gated_linear_unit=%s\nmodel.normalization=%s\n",
-		    m->ffn_kind == FFN_SWIGLU ? "true" : "false",
-		    emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
-	if (m->norm_eps > 0)
-		emit_printf(b, "model.layernorm_epsilon=%g\n", m->norm_eps);
-	emit_printf(b, "model.position_embedding_type=%s\n", m->learned_pos ? "learned_absolute" : "rope");
-	if (!m->learned_pos && m->rope_theta > 0)
-		emit_printf(b, "model.rotary_base=%.0f\n", m->rope_theta);
-	if (!m->learned_pos && strcmp(r->type, "llama3") == 0)
-		emit_printf(b, "model.rope_scaling=true\nmodel.rope_scaling_factor=%g\n", r->factor);
-	else if (!m->learned_pos && strcmp(r->type, "yarn") == 0)
-		emit_printf(b, "model.rotary_scaling_factor=%g\n", r->factor);
-	emit_printf(b, "model.attention_dropout=0.0\nmodel.hidden_dropout=0.0\n"
-		    "model.add_bias_linear=%s\nmodel.add_qkv_bias=%s\nmodel.qk_layernorm=%s\n",
-		    m->bias ? "true" : "false", m->bias || m->qkv_bias ? "true" : "false",
-		    m->qk_norm ? "true" : "false");
-	if (m->sliding_window > 0)
-		emit_printf(b, "model.window_size=[%d,0]\n", m->sliding_window - 1);
-	emit_printf(b, "model.make_vocab_size_divisible_by=%d\n"
-		    "model.share_embeddings_and_output_weights=%s\n",
-		    emit_vocab_divisor(m, s->tp), m->tied ? "true" : "false");
-	if (m->experts > 0)
-		nemo_moe(b, m, s);
-	emit_printf(b, "# The parallel plan:\n");
-}
-
 void emit_nemo(struct emit_ctx *x)
 {
 	struct emit_buf *b = emit_add(x, "overrides.txt", 0644);
-	const struct strategy *s = x->s;
 
 	emit_header(b, x, "NeMo 2.0 / Megatron Bridge overrides, Hydra style");
 	emit_printf(b, "#\n"
@@ -423,50 +556,5 @@ void emit_nemo(struct emit_ctx *x)
 	if (!emit_uniform_gpus(x))
 		emit_printf(b, "# with NPROC the processes of the node (launch files of format megatron list them).\n");
 	notes(b, x, true);
-	nemo_model(b, x->m, s);
-	emit_printf(b, "model.tensor_model_parallel_size=%d\n"
-		    "model.pipeline_model_parallel_size=%d\n", s->tp, s->pp);
-	if (s->vp > 1)
-		emit_printf(b, "model.virtual_pipeline_model_parallel_size=%d\n", s->vp);
-	emit_printf(b, "model.context_parallel_size=%d\n"
-		    "model.sequence_parallel=%s\n", s->cp, s->sp ? "true" : "false");
-	if (s->cp > 1)
-		emit_printf(b, "model.cp_comm_type=%s\n", cp_comm_name(s->cp_comm));
-	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
-		emit_printf(b, "model.hierarchical_context_parallel_sizes=[%d,%d]\n", s->cp_a2a,
-			    s->cp / s->cp_a2a);
-	if (x->m->experts > 0)
-		emit_printf(b, "model.expert_model_parallel_size=%d\n"
-			    "model.expert_tensor_parallel_size=%d\n", s->ep, strategy_etp(s));
-	if (!emit_default_split(x)) {
-		emit_printf(b, "model.pipeline_model_parallel_layout=\"");
-		emit_layout(b, x);
-		emit_printf(b, "\"\n");
-	}
-	if (s->recompute == RECOMPUTE_FULL)
-		emit_printf(b, "model.recompute_granularity=full\nmodel.recompute_method=uniform\n"
-			    "model.recompute_num_layers=1\n");
-	else if (s->recompute == RECOMPUTE_SELECTIVE)
-		emit_printf(b, "model.recompute_granularity=selective\n");
-	emit_printf(b, "model.seq_length=%d\n"
-		    "dataset.sequence_length=%d\n"
-		    "train.micro_batch_size=%d\n"
-		    "train.global_batch_size=%d\n"
-		    "ddp.use_distributed_optimizer=%s\n"
-		    "optimizer.use_distributed_optimizer=%s\n"
-		    "ddp.overlap_grad_reduce=%s\n",
-		    s->seq, s->seq, s->mbs, s->gbs, s->zero >= 1 ? "true" : "false",
-		    s->zero >= 1 ? "true" : "false", s->grad_overlap ? "true" : "false");
-	emit_printf(b, "ddp.overlap_param_gather=%s\n"
-		    "ddp.grad_reduce_in_fp32=%s\n"
-		    "model.tp_comm_overlap=%s\n"
-		    "model.attention_backend=%s\n",
-		    param_overlap(s) ? "true" : "false", s->grad_bytes == 2 ? "false" : "true",
-		    tp_overlap(s) ? "true" : "false", attention_backend(s));
-	if (s->attn == ATTN_UNFUSED)
-		emit_printf(b, "model.masked_softmax_fusion=false\n");
-	if (s->fp8)
-		emit_printf(b, "model.fp8=hybrid\nmodel.fp8_recipe=delayed\n");
-	if (s->grad_acc_unfused)
-		emit_printf(b, "model.gradient_accumulation_fusion=false\n");
+	nemo_fields(b, x);
 }

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "cluster.h"
-#include "emit_int.h"
+#include "emit_titan.h"
+#include "emit_util.h"
 #include "model.h"
 #include "strategy.h"
 

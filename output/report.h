@@ -1,5 +1,6 @@
-/* report.h: the ranking as a table on a terminal, as CSV for a spreadsheet,
- * and one strategy's time and memory breakdown. */
+/* report.h: the ranking as a table on a terminal (report_table.c), as CSV
+ * and JSON files (report_files.c), one strategy's time and memory breakdown
+ * (report_table.c), and strategies side by side (report_compare.c). */
 #ifndef AMPPLAN_REPORT_H
 #define AMPPLAN_REPORT_H
 

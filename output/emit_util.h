@@ -1,8 +1,9 @@
-/* emit_int.h: internals shared by the emitters (emit*.c): a growing text
- * buffer, the files of one emit_write call, and the pieces several formats
- * write. Not part of the public API (that is emit.h). */
-#ifndef AMPPLAN_EMIT_INT_H
-#define AMPPLAN_EMIT_INT_H
+/* emit_util.h: (internal) what the launch-file writers share (emit_util.c):
+ * a growing text buffer, the files of one emit_write call, and the pieces
+ * several formats write. Below the writers and the dispatcher (emit.c); the
+ * public API is emit.h. */
+#ifndef AMPPLAN_EMIT_UTIL_H
+#define AMPPLAN_EMIT_UTIL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,6 +91,9 @@ bool emit_default_split(const struct emit_ctx *x);
  * E embedding, t*n n blocks, L the head (loss), '|' between stages. */
 void emit_layout(struct emit_buf *b, const struct emit_ctx *x);
 
+/* Appends "0" for lo == hi, else "0-3". */
+void emit_range(struct emit_buf *b, int lo, int hi);
+
 /* The processes per node if every node rank runs the same number, else 0. */
 int emit_uniform_gpus(const struct emit_ctx *x);
 
@@ -106,13 +110,5 @@ void emit_node_env(struct emit_buf *b, const struct emit_ctx *x, const char *scr
 /* Appends "--nproc-per-node N", or "--nproc-per-node \"$NPROC\"" when the
  * counts differ (emit_node_env sets NPROC then). */
 void emit_nproc(struct emit_buf *b, const struct emit_ctx *x);
-
-/* The emitters: each adds its files to x. */
-void emit_nodes_txt(struct emit_ctx *x);
-void emit_megatron(struct emit_ctx *x);
-void emit_slurm(struct emit_ctx *x);
-void emit_nemo(struct emit_ctx *x);
-void emit_titan(struct emit_ctx *x);
-void emit_deepspeed(struct emit_ctx *x);
 
 #endif

@@ -1,0 +1,299 @@
+/* report_files.c: the ranking as CSV (libcsv) and as JSON (cJSON), from the
+ * one column list (report_columns.h), written or staged through outfile.h
+ * (report.h). */
+#include "report.h"
+#include "report_columns.h"
+#include "report_int.h"
+
+#include <cjson/cJSON.h>
+#include <csv.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "cost.h"
+#include "model.h"
+#include "outfile.h"
+#include "plan.h"
+#include "util.h"
+
+/* Writes one field: plain, or through csv_fwrite when it needs quoting
+ * (STYLE.md library notes). */
+static void csv_field(FILE *f, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (strpbrk(s, ",\"\r\n") || (n && (s[0] == ' ' || s[n - 1] == ' ')))
+		csv_fwrite(f, s, n);
+	else
+		fputs(s, f);
+}
+
+/* Writes a text column's field so that a spreadsheet shows it as text: a
+ * cell starting with '=', '+', '-' or '@' (or a tab or CR) would be read as
+ * a formula (CSV injection through a name from an input file), so it gets a
+ * leading apostrophe, which Excel, LibreOffice and Google Sheets take as
+ * "text follows" and do not display (OWASP's advice). Numeric and 0/1
+ * columns are never changed. */
+static void csv_text_field(FILE *f, const char *s)
+{
+	char buf[REPORT_FIELD_MAX + 1];
+
+	if (s[0] && strchr("=+-@\t\r", s[0])) {
+		snprintf(buf, sizeof buf, "'%s", s);
+		csv_field(f, buf);
+	} else {
+		csv_field(f, s);
+	}
+}
+
+/* Writes the ranking to f: a header of the column names, then one line
+ * per row (rank 0 for the infeasible ones). */
+static void write_csv(FILE *f, const struct plan *p, const struct model *m,
+		      const struct cluster *c)
+{
+	char (*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+
+	for (size_t i = 0; i < report_n_columns; i++) {
+		fputs(i ? "," : "", f);
+		csv_field(f, report_columns[i].name);
+	}
+	fputc('\n', f);
+	for (int r = 0; r < p->n_row; r++) {
+		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+		for (size_t i = 0; i < report_n_columns; i++) {
+			fputs(i ? "," : "", f);
+			if (report_columns[i].kind == REPORT_STR)
+				csv_text_field(f, fields[i]);
+			else
+				csv_field(f, fields[i]);
+		}
+		fputc('\n', f);
+	}
+	free(fields);
+}
+
+/* A number of the JSON as the CSV writes it (6 digits, report_fields), null
+ * when empty or not finite; added raw, which spares cJSON's printing. */
+static void json_number(cJSON *o, const char *name, const char *text)
+{
+	double v = strtod(text, NULL);
+
+	if (!text[0] || !isfinite(v))
+		cJSON_AddNullToObject(o, name);
+	else
+		cJSON_AddRawToObject(o, name, text);
+}
+
+/* Adds to o the ms per micro-batch of virtual stage st and, if with_rank,
+ * the time and memory of its pipeline rank y (the rank_ keys), each with 6
+ * digits as the columns (report_fields). */
+static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct cost_rank *y,
+			  bool with_rank)
+{
+	const struct cost_mem *mm = &y->mem;
+	const struct {
+		const char *name;
+		double v;
+	} key[] = {
+		{ "fwd_ms", 1e3 * st->fwd }, { "bwd_ms", 1e3 * st->bwd }, { "p2p_ms", 1e3 * st->send },
+		/* the rank's, from here on */
+		{ "rank_fwd_ms", 1e3 * y->fwd }, { "rank_bwd_ms", 1e3 * y->bwd },
+		{ "rank_comm_ms", 1e3 * (y->comm_fwd + y->comm_bwd) }, { "rank_p2p_ms", 1e3 * y->send },
+		{ "rank_idle_s", y->idle },
+		{ "rank_bubble_pct", y->pipeline_s > 0 ? 100.0 * y->idle / y->pipeline_s : 0.0 },
+		{ "rank_dp_comm_s", y->dp }, { "rank_optimizer_s", y->optimizer },
+		{ "rank_mem_GiB", y->peak_bytes / GiB }, { "rank_capacity_GiB", y->cap_bytes / GiB },
+		{ "rank_weights_GiB", mm->weights / GiB }, { "rank_grads_GiB", mm->grads / GiB },
+		{ "rank_optimizer_GiB", mm->optimizer / GiB },
+		{ "rank_activations_GiB", mm->activations / GiB },
+		{ "rank_logits_GiB", mm->logits / GiB }, { "rank_allowance_GiB", mm->allowance / GiB },
+	};
+
+	for (size_t i = 0; i < (with_rank ? sizeof key / sizeof *key : 3); i++) {
+		char text[32];
+
+		snprintf(text, sizeof text, "%.6g", key[i].v);
+		json_number(o, key[i].name, text);
+	}
+}
+
+/* The per-stage details of a row: layers, pipeline rank, node group, GPU;
+ * the virtual stage's ms per micro-batch (cost_stages) and, on the first
+ * virtual stage of each pipeline rank (stage k < pp), the rank's time and
+ * memory (cost_ranks, the rank_ keys), unless the layer costs cannot be
+ * computed again. */
+static cJSON *json_stages(const struct plan_row *row, const struct model *m,
+			  const struct cluster *c)
+{
+	const struct strategy *s = &row->s;
+	cJSON *a = cJSON_CreateArray();
+	struct layer_costs lc;
+	struct cost_rank *x = NULL;
+	struct cost_stage *st = NULL;
+
+	if (cost_layers(&lc, m, c, s, NULL, NULL) == 0) {
+		x = xcalloc((size_t)s->pp, sizeof *x);
+		st = xcalloc((size_t)s->n_stages, sizeof *st);
+		cost_ranks(x, m, c, s, &lc);
+		cost_stages(st, m, c, s, &lc);
+		cost_layers_free(&lc);
+	}
+	for (int k = 0; k < s->n_stages; k++) {
+		const struct node_group *g = &c->group[s->group[strategy_rank(s, k)]];
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "stage", k);
+		cJSON_AddNumberToObject(o, "pipeline_rank", strategy_rank(s, k));
+		cJSON_AddNumberToObject(o, "first_layer", s->first[k]);
+		cJSON_AddNumberToObject(o, "layers", stage_layers(s, k));
+		cJSON_AddStringToObject(o, "group", g->name);
+		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
+		if (x)	/* the rank's keys once, on its first virtual stage */
+			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp);
+		cJSON_AddItemToArray(a, o);
+	}
+	free(x);
+	free(st);
+	return a;
+}
+
+/* Writes the ranking to f: the summary keys, then "strategies", one
+ * object per line, each built, printed and freed in turn, so that memory
+ * holds one row's tree at a time (a ranking can have 100,000 rows). */
+static void write_json(FILE *f, const struct plan *p, const struct model *m,
+		       const struct cluster *c)
+{
+	char (*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+	cJSON *doc = cJSON_CreateObject();
+	char *text;
+	size_t n;
+
+	cJSON_AddStringToObject(doc, "model", m->name);
+	cJSON_AddStringToObject(doc, "cluster", c->name);
+	cJSON_AddNumberToObject(doc, "gpus", c->total_gpus);
+	cJSON_AddNumberToObject(doc, "strategies_costed", (double)p->evaluated);
+	cJSON_AddBoolToObject(doc, "truncated", p->truncated);
+	cJSON_AddNumberToObject(doc, "degrees", p->degrees);
+	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
+	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
+	text = cJSON_PrintUnformatted(doc);
+	n = strlen(text);	/* an object's text ends with its '}' */
+	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
+	cJSON_free(text);
+	cJSON_Delete(doc);
+	for (int r = 0; r < p->n_row; r++) {
+		cJSON *o = cJSON_CreateObject();
+
+		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+		for (size_t i = 0; i < report_n_columns; i++) {
+			if (report_columns[i].kind == REPORT_NUM)
+				json_number(o, report_columns[i].name, fields[i]);
+			else if (report_columns[i].kind == REPORT_BOOL)
+				cJSON_AddBoolToObject(o, report_columns[i].name, strcmp(fields[i], "1") == 0);
+			else
+				cJSON_AddStringToObject(o, report_columns[i].name, fields[i]);
+		}
+		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
+		if (r < p->n_feasible)	/* plan_row.gap_pct */
+			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
+		else
+			cJSON_AddNullToObject(o, "gap_pct");
+		text = cJSON_PrintUnformatted(o);
+		fprintf(f, "%s\n%s", r ? "," : "", text);
+		cJSON_free(text);
+		cJSON_Delete(o);
+	}
+	fputs("]}\n", f);
+	free(fields);
+}
+
+/* Renders body into memory and adds it to t as path ("-" for stdout). */
+static int stage_whole(struct outfile_set *t, const char *path,
+		       void (*body)(FILE *, const void *), const void *arg, struct err *e)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int rc;
+
+	if (!f)
+		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
+	body(f, arg);
+	if (fclose(f) != 0) {
+		free(text);
+		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
+	}
+	rc = outfile_add(t, path, text, len, 0666, e);
+	free(text);
+	return rc;
+}
+
+/* A transaction of one file. */
+static int write_whole(const char *path, void (*body)(FILE *, const void *),
+		       const void *arg, struct err *e)
+{
+	struct outfile_set *t = outfile_create();
+	int rc = stage_whole(t, path, body, arg, e);
+
+	if (rc == 0)
+		rc = outfile_commit(t, e);
+	outfile_free(t);
+	return rc;
+}
+
+struct output {
+	const struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+};
+
+static void csv_body(FILE *f, const void *arg)
+{
+	const struct output *o = arg;
+
+	write_csv(f, o->p, o->m, o->c);
+}
+
+static void json_body(FILE *f, const void *arg)
+{
+	const struct output *o = arg;
+
+	write_json(f, o->p, o->m, o->c);
+}
+
+int report_csv(const char *path, const struct plan *p, const struct model *m,
+	       const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return write_whole(path, csv_body, &o, e);
+}
+
+int report_json(const char *path, const struct plan *p, const struct model *m,
+		const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return write_whole(path, json_body, &o, e);
+}
+
+int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		     const struct model *m, const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return stage_whole(t, path, csv_body, &o, e);
+}
+
+int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
+		      const struct model *m, const struct cluster *c, struct err *e)
+{
+	struct output o = { p, m, c };
+
+	return stage_whole(t, path, json_body, &o, e);
+}
