@@ -73,19 +73,29 @@ demo: deps
 # Every test suite, plain and under AddressSanitizer + UBSan, then the
 # validation against published measurements as a regression (no file may do
 # worse than tests/data/validation/limits.txt).
+# JOBS suites and compilers run side by side (default: one per core);
+# each suite's output is printed whole when it ends (-O).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: test-deps
-	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
+	@$(MAKE) --no-print-directory -j$(JOBS) -O test
+	@$(MAKE) --no-print-directory -j$(JOBS) -O BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
-	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-smoke
 
-# Then tests/check_install.sh (`make install` into a temporary PREFIX);
-# INSTALL_CHECK=no skips it (`make check`'s sanitizer pass: it runs once).
+# Every suite, one target each (so that -j runs them side by side, and -k
+# all of them past a failure), then tests/check_install.sh (`make install`
+# into a temporary PREFIX); INSTALL_CHECK=no skips it (`make check`'s
+# sanitizer pass: it runs once).
 INSTALL_CHECK ?= yes
+TEST_RUNS := $(TESTS:%=%.run) $(if $(filter yes,$(INSTALL_CHECK)),$(BUILD)/install-check.run)
 test: $(BUILD)/ampplan $(TESTS)
-	@fail=0; for t in $(TESTS); do echo "== $$t"; $$t || fail=1; done; \
-	if [ "$(INSTALL_CHECK)" = yes ]; then echo "== tests/check_install.sh"; \
-		sh tests/check_install.sh $(BUILD) || fail=1; fi; exit $$fail
+	@$(MAKE) --no-print-directory -k $(TEST_RUNS)
+
+$(TESTS:%=%.run): %.run: %
+	@echo "== $<"; $<
+
+$(BUILD)/install-check.run: $(BUILD)/ampplan
+	@echo "== tests/check_install.sh"; sh tests/check_install.sh $(BUILD)
 
 # Predicted vs published iteration times against the targets of README
 # "Validation"; with VALIDATE_STRICT=0 it reports missed targets but exits 0.
@@ -170,6 +180,6 @@ clean:
 	rm -rf build ampplan
 
 .PHONY: all deps test-deps demo check test validate bench install format clean \
-	fuzz fuzz-build fuzz-smoke
+	fuzz fuzz-build fuzz-smoke $(TEST_RUNS)
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
