@@ -85,7 +85,7 @@ static void mix_links(const struct cluster *c, struct node_group *M, int fresh)
 		fabrics |= b->fabric != a->fabric;
 		gpn = gcd_int(gcd_int(gpn, M->part_gpus[i]), b->gpus_per_node);
 		usd = usd < 0 || b->price_gpu_hour <= 0 ? -1
-							 : usd + b->price_gpu_hour * M->part_gpus[i];
+							: usd + b->price_gpu_hour * M->part_gpus[i];
 	}
 	if (fabrics) {
 		M->inter_bw = fmin(M->inter_bw, c->fabric_bw);

@@ -8,7 +8,8 @@ struct strategy;
 
 /* A GPU's maker, which fixes its collective library: NCCL for NVIDIA,
  * RCCL for AMD. One training job runs one of them. */
-enum gpu_vendor { VENDOR_NVIDIA, VENDOR_AMD };
+enum gpu_vendor { VENDOR_NVIDIA,
+		  VENDOR_AMD };
 
 /* A GPU type with its calibrated compute efficiency. The achieved fraction of
  * peak for a GEMM of w FLOPs on one GPU is eff_max * w / (w + eff_half_flop)
@@ -27,7 +28,7 @@ struct gpu_type {
 				   forward reaches (FlashAttention-3 / cuDNN on
 				   Hopper run faster than FA-2 on Ampere);
 				   0 = FLASH_RATE x eff_max (compute.h) */
-	enum gpu_vendor vendor;	/* "vendor"; default NVIDIA */
+	enum gpu_vendor vendor; /* "vendor"; default NVIDIA */
 	double link_bw;		/* bytes/s per GPU, one direction, of its
 				   peer link inside a node (NVLink, Infinity
 				   Fabric, or PCIe); the default of its
@@ -45,19 +46,19 @@ struct gpu_type {
 struct node_group {
 	char *name;
 	int nodes, gpus_per_node;
-	int gpu;		/* index into cluster.gpu */
-	double intra_bw;	/* per GPU, one direction, inside the node */
+	int gpu;	 /* index into cluster.gpu */
+	double intra_bw; /* per GPU, one direction, inside the node */
 	double intra_lat;
-	double inter_bw;	/* per node, one direction, shared by its GPUs */
+	double inter_bw; /* per node, one direction, shared by its GPUs */
 	double inter_lat;
-	double intra_eff, inter_eff; /* fraction of the link NCCL reaches */
-	int fabric;		/* groups with equal fabric share a network */
-	double price_gpu_hour;	/* USD per GPU-hour ("price_per_gpu_hour");
+	double intra_eff, inter_eff;	   /* fraction of the link NCCL reaches */
+	int fabric;			   /* groups with equal fabric share a network */
+	double price_gpu_hour;		   /* USD per GPU-hour ("price_per_gpu_hour");
 				   0: not given */
-	int n_part;		/* 0: a real group; > 0: a mixed one */
-	int stage_gpus;		/* mixed: the GPUs of the rank it hosts */
-	int part_group[CLUSTER_MAX_PARTS];	/* mixed: real groups */
-	int part_gpus[CLUSTER_MAX_PARTS];	/* mixed: GPUs of each */
+	int n_part;			   /* 0: a real group; > 0: a mixed one */
+	int stage_gpus;			   /* mixed: the GPUs of the rank it hosts */
+	int part_group[CLUSTER_MAX_PARTS]; /* mixed: real groups */
+	int part_gpus[CLUSTER_MAX_PARTS];  /* mixed: GPUs of each */
 };
 
 /* A cluster. Owns all its memory. */
@@ -66,12 +67,12 @@ struct cluster {
 	struct gpu_type *gpu;
 	int n_gpu;
 	struct node_group *group;
-	int n_group;		/* real groups first, then any mixed ones */
-	double fabric_bw;	/* per node, one direction, between groups on
+	int n_group;	  /* real groups first, then any mixed ones */
+	double fabric_bw; /* per node, one direction, between groups on
 				   different fabrics */
 	double fabric_lat;
 	int total_gpus;
-	double mem_allowance;	/* bytes per GPU reserved for the CUDA context,
+	double mem_allowance; /* bytes per GPU reserved for the CUDA context,
 				   NCCL and the allocator, set by the user in
 				   place of the cost model's estimate (memory.h
 				   MEM_CONTEXT_BYTES, MEM_FRAG_SHARE); < 0:

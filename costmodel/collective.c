@@ -14,7 +14,7 @@
 
 static double eff_or_one(double eff)
 {
-	return eff > 0 ? eff : 1.0;	/* 0 = not given: the raw link */
+	return eff > 0 ? eff : 1.0; /* 0 = not given: the raw link */
 }
 
 static int dtype_bytes(const struct model *m)
@@ -222,8 +222,7 @@ double comm_tp_fwd(const struct model *m, int l, const struct cluster *c,
 			  : 2 * coll_allreduce(s->tp, S, k);
 	case LAYER_HEAD:
 		return (sp ? coll_allgather(s->tp, S, k) : 0) +
-		       3 * coll_allreduce(s->tp, (double)s->mbs * s->seq /
-						      s->cp * 4, k);
+		       3 * coll_allreduce(s->tp, (double)s->mbs * s->seq / s->cp * 4, k);
 	}
 	return 0;
 }
@@ -319,7 +318,8 @@ double comm_cp_fwd(const struct model *m, int l, const struct cluster *c, int g,
 double comm_cp_a2a(const struct model *m, int l, const struct cluster *c, int g,
 		   const struct strategy *s)
 {
-	int n = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a : 1;
+	int n = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a
+									: 1;
 	double q, kv, d;
 
 	if (s->cp <= 1 || n <= 1 || m->layer[l].kind != LAYER_BLOCK)
@@ -385,11 +385,8 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 	if (s->zero != 3)
 		return 0;
 	dp_sizes(G, s, &n, &n_e, &k, &k_e);
-	return coll_hier_reducescatter(G, n, k, (ly->params - ly->expert_params) /
-						       s->tp * MEM_WEIGHT_BYTES) +
-	       coll_hier_reducescatter(G, n_e, k_e, ly->expert_params /
-							((double)s->ep * strategy_etp(s)) *
-							MEM_WEIGHT_BYTES);
+	return coll_hier_reducescatter(G, n, k, (ly->params - ly->expert_params) / s->tp * MEM_WEIGHT_BYTES) +
+	       coll_hier_reducescatter(G, n_e, k_e, ly->expert_params / ((double)s->ep * strategy_etp(s)) * MEM_WEIGHT_BYTES);
 }
 
 /* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
@@ -421,8 +418,7 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		if (2 * rank_gpus <= a->gpus_per_node)
 			k = link_span(a, 1);
 		else
-			k = link_inter(a, a->gpus_per_node < rank_gpus ?
-						  a->gpus_per_node : rank_gpus);
+			k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
 		return 2 * coll_p2p(S, k);
 	}
 	k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);

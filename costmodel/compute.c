@@ -108,8 +108,8 @@ static int measured(const struct layer *ly, int l, const char *gpu,
 			continue;
 		if (!measure_ok(p))
 			return err_set(e, "layer %d: measured point %d for '%s' "
-				       "(tp %d, mbs %d, seq %d) needs mbs >= 1, "
-				       "fwd_s > 0 and bwd_s >= 0",
+					  "(tp %d, mbs %d, seq %d) needs mbs >= 1, "
+					  "fwd_s > 0 and bwd_s >= 0",
 				       l, i, gpu, p->tp, p->mbs, p->seq);
 		if (p->mbs <= s->mbs && (!lo || p->mbs > lo->mbs))
 			lo = p;
@@ -150,8 +150,8 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	double t = s->tp, a = m->heads, g = m->kv_heads, d = m->head_dim;
 	double rows = (s->sp || s->tp <= 1) ? 1.0 / t : 1.0; /* per token row */
 	double norm = s->unfused_norm ? NORM_UNFUSED : NORM_FUSED;
-	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim :
-		     m->rotary_dim > 0 ? m->rotary_dim : d;
+	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim : m->rotary_dim > 0 ? m->rotary_dim
+									      : d;
 	double bytes, f;
 
 	switch (m->layer[l].kind) {
@@ -337,9 +337,15 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		t->bwd += (dense + expert) * (2 * memory_grad_bytes(s) + dt) / bw;
 	}
 	switch (ly->kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE) {
-	case RECOMPUTE_FULL: t->recompute = t->fwd; break;
-	case RECOMPUTE_SELECTIVE: t->recompute = t->attn_fwd; break;
-	default: t->recompute = 0; break;
+	case RECOMPUTE_FULL:
+		t->recompute = t->fwd;
+		break;
+	case RECOMPUTE_SELECTIVE:
+		t->recompute = t->attn_fwd;
+		break;
+	default:
+		t->recompute = 0;
+		break;
 	}
 	return 0;
 }

@@ -33,11 +33,11 @@ struct strategy;
  * short sequences, fewer heads per GPU under TP). A GPU type may set its
  * own rate (cluster file flash_efficiency: Hopper's FlashAttention-3 and
  * cuDNN kernels reach about 75%, Shah et al. 2024). */
-#define FLASH_RATE 0.59		/* FA-2 forward vs eff_max */
-#define FLASH1_RATE 0.39		/* FA-1 forward vs eff_max */
-#define FLASH_BWD_FLOPS 2.5	/* backward FLOPs / forward FLOPs */
-#define FLASH_BWD_RATE 0.51	/* backward rate / forward rate */
-#define CAUSAL_SHARE 0.5	/* of QK^T and AV a causal flash kernel runs */
+#define FLASH_RATE	0.59 /* FA-2 forward vs eff_max */
+#define FLASH1_RATE	0.39 /* FA-1 forward vs eff_max */
+#define FLASH_BWD_FLOPS 2.5  /* backward FLOPs / forward FLOPs */
+#define FLASH_BWD_RATE	0.51 /* backward rate / forward rate */
+#define CAUSAL_SHARE	0.5  /* of QK^T and AV a causal flash kernel runs */
 
 /* Memory-bound traffic in bf16 tensors (reads + writes) of one token's row
  * (Korthikanti et al. 2022 Sec. 4.1 lists what each part reads and
@@ -63,13 +63,13 @@ struct strategy;
  *   with learned positions).
  * The backward pass moves twice the forward's bytes (it reads the saved
  * input and the output gradient and writes the input gradient). */
-#define NORM_FUSED 2.0
-#define NORM_UNFUSED 32.0
-#define RESIDUAL 3.0
-#define SCORE_FUSED 0.7
-#define SCORE_UNFUSED 15.0
+#define NORM_FUSED	   2.0
+#define NORM_UNFUSED	   32.0
+#define RESIDUAL	   3.0
+#define SCORE_FUSED	   0.7
+#define SCORE_UNFUSED	   15.0
 #define CE_BYTES_PER_LOGIT 24.0
-#define MEM_BWD 2.0
+#define MEM_BWD		   2.0
 
 /* Fixed seconds per transformer block per forward pass of a micro-batch
  * beside its kernels' work: the launch and scheduling gaps of its few
@@ -85,14 +85,14 @@ struct strategy;
  * FLOP rate, the attention core at its kernel's rate, the rest at HBM
  * bandwidth, plus LAYER_OVERHEAD_S; the parts run one after the other. */
 struct layer_time {
-	double fwd, bwd;	/* forward, backward */
-	double recompute;	/* recomputation before the backward pass */
-	double attn_fwd;	/* of fwd, the attention core (QK^T, softmax, AV) */
-	double attn_bwd;	/* of bwd, the attention core's backward */
-	double gemm_fwd;	/* of fwd, the GEMMs of a block's linear layers
+	double fwd, bwd;  /* forward, backward */
+	double recompute; /* recomputation before the backward pass */
+	double attn_fwd;  /* of fwd, the attention core (QK^T, softmax, AV) */
+	double attn_bwd;  /* of bwd, the attention core's backward */
+	double gemm_fwd;  /* of fwd, the GEMMs of a block's linear layers
 				   (what TP communication overlaps with; their
 				   backward is 2 x this) */
-	double mem_fwd;		/* of fwd, the memory-bound kernels */
+	double mem_fwd;	  /* of fwd, the memory-bound kernels */
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's

@@ -88,7 +88,8 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
-						: comm_pp_send(m, c, g, h, s)) * most / mb;
+					       : comm_pp_send(m, c, g, h, s)) *
+					most / mb;
 	}
 	if (schedule_v(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
@@ -241,7 +242,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		w /= 2;
 	for (int i = 0; i < n; i++) {
 		int k = stage[i], g = f->group[k];
-		struct parts p = {0};
+		struct parts p = { 0 };
 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			/* cannot fail: cost_layers checked the measured profiles;
@@ -504,7 +505,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 	pipe_terms(&P, m, c, s, lc);
 	for (int q = 0; q < pp; q++) {
 		struct cost_rank *x = &out[q];
-		struct cost_time tm = {0};
+		struct cost_time tm = { 0 };
 		double hid;
 
 		*x = zero_rank;
@@ -525,7 +526,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 			x->n_layers += stage_layers(s, k);
 			x->n_chunks++;
 			for (int l = s->first[k]; l < s->first[k + 1]; l++) {
-				struct parts p = {0};
+				struct parts p = { 0 };
 
 				cost_layer_parts(&p, m, l, c, f->group[k], s, NULL);
 				x->compute_fwd += p.fwd;

@@ -20,7 +20,7 @@ struct err;
  * micro-batch's backward has produced it; the last bucket (the rank's first
  * layers) cannot hide. Likewise --overlap-param-gather gathers the first
  * bucket before the forward can start. */
-#define COST_BUCKET_PARAMS 40e6
+#define COST_BUCKET_PARAMS	  40e6
 #define COST_BUCKET_PARAMS_PER_DP 1e6
 
 /* Per-layer inputs of the partition search for one strategy; independent of
@@ -33,9 +33,9 @@ struct layer_costs {
 	double *time;
 	/* [g * n_layer + l]: of which the forward pass (same units). */
 	double *fwd;
-	double *state_bytes;	/* [l] weights + gradients + optimizer per GPU */
-	double *act_bytes;	/* [l] activations per in-flight micro-batch per GPU */
-	double *extra_bytes;	/* [l] transient while the layer runs (fp32
+	double *state_bytes; /* [l] weights + gradients + optimizer per GPU */
+	double *act_bytes;   /* [l] activations per in-flight micro-batch per GPU */
+	double *extra_bytes; /* [l] transient while the layer runs (fp32
 				   logits of the head), per GPU */
 	/* [g * (n_layer + 1) + j]: seconds that pipeline rank 0 on group g
 	 * adds after the pipeline when its (only) stage holds layers [0, j):
@@ -144,22 +144,22 @@ void cost_layers_free(struct layer_costs *lc);
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
 struct pipeline_frame {
 	int n_stages, n_group, vp;
-	int hops;			/* p2p boundaries a micro-batch crosses:
+	int hops;		     /* p2p boundaries a micro-batch crosses:
 					   n_stages - 1, ZB-V's turn on one rank
 					   not counted */
-	double a, b;			/* schedule weights over the stages
+	double a, b;		     /* schedule weights over the stages
 					   (schedule_weights) */
-	double ra, rb;			/* ... over the ranks' totals
+	double ra, rb;		     /* ... over the ranks' totals
 					   (schedule_rank_weights) */
-	double inflight[MAX_STAGES];	/* micro-batches of activations held */
-	double vocab[MAX_STAGES];	/* seconds per micro-batch of stage k's
+	double inflight[MAX_STAGES]; /* micro-batches of activations held */
+	double vocab[MAX_STAGES];    /* seconds per micro-batch of stage k's
 					   vocabulary-parallel share
 					   (layer_costs.vocab_time of its
 					   group): part of c_k, as send[k] */
-	double send[MAX_STAGES];	/* seconds of p2p per micro-batch into
+	double send[MAX_STAGES];     /* seconds of p2p per micro-batch into
 					   stage k from stage k - 1 (0 for k = 0):
 					   link[group[k-1]][group[k]] */
-	double cap[MAX_STAGES];		/* bytes available for the stage's
+	double cap[MAX_STAGES];	     /* bytes available for the stage's
 					   layers on one GPU: cap_of[group[k]]
 					   x share[k] */
 	/* Stage k's part of its rank's memory, times vp: 1 but under ZB-V and
@@ -171,14 +171,14 @@ struct pipeline_frame {
 	 * 1/2 under DualPipe, whose rank also holds stage k's mirror of the
 	 * other copy. */
 	double share[MAX_STAGES];
-	int group[MAX_STAGES];		/* node group of virtual stage k */
+	int group[MAX_STAGES]; /* node group of virtual stage k */
 	/* Placement-free terms, for a search that also places the ranks:
 	 * link[g][h] the p2p seconds per micro-batch (forward and backward)
 	 * between a stage on group g and the next on group h; cap_of[g] the
 	 * bytes for a stage's layers on a GPU of group g. */
 	double link[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
-	double vocab_of[MAX_GROUPS];	/* vocab[] of a stage on group g */
+	double vocab_of[MAX_GROUPS]; /* vocab[] of a stage on group g */
 };
 /* Fills f for strategy s: weights a, b (schedule, with lc->zb_rho),
  * in-flight micro-batches per stage, the caps and links per group, the
@@ -199,9 +199,9 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 struct cost_time {
 	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
 	double tp_hidden, cp_hidden, dp_hidden;
-	double vocab;	/* vocabulary parallelism's collectives, exposed (in
+	double vocab;	  /* vocabulary parallelism's collectives, exposed (in
 			   iter_s too, the tenth part) */
-	double ep_hidden;	/* EP all-to-all under the paired micro-batch's
+	double ep_hidden; /* EP all-to-all under the paired micro-batch's
 				   compute (DualPipe, DualPipeV) */
 };
 
@@ -212,15 +212,15 @@ struct cost_mem {
 
 /* The evaluation of one fully specified strategy. */
 struct cost_result {
-	double iter_s;		/* seconds per iteration */
-	double tokens_per_s;	/* gbs * seq / iter_s */
-	double mfu;		/* model FLOPs (no recompute) / (iter_s * sum of peaks) */
+	double iter_s;	     /* seconds per iteration */
+	double tokens_per_s; /* gbs * seq / iter_s */
+	double mfu;	     /* model FLOPs (no recompute) / (iter_s * sum of peaks) */
 	struct cost_time time;
 	struct cost_mem mem;
-	double peak_bytes;	/* heaviest pipeline rank, per GPU */
-	int heaviest_rank;	/* the rank with the most bytes per GPU */
-	bool fits;		/* every stage within cap (pipeline_frame) */
-	int overflow_rank;	/* first pipeline rank over its GPU memory, or -1 */
+	double peak_bytes; /* heaviest pipeline rank, per GPU */
+	int heaviest_rank; /* the rank with the most bytes per GPU */
+	bool fits;	   /* every stage within cap (pipeline_frame) */
+	int overflow_rank; /* first pipeline rank over its GPU memory, or -1 */
 	/* The fullest GPU: the pipeline rank whose bytes per GPU are the
 	 * largest share of its GPU's memory (first of equals), its bytes per
 	 * GPU (as peak_bytes, allowance included) and its GPU's memory
@@ -249,14 +249,14 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
  * micro-batch on one GPU of its group (the chunk of pipeline rank k % pp
  * that a timeline draws). fwd + bwd + send is the c_k of pipeline_frame. */
 struct cost_stage {
-	int rank;		/* pipeline rank, k % pp */
-	int first, n_layers;	/* layers [first, first + n_layers) of model.layer */
-	double fwd;		/* seconds: forward compute + its exposed TP, CP,
+	int rank;	     /* pipeline rank, k % pp */
+	int first, n_layers; /* layers [first, first + n_layers) of model.layer */
+	double fwd;	     /* seconds: forward compute + its exposed TP, CP,
 				   EP communication and ZeRO-3 gathers
 				   (layer_costs.fwd summed) */
-	double bwd;		/* seconds: recomputation + backward + their
+	double bwd;	     /* seconds: recomputation + backward + their
 				   exposed communication */
-	double send;		/* seconds of p2p into stage k from k - 1,
+	double send;	     /* seconds of p2p into stage k from k - 1,
 				   forward activations + backward gradients
 				   (0 for k = 0): pipeline_frame.send */
 };
@@ -279,30 +279,30 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
  * for the rest; then its tail, dp + optimizer (the one that ends last,
  * counted from rank 0's last backward, is the iteration's: cost_evaluate). */
 struct cost_rank {
-	int rank;		/* pipeline rank */
-	int group;		/* node group (index into cluster.group) */
-	int gpu;		/* GPU type (index into cluster.gpu) */
-	int n_layers;		/* layers held, all its virtual stages */
-	int n_chunks;		/* its virtual stages (vp) */
-	double fwd, bwd;	/* per micro-batch, as above */
+	int rank;	 /* pipeline rank */
+	int group;	 /* node group (index into cluster.group) */
+	int gpu;	 /* GPU type (index into cluster.gpu) */
+	int n_layers;	 /* layers held, all its virtual stages */
+	int n_chunks;	 /* its virtual stages (vp) */
+	double fwd, bwd; /* per micro-batch, as above */
 	double compute_fwd, compute_bwd, recompute;
-	double comm_fwd;	/* exposed TP + CP + EP + ZeRO-3 of the forward */
-	double comm_bwd;	/* of the backward and the recomputation */
-	double tp, cp, ep, zero3;	/* the exposed communication by kind */
-	double vocab;		/* vocabulary parallelism's collectives
+	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 of the forward */
+	double comm_bwd;	  /* of the backward and the recomputation */
+	double tp, cp, ep, zero3; /* the exposed communication by kind */
+	double vocab;		  /* vocabulary parallelism's collectives
 				   (cost_time.vocab), also in comm_fwd and
 				   comm_bwd: with it comm_fwd + comm_bwd =
 				   tp + cp + ep + zero3 + vocab */
-	double send;		/* p2p seconds per micro-batch into its stages
+	double send;		  /* p2p seconds per micro-batch into its stages
 				   (cost_stage.send summed) */
-	double pipeline_s;	/* T_pipe of the iteration, the same for all */
-	double busy, idle;	/* seconds per iteration within pipeline_s */
-	double dp;		/* exposed DP reduction and gathers after the
+	double pipeline_s;	  /* T_pipe of the iteration, the same for all */
+	double busy, idle;	  /* seconds per iteration within pipeline_s */
+	double dp;		  /* exposed DP reduction and gathers after the
 				   pipeline, seconds per iteration */
-	double optimizer;	/* its optimizer step, seconds per iteration */
-	struct cost_mem mem;	/* bytes per GPU by kind */
-	double peak_bytes;	/* their sum */
-	double cap_bytes;	/* its GPU's memory (gpu_type.mem_bytes) */
+	double optimizer;	  /* its optimizer step, seconds per iteration */
+	struct cost_mem mem;	  /* bytes per GPU by kind */
+	double peak_bytes;	  /* their sum */
+	double cap_bytes;	  /* its GPU's memory (gpu_type.mem_bytes) */
 };
 
 /* Fills out[0..pp) for strategy s (partition and placement set) with the

@@ -18,12 +18,12 @@ struct strategy;
  * parts are the exposed (not overlapped) seconds; _h the hidden ones of
  * the whole layer (forward, backward and recomputation). */
 struct parts {
-	double fwd, bwd, recompute;	/* compute */
+	double fwd, bwd, recompute; /* compute */
 	double tp_f, tp_b, tp_r, tp_h;
 	double cp_f, cp_b, cp_r, cp_h;
 	double ep_f, ep_b, ep_r, ep_h;
-	double z3_f, z3_b, z3_h;	/* ZeRO-3 parameter gathers */
-	double vc_f, vc_b;		/* vocabulary parallelism's collectives */
+	double z3_f, z3_b, z3_h; /* ZeRO-3 parameter gathers */
+	double vc_f, vc_b;	 /* vocabulary parallelism's collectives */
 };
 
 static inline double pos(double x)

@@ -17,8 +17,6 @@
 #include "schedule.h"
 #include "util.h"
 
-
-
 /* Of comm seconds that may hide under work seconds, the exposed part. */
 static double exposed(double comm, double work)
 {
@@ -77,7 +75,8 @@ static void slice_time(struct layer_time *t, const struct layer_time *u, int n,
 	t->bwd = n * (u->bwd - u->attn_bwd) + t->attn_bwd;
 	t->gemm_fwd = n * u->gemm_fwd;
 	t->mem_fwd = n * u->mem_fwd;
-	t->recompute = rc == RECOMPUTE_FULL ? t->fwd : rc == RECOMPUTE_SELECTIVE ? t->attn_fwd : 0;
+	t->recompute = rc == RECOMPUTE_FULL ? t->fwd : rc == RECOMPUTE_SELECTIVE ? t->attn_fwd
+										 : 0;
 }
 
 /* Layer l's compute on one GPU of type gpu (compute_layer), as SlimPipe's
@@ -525,7 +524,7 @@ static int check_strategy(const struct strategy *s, struct err *e)
 	if (s->tp < 1 || s->cp < 1 || s->dp < 1 || s->ep < 1 || s->pp < 1 ||
 	    s->mbs < 1 || s->seq < 1)
 		return err_set(e, "strategy degrees, mbs and seq must be >= 1 "
-			       "(tp %d, cp %d, dp %d, ep %d, pp %d, mbs %d, seq %d)",
+				  "(tp %d, cp %d, dp %d, ep %d, pp %d, mbs %d, seq %d)",
 			       s->tp, s->cp, s->dp, s->ep, s->pp, s->mbs, s->seq);
 	return 0;
 }

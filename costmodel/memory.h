@@ -11,8 +11,8 @@ struct strategy;
  * 2 + 2 + 12 with fp16 grads; Megatron keeps fp32 main grads: 2 + 4 + 12 = 18,
  * megatron/training/theoretical_memory_usage.py). The gradient bytes are the
  * strategy's grad_bytes (memory_grad_bytes). */
-#define MEM_WEIGHT_BYTES 2.0	/* bf16 weights */
-#define MEM_OPT_BYTES 12.0	/* fp32 master weights, Adam m and v */
+#define MEM_WEIGHT_BYTES 2.0  /* bf16 weights */
+#define MEM_OPT_BYTES	 12.0 /* fp32 master weights, Adam m and v */
 
 /* The allowance per GPU (cluster.mem_allowance when the user sets it):
  * MEM_CONTEXT_BYTES for the CUDA context, cuBLAS / cuDNN workspaces and NCCL
@@ -22,13 +22,13 @@ struct strategy;
  * and the temporaries of the kernels, which grow with what is allocated
  * and freed every micro-batch. Calibrated (README "Validation"). */
 #define MEM_CONTEXT_BYTES (1.5 * 1024 * 1024 * 1024)
-#define MEM_FRAG_SHARE 0.15
+#define MEM_FRAG_SHARE	  0.15
 
 /* Bytes per GPU of one layer. */
 struct layer_mem {
 	double weights, grads, optimizer; /* model states, whole iteration */
-	double act;	/* activations kept per in-flight micro-batch */
-	double extra;	/* transient while the layer runs (fp32 logits) */
+	double act;			  /* activations kept per in-flight micro-batch */
+	double extra;			  /* transient while the layer runs (fp32 logits) */
 };
 
 /* Bytes per gradient of strategy s: s->grad_bytes, 4 when unset. */

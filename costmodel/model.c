@@ -30,7 +30,8 @@ int model_check_seq(const struct model *m, int seq, const char *what,
 			       MODEL_MAX_SEQ, seq);
 	if (m->learned_pos && seq > m->max_pos)
 		return err_set(e, "%s must be at most 'max_position_embeddings' "
-			       "(%d) with learned positions, not %d", what,
+				  "(%d) with learned positions, not %d",
+			       what,
 			       m->max_pos, seq);
 	return 0;
 }
@@ -72,8 +73,9 @@ int model_check_gpus(const struct model *m, const struct cluster *c,
 							"%s%s", k ? ", " : "",
 							c->gpu[k].name);
 			return err_set(e, "layer %d: measured point for GPU type "
-				       "'%s', which cluster '%s' does not define "
-				       "(its types: %s)", i, gpu, c->name, types);
+					  "'%s', which cluster '%s' does not define "
+					  "(its types: %s)",
+				       i, gpu, c->name, types);
 		}
 	return 0;
 }
@@ -165,8 +167,8 @@ static void derive_block(const struct model *m, int i, struct layer *l)
 	double h = m->hidden, a = m->heads, g = m->kv_heads, d = m->head_dim;
 	double mats = m->ffn_kind == FFN_SWIGLU ? 3 : 2, norm_w = 0;
 	double attn = 2 * h * a * d + 2 * h * g * d;
-	double attn_bias = m->bias ? (a + 2 * g) * d + h :
-			   m->qkv_bias ? (a + 2 * g) * d : 0;
+	double attn_bias = m->bias ? (a + 2 * g) * d + h : m->qkv_bias ? (a + 2 * g) * d
+								       : 0;
 	bool fbias = m->bias || m->mlp_bias;
 	double f = m->ffn, mlp = mats * h * f, mlp_bias = fbias ? f + h : 0;
 	double norms = m->block_norms > 0 ? m->block_norms : 2;

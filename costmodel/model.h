@@ -11,9 +11,13 @@
 struct err;
 struct cluster;
 
-enum layer_kind { LAYER_EMBEDDING, LAYER_BLOCK, LAYER_HEAD };
+enum layer_kind { LAYER_EMBEDDING,
+		  LAYER_BLOCK,
+		  LAYER_HEAD };
 /* GeLU and squared ReLU (Nemotron-4) MLPs have two matrices, SwiGLU three. */
-enum ffn_kind { FFN_GELU, FFN_SWIGLU, FFN_RELU2 };
+enum ffn_kind { FFN_GELU,
+		FFN_SWIGLU,
+		FFN_RELU2 };
 
 /* One measured point of a layer: forward and backward seconds for one
  * micro-batch of mbs sequences of seq tokens on one GPU of type gpu at TP
@@ -28,16 +32,16 @@ struct layer_measure {
  * micro-batch at the model's sequence length seq. */
 struct layer {
 	enum layer_kind kind;
-	double params;		 /* parameters, dense and expert */
-	double expert_params;	 /* of which MoE expert weights (split by EP) */
-	double flops_per_token;	 /* forward FLOPs per token, including the
+	double params;		       /* parameters, dense and expert */
+	double expert_params;	       /* of which MoE expert weights (split by EP) */
+	double flops_per_token;	       /* forward FLOPs per token, including the
 				    attention-score term 4*s*h of a block */
-	double act_bytes_per_token; /* activation bytes kept for backward per
+	double act_bytes_per_token;    /* activation bytes kept for backward per
 				    token, no recompute, sequence-parallel form,
 				    attention scores not stored (Korthikanti
 				    2022 Sec. 4.1: 34*h for GPT, Megatron's
 				    (18 + 4*f/h)*h for SwiGLU) */
-	double out_bytes_per_token; /* bytes sent to the next stage per token */
+	double out_bytes_per_token;    /* bytes sent to the next stage per token */
 	struct layer_measure *measure; /* may be NULL */
 	int n_measure;
 };
@@ -51,31 +55,32 @@ struct model {
 	char *name;
 	int hidden, layers, heads, kv_heads, head_dim, ffn, vocab, seq, gbs;
 	enum ffn_kind ffn_kind;
-	bool tied;		/* tie_word_embeddings */
-	bool bias;		/* linear and norm layers carry biases (GPT-2) */
-	bool learned_pos;	/* learned position embeddings of max_pos rows
+	bool tied;		     /* tie_word_embeddings */
+	bool bias;		     /* linear and norm layers carry biases (GPT-2) */
+	bool learned_pos;	     /* learned position embeddings of max_pos rows
 				   (GPT-2); else RoPE, no parameters */
-	int max_pos;		/* max_position_embeddings */
-	int dtype_bytes;	/* 2 for bf16/fp16 */
-	bool fp16;		/* the training dtype is fp16 (not bf16) */
+	int max_pos;		     /* max_position_embeddings */
+	int dtype_bytes;	     /* 2 for bf16/fp16 */
+	bool fp16;		     /* the training dtype is fp16 (not bf16) */
 	int experts, top_k, moe_ffn; /* 0 for dense models */
 	/* What a trainer must be told to train this very model (0 / false /
 	   "" when the config does not say; the launch files then keep the
 	   trainer's default and say so). */
-	char model_type[32];	/* HF model_type ("llama", ...); a profile's
+	char model_type[32]; /* HF model_type ("llama", ...); a profile's
 				   "hf_model_type", else "" */
-	enum norm_kind { NORM_RMS, NORM_LAYER } norm;
-	double norm_eps;	/* rms_norm_eps / layer_norm_eps */
-	double rope_theta;	/* rotary base; 0 with learned positions */
-	struct rope_scaling {	/* HF "rope_scaling"; type "" if none */
-		char type[16];	/* "llama3", "yarn", "linear", ... */
+	enum norm_kind { NORM_RMS,
+			 NORM_LAYER } norm;
+	double norm_eps;       /* rms_norm_eps / layer_norm_eps */
+	double rope_theta;     /* rotary base; 0 with learned positions */
+	struct rope_scaling {  /* HF "rope_scaling"; type "" if none */
+		char type[16]; /* "llama3", "yarn", "linear", ... */
 		double factor, low_freq_factor, high_freq_factor;
 		int original_max_pos;
 	} rope_scaling;
-	bool qkv_bias;		/* biases on q, k, v only (Qwen2) */
-	bool qk_norm;		/* RMSNorm on q and k per head (Qwen3, OLMo 2) */
-	int sliding_window;	/* tokens; 0 = full attention everywhere */
-	int sliding_every;	/* 1: every layer windowed; k > 1: every k-th
+	bool qkv_bias;	    /* biases on q, k, v only (Qwen2) */
+	bool qk_norm;	    /* RMSNorm on q and k per head (Qwen3, OLMo 2) */
+	int sliding_window; /* tokens; 0 = full attention everywhere */
+	int sliding_every;  /* 1: every layer windowed; k > 1: every k-th
 				   layer has full attention, the others a
 				   window (Gemma 2: 2, every other layer;
 				   Gemma 3: 6, five of six); 0 with no window.
@@ -84,8 +89,8 @@ struct model {
 				   Megatron's --window-attn-skip-freq) */
 	/* MoE beyond top-k routed experts (DeepSeek-V3, Qwen-MoE, Llama 4) */
 	int shared_experts, shared_ffn; /* always-on experts, their FFN size */
-	int dense_layers;	/* first layers with a dense FFN of size ffn */
-	int moe_every;		/* MoE FFN on every k-th layer; 1 = all:
+	int dense_layers;		/* first layers with a dense FFN of size ffn */
+	int moe_every;			/* MoE FFN on every k-th layer; 1 = all:
 				   block i (0-based) is MoE when i >=
 				   dense_layers and (i + 1) % moe_every == 0
 				   (model_block_moe); 0 counts as 1 */
@@ -94,21 +99,21 @@ struct model {
 	/* Shapes beyond the fields above, set by the Hugging Face reader; a
 	   profile carries all but qk_norm_params and moe_extra_params (its
 	   "layers" hold each layer's parameters): */
-	int block_norms;	/* norms per block; 0 = 2 (Gemma 2: 4; Falcon
+	int block_norms;      /* norms per block; 0 = 2 (Gemma 2: 4; Falcon
 				   and GPT-J, one norm before the parallel
 				   attention and MLP: 1) */
-	bool parallel_block;	/* attention and MLP read the same normed
+	bool parallel_block;  /* attention and MLP read the same normed
 				   input and their outputs are summed (GPT-J,
 				   Falcon): one stored input for both */
-	bool mlp_bias;		/* biases on the MLP's linear layers only
+	bool mlp_bias;	      /* biases on the MLP's linear layers only
 				   (GPT-J); implied by bias */
-	bool head_bias;		/* the LM head has a bias of V (GPT-J) */
-	int rotary_dim;		/* dimensions of a head RoPE rotates; 0 = all
+	bool head_bias;	      /* the LM head has a bias of V (GPT-J) */
+	int rotary_dim;	      /* dimensions of a head RoPE rotates; 0 = all
 				   of head_dim (GPT-J: 64 of 256) */
-	int qk_norm_params;	/* weights of a block's q and k norms: 2*d for
+	int qk_norm_params;   /* weights of a block's q and k norms: 2*d for
 				   per-head RMSNorms (Qwen3), (a + g)*d over
 				   all heads (OLMo 2), 0 for Llama 4's L2 norm */
-	int moe_extra_params;	/* weights of an MoE block beyond experts and
+	int moe_extra_params; /* weights of an MoE block beyond experts and
 				   router: Qwen2-MoE's shared-expert gate (h),
 				   DeepSeek-V3's router bias (E) */
 	/* Packed-document lengths of the training data (a profile's optional

@@ -12,32 +12,15 @@
  * need m >= 2 pp (num_chunks >= num_ranks * 2). DualPipe's B/W split: its
  * bubble (PP/2 - 1)(F&B + B - 3W) has W passes of their own. */
 const struct schedule_row schedule_rows[SCHED_COUNT] = {
-	[SCHED_1F1B] = { .name = "1f1b", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1,
-			 .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_1F1B,
-			 .order = SCHED_ORDER_1F1B },
-	[SCHED_INTERLEAVED] = { .name = "interleaved", .stages = SCHED_STAGES_LOOPED, .min_m = 1,
-				.copies = 1, .bubble = SCHED_BUBBLE_STAGE,
-				.hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
-	[SCHED_ZB_H1] = { .name = "zb-h1", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1,
-			  .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_1F1B,
-			  .order = SCHED_ORDER_1F1B },
-	[SCHED_GPIPE] = { .name = "gpipe", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1,
-			  .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_ALL,
-			  .order = SCHED_ORDER_GPIPE },
-	[SCHED_INTERLEAVED_ZB] = { .name = "interleaved-zb", .stages = SCHED_STAGES_LOOPED,
-				   .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_FR,
-				   .hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
-	[SCHED_ZB_V] = { .name = "zb-v", .stages = SCHED_STAGES_V, .min_m = 1, .copies = 1,
-			 .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V, .order = SCHED_ORDER_V },
-	[SCHED_ZB_H2] = { .name = "zb-h2", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1,
-			  .bubble = SCHED_BUBBLE_F, .hold = SCHED_HOLD_H2,
-			  .order = SCHED_ORDER_H2 },
-	[SCHED_DUALPIPE_V] = { .name = "dualpipev", .stages = SCHED_STAGES_V, .min_m = 2,
-			       .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V1,
-			       .fb_overlap = true, .order = SCHED_ORDER_V },
-	[SCHED_DUALPIPE] = { .name = "dualpipe", .stages = SCHED_STAGES_ONE, .min_m = 2,
-			     .copies = 2, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_COPIES,
-			     .fb_overlap = true, .order = SCHED_ORDER_NONE },
+	[SCHED_1F1B] = { .name = "1f1b", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1, .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_1F1B, .order = SCHED_ORDER_1F1B },
+	[SCHED_INTERLEAVED] = { .name = "interleaved", .stages = SCHED_STAGES_LOOPED, .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
+	[SCHED_ZB_H1] = { .name = "zb-h1", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_1F1B, .order = SCHED_ORDER_1F1B },
+	[SCHED_GPIPE] = { .name = "gpipe", .stages = SCHED_STAGES_ONE, .min_m = 0, .copies = 1, .bubble = SCHED_BUBBLE_STAGE, .hold = SCHED_HOLD_ALL, .order = SCHED_ORDER_GPIPE },
+	[SCHED_INTERLEAVED_ZB] = { .name = "interleaved-zb", .stages = SCHED_STAGES_LOOPED, .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_LOOPED, .order = SCHED_ORDER_LOOPED },
+	[SCHED_ZB_V] = { .name = "zb-v", .stages = SCHED_STAGES_V, .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V, .order = SCHED_ORDER_V },
+	[SCHED_ZB_H2] = { .name = "zb-h2", .stages = SCHED_STAGES_ONE, .min_m = 1, .copies = 1, .bubble = SCHED_BUBBLE_F, .hold = SCHED_HOLD_H2, .order = SCHED_ORDER_H2 },
+	[SCHED_DUALPIPE_V] = { .name = "dualpipev", .stages = SCHED_STAGES_V, .min_m = 2, .copies = 1, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_V1, .fb_overlap = true, .order = SCHED_ORDER_V },
+	[SCHED_DUALPIPE] = { .name = "dualpipe", .stages = SCHED_STAGES_ONE, .min_m = 2, .copies = 2, .bubble = SCHED_BUBBLE_FR, .hold = SCHED_HOLD_COPIES, .fb_overlap = true, .order = SCHED_ORDER_NONE },
 };
 
 const char *schedule_name(enum schedule sc)
@@ -136,7 +119,8 @@ void schedule_weights(enum schedule sc, int m, int v, double rho, double *a,
 		rho = 1;
 	if (v < 1)
 		v = 1;
-	n = row->stages == SCHED_STAGES_LOOPED ? v : row->stages == SCHED_STAGES_V ? 2 : 1;
+	n = row->stages == SCHED_STAGES_LOOPED ? v : row->stages == SCHED_STAGES_V ? 2
+										   : 1;
 	x = row->bubble == SCHED_BUBBLE_STAGE ? 1 : rho;
 	*a = (double)m * n - x;
 	*b = x / (n * row->copies);

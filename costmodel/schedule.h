@@ -14,21 +14,33 @@
  * vp 1 (stage k of one copy and stage pp - 1 - k of the other on rank k;
  * schedule_bidirectional, cost.c). */
 enum schedule {
-	SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1, SCHED_GPIPE, SCHED_INTERLEAVED_ZB,
-	SCHED_ZB_V, SCHED_ZB_H2, SCHED_DUALPIPE_V, SCHED_DUALPIPE, SCHED_COUNT
+	SCHED_1F1B,
+	SCHED_INTERLEAVED,
+	SCHED_ZB_H1,
+	SCHED_GPIPE,
+	SCHED_INTERLEAVED_ZB,
+	SCHED_ZB_V,
+	SCHED_ZB_H2,
+	SCHED_DUALPIPE_V,
+	SCHED_DUALPIPE,
+	SCHED_COUNT
 };
 
 /* Virtual stages per pipeline rank: one (vp must be 1), looped (vp >= 2,
  * stage k on rank k % pp: Megatron's interleaved order), or two in a V
  * (exactly 2: stages r and 2 pp - 1 - r on rank r). */
-enum sched_stages { SCHED_STAGES_ONE, SCHED_STAGES_LOOPED, SCHED_STAGES_V };
+enum sched_stages { SCHED_STAGES_ONE,
+		    SCHED_STAGES_LOOPED,
+		    SCHED_STAGES_V };
 
 /* The bubble's share x of a stage (chunk) time in the weights
  * (schedule_weights): a whole stage (x = 1: GPipe, 1F1B, interleaved), or
  * with the backward split in B and W (zero bubble) rho, the forward and
  * recomputation share (cost.h's zb_rho), or for ZB-H2 the forward alone
  * (cost.h's zb_h2_rho). */
-enum sched_bubble { SCHED_BUBBLE_STAGE, SCHED_BUBBLE_FR, SCHED_BUBBLE_F };
+enum sched_bubble { SCHED_BUBBLE_STAGE,
+		    SCHED_BUBBLE_FR,
+		    SCHED_BUBBLE_F };
 
 /* The rule of the activations in flight (schedule_inflight): all m
  * micro-batches (GPipe), 1F1B's pp - r, the looped warm-up (interleaved),
@@ -36,8 +48,13 @@ enum sched_bubble { SCHED_BUBBLE_STAGE, SCHED_BUBBLE_FR, SCHED_BUBBLE_F };
  * - 1 on every rank (ZB-H2), and (pp + 1) / 2 on each of the two copies'
  * stages (DualPipe). */
 enum sched_hold {
-	SCHED_HOLD_ALL, SCHED_HOLD_1F1B, SCHED_HOLD_LOOPED, SCHED_HOLD_V, SCHED_HOLD_V1,
-	SCHED_HOLD_H2, SCHED_HOLD_COPIES
+	SCHED_HOLD_ALL,
+	SCHED_HOLD_1F1B,
+	SCHED_HOLD_LOOPED,
+	SCHED_HOLD_V,
+	SCHED_HOLD_V1,
+	SCHED_HOLD_H2,
+	SCHED_HOLD_COPIES
 };
 
 /* The order of passes the simulator runs (simulate.h): GPipe's, 1F1B's
@@ -46,27 +63,31 @@ enum sched_hold {
  * ZB-H2's list schedule, or none (DualPipe: its two copies do not fit the
  * simulator's one chain of stages). */
 enum sched_order {
-	SCHED_ORDER_GPIPE, SCHED_ORDER_1F1B, SCHED_ORDER_LOOPED, SCHED_ORDER_V,
-	SCHED_ORDER_H2, SCHED_ORDER_NONE
+	SCHED_ORDER_GPIPE,
+	SCHED_ORDER_1F1B,
+	SCHED_ORDER_LOOPED,
+	SCHED_ORDER_V,
+	SCHED_ORDER_H2,
+	SCHED_ORDER_NONE
 };
 
 /* One schedule's facts; schedule.c's comments give each its source. */
 struct schedule_row {
-	const char *name;		/* as printed and parsed */
-	enum sched_stages stages;	/* virtual stages per rank */
-	int min_m;			/* micro-batches needed: at least
+	const char *name;	  /* as printed and parsed */
+	enum sched_stages stages; /* virtual stages per rank */
+	int min_m;		  /* micro-batches needed: at least
 					   min_m x pp (0: any) */
-	int copies;			/* model copies fed from opposite
+	int copies;		  /* model copies fed from opposite
 					   ends (2: DualPipe, which needs an
 					   even pp and m), else 1 */
-	enum sched_bubble bubble;	/* not SCHED_BUBBLE_STAGE: zero
+	enum sched_bubble bubble; /* not SCHED_BUBBLE_STAGE: zero
 					   bubble, the backward split in B
 					   and W */
-	enum sched_hold hold;		/* activations in flight */
-	bool fb_overlap;		/* forward and backward of two
+	enum sched_hold hold;	  /* activations in flight */
+	bool fb_overlap;	  /* forward and backward of two
 					   micro-batches run in pairs, each
 					   hiding the other's communication */
-	enum sched_order order;		/* the simulator's order of passes */
+	enum sched_order order;	  /* the simulator's order of passes */
 };
 
 /* The rows, indexed by enum schedule. */

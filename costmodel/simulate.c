@@ -358,14 +358,15 @@ static int check_in(const struct sim_in *in, struct err *e)
 			       in->pp, in->vp, in->m, MAX_STAGES);
 	if (schedule_virtual(in->schedule) != (in->vp > 1))
 		return err_set(e, "vp %d with schedule %s: virtual stages go with interleaved, "
-			       "interleaved-zb, zb-v and dualpipev only", in->vp,
+				  "interleaved-zb, zb-v and dualpipev only",
+			       in->vp,
 			       schedule_name(in->schedule));
 	if (schedule_v(in->schedule) && in->vp != 2)
 		return err_set(e, "vp %d with schedule %s: it runs 2 stages per rank", in->vp,
 			       schedule_name(in->schedule));
 	if (order == SCHED_ORDER_NONE)
 		return err_set(e, "schedule %s is not drawn: its two model copies, fed from "
-			       "both ends, do not fit the one chain of stages the simulation follows",
+				  "both ends, do not fit the one chain of stages the simulation follows",
 			       schedule_name(in->schedule));
 	if (schedule_fb_overlap(in->schedule) &&
 	    in->m < schedule_min_micro_batches(in->schedule, in->pp))
@@ -378,7 +379,8 @@ static int check_in(const struct sim_in *in, struct err *e)
 	ops = (double)S * in->m * (schedule_zero_bubble(in->schedule) ? 3 : 2);
 	if (ops > SIM_MAX_OPS)
 		return err_set(e, "%.0f passes (pp %d x vp %d x %d micro-batches) are too many "
-			       "to draw (at most %d)", ops, in->pp, in->vp, in->m, SIM_MAX_OPS);
+				  "to draw (at most %d)",
+			       ops, in->pp, in->vp, in->m, SIM_MAX_OPS);
 	for (int k = 0; k < S; k++)
 		if (!(in->fwd[k] >= 0 && in->bwd[k] >= 0 && in->wgt[k] >= 0 && in->send[k] >= 0) ||
 		    !isfinite(in->fwd[k] + in->bwd[k] + in->wgt[k] + in->send[k]))
@@ -394,7 +396,8 @@ static double op_time(const struct sim_in *in, const struct sim_op *o)
 {
 	int k = sim_stage(in, o->rank, o->chunk);
 
-	return o->kind == SIM_F ? in->fwd[k] : o->kind == SIM_B ? in->bwd[k] : in->wgt[k];
+	return o->kind == SIM_F ? in->fwd[k] : o->kind == SIM_B ? in->bwd[k]
+								: in->wgt[k];
 }
 
 /* When op o's input is there: *ready, and *sent the time it left another

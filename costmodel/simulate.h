@@ -20,30 +20,32 @@ struct cost_rank;
  * virtual stage k the seconds per micro-batch of its passes, and per rank
  * the tail after its last pass. Plain value type (large: allocate it). */
 struct sim_in {
-	enum schedule schedule;	/* interleaved and interleaved-zb need
+	enum schedule schedule; /* interleaved and interleaved-zb need
 				   vp >= 2 and m >= pp, zb-v and dualpipev
 				   vp = 2, dualpipev m >= 2 pp, zb-h2
 				   m >= pp, the others vp = 1; dualpipe is
 				   refused */
 	int pp, vp, m;
-	double fwd[MAX_STAGES];	/* forward pass */
-	double bwd[MAX_STAGES];	/* backward pass; with the zero-bubble
+	double fwd[MAX_STAGES];	 /* forward pass */
+	double bwd[MAX_STAGES];	 /* backward pass; with the zero-bubble
 				   schedules (schedule_zero_bubble) only its
 				   input-gradient part B */
-	double wgt[MAX_STAGES];	/* zero bubble: the weight-gradient part W
+	double wgt[MAX_STAGES];	 /* zero bubble: the weight-gradient part W
 				   (Qi et al. 2024); ignored otherwise */
-	double send[MAX_STAGES];	/* p2p into stage k from stage k - 1,
+	double send[MAX_STAGES]; /* p2p into stage k from stage k - 1,
 					   forward and backward together (half
 					   each way); send[0] unused, and
 					   ignored between two stages of one
 					   rank (ZB-V's turn) */
-	double dp[MAX_STAGES];	/* rank r: exposed DP gradient reduction
+	double dp[MAX_STAGES];	 /* rank r: exposed DP gradient reduction
 				   (and ZeRO parameter gather) after its
 				   last pass, s */
-	double opt[MAX_STAGES];	/* rank r: optimizer step after that, s */
+	double opt[MAX_STAGES];	 /* rank r: optimizer step after that, s */
 };
 
-enum sim_kind { SIM_F, SIM_B, SIM_W };
+enum sim_kind { SIM_F,
+		SIM_B,
+		SIM_W };
 
 /* One pass as simulated: on `rank`, of its chunk (its chunk-th virtual
  * stage, strategy_stage's: chunk * pp + rank, or with ZB-V chunk 1 the V's
@@ -64,8 +66,8 @@ struct sim_result {
 	int n_op;
 	struct sim_op *op;
 	int first[MAX_STAGES + 1];
-	double pipe_end[MAX_STAGES];	/* end of rank r's last pass, s */
-	double makespan;	/* max over ranks of pipe_end + dp + opt */
+	double pipe_end[MAX_STAGES]; /* end of rank r's last pass, s */
+	double makespan;	     /* max over ranks of pipe_end + dp + opt */
 };
 
 /* Simulates in: builds each rank's order of passes as the schedule runs

@@ -5,27 +5,45 @@
 #include <string.h>
 
 static const char *const rc_names[RECOMPUTE_COUNT] = {
-	[RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective",
+	[RECOMPUTE_NONE] = "none",
+	[RECOMPUTE_SELECTIVE] = "selective",
 	[RECOMPUTE_FULL] = "full",
 };
 
 static const char *const cp_names[CP_COMM_COUNT] = {
-	[CP_P2P] = "p2p", [CP_A2A] = "a2a", [CP_A2A_P2P] = "a2a+p2p",
+	[CP_P2P] = "p2p",
+	[CP_A2A] = "a2a",
+	[CP_A2A_P2P] = "a2a+p2p",
 };
 
 static const char *const balance_names[MOE_BALANCE_COUNT] = {
-	[MOE_BALANCE_MICRO_BATCH] = "micro-batch", [MOE_BALANCE_GLOBAL_BATCH] = "global-batch",
+	[MOE_BALANCE_MICRO_BATCH] = "micro-batch",
+	[MOE_BALANCE_GLOBAL_BATCH] = "global-batch",
 };
 
 static const char *const attn_names[ATTN_COUNT] = {
-	[ATTN_FLASH] = "flash", [ATTN_FLASH1] = "flash1",
-	[ATTN_FUSED_SOFTMAX] = "fused-softmax", [ATTN_UNFUSED] = "unfused",
+	[ATTN_FLASH] = "flash",
+	[ATTN_FLASH1] = "flash1",
+	[ATTN_FUSED_SOFTMAX] = "fused-softmax",
+	[ATTN_UNFUSED] = "unfused",
 };
 
-const char *recompute_name(enum recompute r) { return rc_names[r]; }
-const char *attention_name(enum attention a) { return attn_names[a]; }
-const char *cp_comm_name(enum cp_comm x) { return cp_names[x]; }
-const char *moe_balance_name(enum moe_balance x) { return balance_names[x]; }
+const char *recompute_name(enum recompute r)
+{
+	return rc_names[r];
+}
+const char *attention_name(enum attention a)
+{
+	return attn_names[a];
+}
+const char *cp_comm_name(enum cp_comm x)
+{
+	return cp_names[x];
+}
+const char *moe_balance_name(enum moe_balance x)
+{
+	return balance_names[x];
+}
 
 const char *grad_dtype_name(const struct strategy *s, bool fp16)
 {
@@ -40,9 +58,18 @@ static int lookup(const char *const *names, int n, const char *name)
 	return -1;
 }
 
-int recompute_parse(const char *name) { return lookup(rc_names, RECOMPUTE_COUNT, name); }
-int attention_parse(const char *name) { return lookup(attn_names, ATTN_COUNT, name); }
-int cp_comm_parse(const char *name) { return lookup(cp_names, CP_COMM_COUNT, name); }
+int recompute_parse(const char *name)
+{
+	return lookup(rc_names, RECOMPUTE_COUNT, name);
+}
+int attention_parse(const char *name)
+{
+	return lookup(attn_names, ATTN_COUNT, name);
+}
+int cp_comm_parse(const char *name)
+{
+	return lookup(cp_names, CP_COMM_COUNT, name);
+}
 int moe_balance_parse(const char *name)
 {
 	return lookup(balance_names, MOE_BALANCE_COUNT, name);

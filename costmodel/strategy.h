@@ -13,24 +13,36 @@
 /* Most node groups in a cluster. */
 #define MAX_GROUPS 16
 
-enum recompute { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT };
+enum recompute { RECOMPUTE_NONE,
+		 RECOMPUTE_SELECTIVE,
+		 RECOMPUTE_FULL,
+		 RECOMPUTE_COUNT };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
  * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs
  * et al. 2023), or all-to-alls within groups of cp_a2a ranks and a ring
  * across the groups (a2a+p2p, with --hierarchical-context-parallel-sizes). */
-enum cp_comm { CP_P2P, CP_A2A, CP_A2A_P2P, CP_COMM_COUNT };
+enum cp_comm { CP_P2P,
+	       CP_A2A,
+	       CP_A2A_P2P,
+	       CP_COMM_COUNT };
 /* The attention kernel the trainer runs: FlashAttention-2 or later (and
  * cuDNN / Transformer Engine fused attention), FlashAttention 1, Megatron's
  * fused scale-mask-softmax over materialised s x s scores, or eager
  * PyTorch attention (scale, mask, softmax, dropout as separate kernels). */
-enum attention { ATTN_FLASH, ATTN_FLASH1, ATTN_FUSED_SOFTMAX, ATTN_UNFUSED, ATTN_COUNT };
+enum attention { ATTN_FLASH,
+		 ATTN_FLASH1,
+		 ATTN_FUSED_SOFTMAX,
+		 ATTN_UNFUSED,
+		 ATTN_COUNT };
 /* Where an MoE model's load-balancing loss takes its expert loads: over
  * each micro-batch (Megatron's aux_loss, and DeepSeek's per-sequence form)
  * or over the global batch (Megatron's global_aux_loss; Qiu et al. 2025,
  * "Demons in the Detail"), which lets each micro-batch's routing follow
  * its few sequences (moe.h). */
-enum moe_balance { MOE_BALANCE_MICRO_BATCH, MOE_BALANCE_GLOBAL_BATCH, MOE_BALANCE_COUNT };
+enum moe_balance { MOE_BALANCE_MICRO_BATCH,
+		   MOE_BALANCE_GLOBAL_BATCH,
+		   MOE_BALANCE_COUNT };
 
 /* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
  * layers [first[k], first[k+1]) of the model's layer list and runs on
@@ -38,7 +50,7 @@ enum moe_balance { MOE_BALANCE_MICRO_BATCH, MOE_BALANCE_GLOBAL_BATCH, MOE_BALANC
  * or ZB-V's V), whose GPUs all belong to node group group[that rank]. Plain
  * value type: copy with '='. */
 struct strategy {
-	int tp, cp, pp, dp, ep;	/* ep divides tp / etp * cp * dp (MoE
+	int tp, cp, pp, dp, ep; /* ep divides tp / etp * cp * dp (MoE
 				   parallel folding); 1 for dense models */
 	int etp;		/* expert tensor-parallel degree (MoE layers;
 				   Megatron's --expert-tensor-parallel-size,
@@ -50,46 +62,46 @@ struct strategy {
 	int micro_batches;	/* per DP replica: gbs / (dp * mbs) */
 	enum schedule schedule;
 	enum recompute recompute;
-	enum cp_comm cp_comm;	/* with cp > 1 */
-	int cp_a2a;		/* CP_A2A_P2P: ranks of each all-to-all
+	enum cp_comm cp_comm;		   /* with cp > 1 */
+	int cp_a2a;			   /* CP_A2A_P2P: ranks of each all-to-all
 				   group (1 < cp_a2a < cp, divides cp) */
-	int zero;		/* 0 none, 1 distributed optimizer, 2, 3 */
-	bool sp;		/* sequence parallelism (tp > 1) */
-	enum attention attn;	/* attention kernel */
-	bool unfused_norm;	/* norms as separate PyTorch kernels (no fused
+	int zero;			   /* 0 none, 1 distributed optimizer, 2, 3 */
+	bool sp;			   /* sequence parallelism (tp > 1) */
+	enum attention attn;		   /* attention kernel */
+	bool unfused_norm;		   /* norms as separate PyTorch kernels (no fused
 				   RMSNorm / LayerNorm kernel) */
-	bool fp8;		/* GEMMs in FP8 (Transformer Engine) */
-	bool tp_overlap;	/* TP comm overlapped with GEMMs
+	bool fp8;			   /* GEMMs in FP8 (Transformer Engine) */
+	bool tp_overlap;		   /* TP comm overlapped with GEMMs
 				   (--tp-comm-overlap) */
-	bool grad_overlap;	/* DP gradient reduction overlapped with the
+	bool grad_overlap;		   /* DP gradient reduction overlapped with the
 				   backward pass (--overlap-grad-reduce) */
-	bool param_overlap;	/* ZeRO parameter all-gather overlapped with
+	bool param_overlap;		   /* ZeRO parameter all-gather overlapped with
 				   the forward pass (--overlap-param-gather) */
-	bool grad_acc_unfused;	/* each micro-batch's weight gradients are
+	bool grad_acc_unfused;		   /* each micro-batch's weight gradients are
 				   added to the gradient buffer in a pass of
 				   their own (DeepSpeed, torchtitan, eager
 				   PyTorch); false: the weight-gradient GEMMs
 				   accumulate into it (Megatron's
 				   --gradient-accumulation-fusion) */
-	enum moe_balance moe_balance;	/* MoE models: the balancing loss's
+	enum moe_balance moe_balance;	   /* MoE models: the balancing loss's
 					   scope */
-	double moe_capacity;	/* MoE: expert capacity factor (tokens beyond
+	double moe_capacity;		   /* MoE: expert capacity factor (tokens beyond
 				   capacity x the mean are dropped); 0:
 				   dropless */
-	int grad_bytes;		/* bytes per gradient kept and reduced: 4 (fp32
+	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
-	bool vocab_par;		/* vocabulary parallelism (Yeung et al. 2024,
+	bool vocab_par;			   /* vocabulary parallelism (Yeung et al. 2024,
 				   "Balancing Pipeline Parallelism with
 				   Vocabulary Parallelism"): the embedding,
 				   the head and the loss split over all pp
 				   ranks (1F1B only; no trainer here runs it) */
-	int slices;		/* SlimPipe (Li et al. 2025, arXiv
+	int slices;			   /* SlimPipe (Li et al. 2025, arXiv
 				   2504.14519): each micro-batch cut along the
 				   sequence into this many slices run as 1F1B
 				   units (1F1B only; no trainer here runs it);
 				   0 or 1: none (strategy_slices) */
-	unsigned short uneven[MAX_GROUPS];	/* uneven per-replica
+	unsigned short uneven[MAX_GROUPS]; /* uneven per-replica
 				   micro-batches (planning only; no trainer
 				   here runs them): uneven[i] the micro-batches
 				   per iteration of all the DP replicas on
@@ -98,7 +110,7 @@ struct strategy {
 				   evenly as integers go; they sum to dp x
 				   micro_batches. All 0: every replica runs
 				   micro_batches (strategy_uneven) */
-	int n_stages;		/* pp * vp */
+	int n_stages;			   /* pp * vp */
 	unsigned short first[MAX_STAGES + 1];
 	unsigned char group[MAX_STAGES];
 };

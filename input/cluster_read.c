@@ -32,23 +32,23 @@
  *   price_per_gpu_hour                  [0.001, 1e4] USD
  *   nodes [1, 1e6], gpus_per_node [1, 1024], at most 1e7 GPUs and
  *   MAX_GROUPS (16) groups in all. */
-#define MIN_TFLOPS 0.1
-#define MIN_GIB 0.125
-#define MIN_HBM_GBPS 1.0
-#define MIN_GBPS 0.1
-#define MIN_NET_GBPS 0.1
-#define MIN_EFF 0.01
-#define MAX_TFLOPS 1e5
-#define MAX_GIB 1e5
-#define MAX_GBPS 1e6		/* GB/s, HBM and intra-node links */
-#define MAX_NET_GBPS 1e7	/* Gb/s, a node's or a fabric's network */
-#define MAX_LATENCY_US 1e6
-#define MAX_HALF_GFLOP 1e9
-#define MAX_NODES 1000000
+#define MIN_TFLOPS	  0.1
+#define MIN_GIB		  0.125
+#define MIN_HBM_GBPS	  1.0
+#define MIN_GBPS	  0.1
+#define MIN_NET_GBPS	  0.1
+#define MIN_EFF		  0.01
+#define MAX_TFLOPS	  1e5
+#define MAX_GIB		  1e5
+#define MAX_GBPS	  1e6 /* GB/s, HBM and intra-node links */
+#define MAX_NET_GBPS	  1e7 /* Gb/s, a node's or a fabric's network */
+#define MAX_LATENCY_US	  1e6
+#define MAX_HALF_GFLOP	  1e9
+#define MAX_NODES	  1000000
 #define MAX_GPUS_PER_NODE 1024
-#define MAX_TOTAL_GPUS 10000000
-#define MIN_PRICE 0.001		/* USD per GPU-hour */
-#define MAX_PRICE 1e4
+#define MAX_TOTAL_GPUS	  10000000
+#define MIN_PRICE	  0.001 /* USD per GPU-hour */
+#define MAX_PRICE	  1e4
 
 /* Defaults of the fraction of a link's bandwidth that NCCL reaches. */
 #define DEFAULT_INTRA_EFF 0.75
@@ -56,30 +56,35 @@
 
 static const char *const root_fields[] = {
 	"name", "source", "note", "gpu_types", "groups", "inter_fabric_Gbps",
-	"inter_fabric_latency_us", NULL};
+	"inter_fabric_latency_us", NULL
+};
 /* The figures of a GPU type, in a cluster file and in the catalogue. */
-#define GPU_FIGURES							\
-	"vendor", "peak_bf16_tflops", "memory_GiB", "hbm_GBps", "link_GBps",	\
-	"efficiency_max", "efficiency_half_gflop", "peak_fp8_tflops",	\
-	"fp8_efficiency_max", "flash_efficiency"
-static const char *const gpu_figures[] = {GPU_FIGURES, NULL};
+#define GPU_FIGURES                                                           \
+	"vendor", "peak_bf16_tflops", "memory_GiB", "hbm_GBps", "link_GBps",  \
+		"efficiency_max", "efficiency_half_gflop", "peak_fp8_tflops", \
+		"fp8_efficiency_max", "flash_efficiency"
+static const char *const gpu_figures[] = { GPU_FIGURES, NULL };
 static const char *const gpu_fields[] = {
-	GPU_FIGURES, "catalogue", "source", "note", NULL};
+	GPU_FIGURES, "catalogue", "source", "note", NULL
+};
 static const char *const group_fields[] = {
 	"name", "nodes", "gpus_per_node", "gpu", "intra_node_GBps",
 	"intra_node_latency_us", "inter_node_Gbps", "inter_node_latency_us",
 	"intra_node_efficiency", "inter_node_efficiency", "fabric",
-	"price_per_gpu_hour", "source", "note", NULL};
+	"price_per_gpu_hour", "source", "note", NULL
+};
 /* The catalogue (CLUSTER_CATALOGUE): its root and its entries ("gpus".NAME),
  * whose "source" is an object naming the source of each figure. */
 static const char *const catalogue_fields[] = {
-	"name", "source", "note", "gpus", NULL};
+	"name", "source", "note", "gpus", NULL
+};
 static const char *const entry_fields[] = {
-	GPU_FIGURES, "link", "calibrated", "source", "note", NULL};
-static const char *const vendor_names[] = {"nvidia", "amd"};
+	GPU_FIGURES, "link", "calibrated", "source", "note", NULL
+};
+static const char *const vendor_names[] = { "nvidia", "amd" };
 /* Display names and collective libraries, by enum gpu_vendor. */
-static const char *const vendor_display[] = {"NVIDIA", "AMD"};
-static const char *const vendor_library[] = {"NCCL", "RCCL"};
+static const char *const vendor_display[] = { "NVIDIA", "AMD" };
+static const char *const vendor_library[] = { "NCCL", "RCCL" };
 
 /* Reads a number in [min, max], min > 0 (scaled by unit into *out); when
  * optional and missing, *out keeps its value. */
@@ -222,7 +227,8 @@ static cJSON *load_catalogue(const char *path, struct err *e)
 		err_set(e, "field 'gpus' must be a non-empty object");
 		goto fail;
 	}
-	cJSON_ArrayForEach(it, gpus) {
+	cJSON_ArrayForEach(it, gpus)
+	{
 		struct gpu_type g;
 		bool calibrated = false;
 		char where[160];
@@ -239,12 +245,14 @@ static cJSON *load_catalogue(const char *path, struct err *e)
 			goto fail;
 		if (!calibrated && cJSON_GetObjectItemCaseSensitive(it, "efficiency_max")) {
 			err_set(e, "field '%s.efficiency_max' needs \"calibrated\": true "
-				"(only calibrated types carry efficiencies)", where);
+				   "(only calibrated types carry efficiencies)",
+				where);
 			goto fail;
 		}
 		if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(it, "source"))) {
 			err_set(e, "field '%s.source' must be an object naming the source of "
-				"each figure", where);
+				   "each figure",
+				where);
 			goto fail;
 		}
 	}
@@ -262,7 +270,8 @@ static void list_names(const cJSON *gpus, char *msg, size_t n)
 	const cJSON *it;
 	size_t at = strlen(msg);
 
-	cJSON_ArrayForEach(it, gpus) {
+	cJSON_ArrayForEach(it, gpus)
+	{
 		int w;
 
 		if (at + 1 >= n)
@@ -310,7 +319,7 @@ static cJSON *from_catalogue(const cJSON *o, const char *where, const char *path
 	if (!cJSON_GetObjectItemCaseSensitive(o, "efficiency_max") &&
 	    !cJSON_GetObjectItemCaseSensitive(entry, "efficiency_max")) {
 		err_set(e, "missing field '%s.efficiency_max': catalogue GPU '%s' is not "
-			"calibrated (README \"Validation\"), so its efficiency must be given",
+			   "calibrated (README \"Validation\"), so its efficiency must be given",
 			where, name);
 		return NULL;
 	}
@@ -363,9 +372,7 @@ static int read_gpus(struct cluster *c, const cJSON *doc, const char *path,
 	if (!cJSON_IsObject(gt) || !gt->child)
 		return err_set(e, "field 'gpu_types' must be a non-empty object");
 	c->gpu = xcalloc((size_t)cJSON_GetArraySize(gt), sizeof *c->gpu);
-	cJSON_ArrayForEach(it, gt)
-		if ((rc = read_gpu(&c->gpu[c->n_gpu++], it, path, &cat, e)))
-			break;
+	cJSON_ArrayForEach(it, gt) if ((rc = read_gpu(&c->gpu[c->n_gpu++], it, path, &cat, e))) break;
 	cJSON_Delete(cat);
 	return rc;
 }
@@ -392,20 +399,22 @@ static int read_group_links(struct node_group *g, const cJSON *o,
 	g->intra_bw = link_bw;
 	g->price_gpu_hour = 0;
 	return json_int(o, where, "nodes", true, 1, MAX_NODES, &g->nodes, e) ||
-	       json_int(o, where, "gpus_per_node", true, 1, MAX_GPUS_PER_NODE,
-			&g->gpus_per_node, e) ||
-	       pos_num(o, where, "intra_node_GBps", link_bw <= 0, MIN_GBPS,
-		       MAX_GBPS, 1e9, &g->intra_bw, e) ||
-	       latency(o, where, "intra_node_latency_us", &g->intra_lat, e) ||
-	       pos_num(o, where, "inter_node_Gbps", true, MIN_NET_GBPS,
-		       MAX_NET_GBPS, 1e9 / 8, &g->inter_bw, e) ||
-	       latency(o, where, "inter_node_latency_us", &g->inter_lat, e) ||
-	       pos_num(o, where, "intra_node_efficiency", false, MIN_EFF, 1, 1,
-		       &g->intra_eff, e) ||
-	       pos_num(o, where, "inter_node_efficiency", false, MIN_EFF, 1, 1,
-		       &g->inter_eff, e) ||
-	       pos_num(o, where, "price_per_gpu_hour", false, MIN_PRICE, MAX_PRICE,
-		       1, &g->price_gpu_hour, e) ? -1 : 0;
+			       json_int(o, where, "gpus_per_node", true, 1, MAX_GPUS_PER_NODE,
+					&g->gpus_per_node, e) ||
+			       pos_num(o, where, "intra_node_GBps", link_bw <= 0, MIN_GBPS,
+				       MAX_GBPS, 1e9, &g->intra_bw, e) ||
+			       latency(o, where, "intra_node_latency_us", &g->intra_lat, e) ||
+			       pos_num(o, where, "inter_node_Gbps", true, MIN_NET_GBPS,
+				       MAX_NET_GBPS, 1e9 / 8, &g->inter_bw, e) ||
+			       latency(o, where, "inter_node_latency_us", &g->inter_lat, e) ||
+			       pos_num(o, where, "intra_node_efficiency", false, MIN_EFF, 1, 1,
+				       &g->intra_eff, e) ||
+			       pos_num(o, where, "inter_node_efficiency", false, MIN_EFF, 1, 1,
+				       &g->inter_eff, e) ||
+			       pos_num(o, where, "price_per_gpu_hour", false, MIN_PRICE, MAX_PRICE,
+				       1, &g->price_gpu_hour, e)
+		       ? -1
+		       : 0;
 }
 
 /* Reads groups[i] into c->group[i]; fabric[i] gets its fabric name
@@ -473,8 +482,8 @@ static int check_vendors(const struct cluster *c, struct err *e)
 		vendor_groups(c, first, a, sizeof a);
 		vendor_groups(c, v, b, sizeof b);
 		return err_set(e, "groups: %s GPUs in %s and %s GPUs in %s: %s and %s "
-			       "do not form one job (one collective library per job); plan "
-			       "each vendor's groups as a cluster of its own",
+				  "do not form one job (one collective library per job); plan "
+				  "each vendor's groups as a cluster of its own",
 			       vendor_display[first], a, vendor_display[v], b,
 			       vendor_library[first], vendor_library[v]);
 	}
@@ -509,7 +518,7 @@ static int read_fabric(struct cluster *c, const cJSON *doc, const char **fabric,
 		other++;
 	if (n > 1 && !cJSON_GetObjectItemCaseSensitive(doc, "inter_fabric_Gbps"))
 		return err_set(e, "missing field 'inter_fabric_Gbps': groups[0] "
-			       "and groups[%d] sit on different fabrics ('%s', '%s')",
+				  "and groups[%d] sit on different fabrics ('%s', '%s')",
 			       other, fabric[0], fabric[other]);
 	if (pos_num(doc, "", "inter_fabric_Gbps", false, MIN_NET_GBPS,
 		    MAX_NET_GBPS, 1e9 / 8, &c->fabric_bw, e))
@@ -533,7 +542,8 @@ static int read_groups(struct cluster *c, const cJSON *doc, struct err *e)
 		return err_set(e, "field 'groups' must be a non-empty array");
 	c->group = xcalloc((size_t)cJSON_GetArraySize(arr), sizeof *c->group);
 	fabric = xcalloc((size_t)cJSON_GetArraySize(arr), sizeof *fabric);
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		int i = c->n_group++;
 
 		if (i == MAX_GROUPS) {

@@ -23,8 +23,8 @@ int fields_pick(const char *key, const char *val, const char *const names[],
 		}
 		if (len < sizeof list)
 			len += (size_t)snprintf(list + len, sizeof list - len,
-						"%s'%s'", i == 0 ? "" :
-						i == n - 1 ? " or " : ", ",
+						"%s'%s'", i == 0 ? "" : i == n - 1 ? " or "
+										   : ", ",
 						names[i]);
 	}
 	return err_set(e, "field '%s' must be %s, not '%s'", key, list, val);

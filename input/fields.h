@@ -18,21 +18,21 @@
  * [1, 1e6]. Numbers: a layer's params, flops_per_token and bytes per token
  * [0, 1e20] (expert_params [0, params]); measured forward_s and
  * backward_s [1e-9, 1e6] seconds. */
-#define MAX_HIDDEN 1000000
-#define MAX_LAYERS 10000
-#define MAX_HEADS 100000
+#define MAX_HIDDEN   1000000
+#define MAX_LAYERS   10000
+#define MAX_HEADS    100000
 #define MAX_HEAD_DIM 100000
-#define MAX_QDIM 10000000	/* heads * head_dim */
-#define MAX_FFN 10000000
-#define MAX_VOCAB 10000000
-#define MAX_POS 100000000
-#define MAX_GBS 100000000
-#define MAX_EXPERTS 100000
-#define MAX_TP 100000
-#define MAX_MBS 1000000
-#define MAX_AMOUNT 1e20		/* params, FLOPs or bytes of one layer */
-#define MAX_SECONDS 1e6
-#define MIN_SECONDS 1e-9	/* a measured time below 1 ns is a typo */
+#define MAX_QDIM     10000000 /* heads * head_dim */
+#define MAX_FFN	     10000000
+#define MAX_VOCAB    10000000
+#define MAX_POS	     100000000
+#define MAX_GBS	     100000000
+#define MAX_EXPERTS  100000
+#define MAX_TP	     100000
+#define MAX_MBS	     1000000
+#define MAX_AMOUNT   1e20 /* params, FLOPs or bytes of one layer */
+#define MAX_SECONDS  1e6
+#define MIN_SECONDS  1e-9 /* a measured time below 1 ns is a typo */
 
 struct cJSON;
 struct err;

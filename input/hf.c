@@ -22,25 +22,29 @@
 /* FalconConfig's max_position_embeddings when the file has none. */
 #define FALCON_MAX_POS 2048
 
-static const char *const hf_dtype_names[] = {"bfloat16", "float16", "float32"};
-static const int hf_dtype_bytes[] = {2, 2, 4};
+static const char *const hf_dtype_names[] = { "bfloat16", "float16", "float32" };
+static const int hf_dtype_bytes[] = { 2, 2, 4 };
 
 static const struct keys hf_keys = {
 	"hidden_size", "num_hidden_layers", "num_attention_heads",
 	"num_key_value_heads", "head_dim", "intermediate_size", "vocab_size",
-	"max_position_embeddings", true, true};
+	"max_position_embeddings", true, true
+};
 /* DeepSeek-V3 has no head_dim: v_head_dim stands in (it spares the
  * hidden % heads check); read_deepseek_v3 sets head_dim to the q/k one. */
 static const struct keys deepseek_keys = {
 	"hidden_size", "num_hidden_layers", "num_attention_heads",
 	"num_key_value_heads", "v_head_dim", "intermediate_size", "vocab_size",
-	"max_position_embeddings", true, true};
+	"max_position_embeddings", true, true
+};
 static const struct keys falcon_keys = {
 	"hidden_size", "num_hidden_layers", "num_attention_heads", NULL, NULL,
-	"ffn_hidden_size", "vocab_size", "max_position_embeddings", false, false};
+	"ffn_hidden_size", "vocab_size", "max_position_embeddings", false, false
+};
 static const struct keys gpt2_keys = {
 	"n_embd", "n_layer", "n_head", NULL, NULL, "n_inner", "vocab_size",
-	"n_positions", false, true};
+	"n_positions", false, true
+};
 
 /* json_num where a JSON null counts as missing (*out unchanged). */
 static int opt_num(const cJSON *obj, const char *where, const char *key,
@@ -61,14 +65,16 @@ static int refuse_true(const cJSON *doc, const char *key, const char *type,
 	if (json_bool(doc, "", key, false, &v, e))
 		return -1;
 	return v ? err_set(e, "field '%s' true is not supported for model_type "
-			   "'%s' (%s)", key, type, what) : 0;
+			      "'%s' (%s)",
+			   key, type, what)
+		 : 0;
 }
 
 /* The training dtype of an HF config: "dtype" (newer transformers) or else
  * "torch_dtype"; bf16 when neither is set. */
 static int read_dtype(struct model *m, const cJSON *doc, struct err *e)
 {
-	static const char *const keys[] = {"dtype", "torch_dtype"};
+	static const char *const keys[] = { "dtype", "torch_dtype" };
 
 	m->dtype_bytes = 2;
 	for (int k = 0; k < 2; k++) {
@@ -103,22 +109,24 @@ static int read_rope(struct model *m, const cJSON *doc, struct err *e)
 		return 0;
 	if (!cJSON_IsObject(o))
 		return err_set(e, "field 'rope_scaling' must be an object or null");
-	if (json_str(o, "rope_scaling", cJSON_GetObjectItemCaseSensitive(o,
-		     "rope_type") ? "rope_type" : "type", true, &type, e))
+	if (json_str(o, "rope_scaling", cJSON_GetObjectItemCaseSensitive(o, "rope_type") ? "rope_type" : "type", true, &type, e))
 		return -1;
 	if (strlen(type) >= sizeof r->type)
 		return err_set(e, "field 'rope_scaling.type' must be at most %zu "
-			       "bytes, not '%s'", sizeof r->type - 1, type);
+				  "bytes, not '%s'",
+			       sizeof r->type - 1, type);
 	strcpy(r->type, type);
 	return opt_num(o, "rope_scaling", "factor", 0, 1e6, &r->factor, e) ||
-	       opt_num(o, "rope_scaling", "low_freq_factor", 0, 1e6,
-		       &r->low_freq_factor, e) ||
-	       opt_num(o, "rope_scaling", "high_freq_factor", 0, 1e6,
-		       &r->high_freq_factor, e) ||
-	       fields_opt_int(doc, "", "original_max_position_embeddings", false,
-			      1, MAX_POS, &r->original_max_pos, e) ||
-	       fields_opt_int(o, "rope_scaling", "original_max_position_embeddings",
-			      false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
+			       opt_num(o, "rope_scaling", "low_freq_factor", 0, 1e6,
+				       &r->low_freq_factor, e) ||
+			       opt_num(o, "rope_scaling", "high_freq_factor", 0, 1e6,
+				       &r->high_freq_factor, e) ||
+			       fields_opt_int(doc, "", "original_max_position_embeddings", false,
+					      1, MAX_POS, &r->original_max_pos, e) ||
+			       fields_opt_int(o, "rope_scaling", "original_max_position_embeddings",
+					      false, 1, MAX_POS, &r->original_max_pos, e)
+		       ? -1
+		       : 0;
 }
 
 /* A sliding window of "sliding_window" tokens (null or 0: none) on every
@@ -145,12 +153,14 @@ static int read_llama_like(struct model *m, const cJSON *doc, const char *type,
 	m->norm = NORM_RMS;
 	m->tied = tied;
 	return fields_read_dims(m, doc, k, e) ||
-	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
-	       opt_num(doc, "", "rms_norm_eps", 1e-12, 1, &m->norm_eps, e) ||
-	       read_rope(m, doc, e) ||
-	       refuse_true(doc, "attention_bias", type,
-			   "biases on q, k, v and the output projection", e) ||
-	       refuse_true(doc, "mlp_bias", type, "biases on the MLP", e) ? -1 : 0;
+			       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
+			       opt_num(doc, "", "rms_norm_eps", 1e-12, 1, &m->norm_eps, e) ||
+			       read_rope(m, doc, e) ||
+			       refuse_true(doc, "attention_bias", type,
+					   "biases on q, k, v and the output projection", e) ||
+			       refuse_true(doc, "mlp_bias", type, "biases on the MLP", e)
+		       ? -1
+		       : 0;
 }
 
 /* Routed experts: count under experts_key, top-k "num_experts_per_tok",
@@ -159,9 +169,11 @@ static int read_moe(struct model *m, const cJSON *doc, const char *experts_key,
 		    const char *ffn_key, struct err *e)
 {
 	return json_int(doc, "", experts_key, true, 1, MAX_EXPERTS, &m->experts, e) ||
-	       json_int(doc, "", "num_experts_per_tok", true, 1, m->experts,
-			&m->top_k, e) ||
-	       json_int(doc, "", ffn_key, true, 1, MAX_FFN, &m->moe_ffn, e) ? -1 : 0;
+			       json_int(doc, "", "num_experts_per_tok", true, 1, m->experts,
+					&m->top_k, e) ||
+			       json_int(doc, "", ffn_key, true, 1, MAX_FFN, &m->moe_ffn, e)
+		       ? -1
+		       : 0;
 }
 
 /* Qwen's MoE layout: MoE on blocks with (i + 1) % decoder_sparse_step == 0
@@ -177,8 +189,9 @@ static int read_qwen_sparse(struct model *m, const cJSON *doc, const char *type,
 		return -1;
 	if (only && !(cJSON_IsArray(only) && cJSON_GetArraySize(only) == 0))
 		return err_set(e, "field 'mlp_only_layers' must be [] for "
-			       "model_type '%s' (dense blocks by list are not "
-			       "supported)", type);
+				  "model_type '%s' (dense blocks by list are not "
+				  "supported)",
+			       type);
 	return 0;
 }
 
@@ -200,7 +213,9 @@ static int read_llama(struct model *m, const cJSON *doc, struct err *e)
 static int read_mistral(struct model *m, const cJSON *doc, struct err *e)
 {
 	return read_llama_like(m, doc, "mistral", &hf_keys, false, e) ||
-	       read_window(m, doc, 1, e) ? -1 : 0;
+			       read_window(m, doc, 1, e)
+		       ? -1
+		       : 0;
 }
 
 /* Mixtral: Mistral with num_local_experts experts of intermediate_size on
@@ -208,8 +223,10 @@ static int read_mistral(struct model *m, const cJSON *doc, struct err *e)
 static int read_mixtral(struct model *m, const cJSON *doc, struct err *e)
 {
 	return read_llama_like(m, doc, "mixtral", &hf_keys, false, e) ||
-	       read_window(m, doc, 1, e) ||
-	       read_moe(m, doc, "num_local_experts", "intermediate_size", e) ? -1 : 0;
+			       read_window(m, doc, 1, e) ||
+			       read_moe(m, doc, "num_local_experts", "intermediate_size", e)
+		       ? -1
+		       : 0;
 }
 
 /* Qwen2: Llama with biases on q, k and v. */
@@ -217,7 +234,9 @@ static int read_qwen2(struct model *m, const cJSON *doc, struct err *e)
 {
 	m->qkv_bias = true;
 	return read_llama_like(m, doc, "qwen2", &hf_keys, false, e) ||
-	       read_qwen_window(doc, "qwen2", e) ? -1 : 0;
+			       read_qwen_window(doc, "qwen2", e)
+		       ? -1
+		       : 0;
 }
 
 /* Qwen2-MoE (Qwen1.5-MoE): Qwen2 with num_experts of moe_intermediate_size,
@@ -263,8 +282,10 @@ static int read_qwen3(struct model *m, const cJSON *doc, struct err *e)
 static int read_qwen3_moe(struct model *m, const cJSON *doc, struct err *e)
 {
 	return read_qwen3_like(m, doc, "qwen3_moe", e) ||
-	       read_moe(m, doc, "num_experts", "moe_intermediate_size", e) ||
-	       read_qwen_sparse(m, doc, "qwen3_moe", e) ? -1 : 0;
+			       read_moe(m, doc, "num_experts", "moe_intermediate_size", e) ||
+			       read_qwen_sparse(m, doc, "qwen3_moe", e)
+		       ? -1
+		       : 0;
 }
 
 /* Gemma 2: a gated GeLU MLP (GeGLU: the shapes of SwiGLU), four RMSNorms a
@@ -275,7 +296,9 @@ static int read_gemma2(struct model *m, const cJSON *doc, struct err *e)
 {
 	m->block_norms = 4;
 	return read_llama_like(m, doc, "gemma2", &hf_keys, true, e) ||
-	       read_window(m, doc, 2, e) ? -1 : 0;
+			       read_window(m, doc, 2, e)
+		       ? -1
+		       : 0;
 }
 
 /* Gemma 3 (text): Gemma 2's block with an RMSNorm of head_dim on each q and
@@ -302,8 +325,10 @@ static int read_gemma3_text(struct model *m, const cJSON *doc, struct err *e)
 	if (types && !cJSON_IsNull(types)) {
 		if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != m->layers)
 			return err_set(e, "field 'layer_types' must be an array of "
-				       "'num_hidden_layers' (%d) entries", m->layers);
-		cJSON_ArrayForEach(it, types) {
+					  "'num_hidden_layers' (%d) entries",
+				       m->layers);
+		cJSON_ArrayForEach(it, types)
+		{
 			if (!first_full && cJSON_IsString(it) &&
 			    strcmp(it->valuestring, "full_attention") == 0)
 				first_full = i + 1;
@@ -317,14 +342,14 @@ static int read_gemma3_text(struct model *m, const cJSON *doc, struct err *e)
 	if (all_full)
 		m->sliding_window = m->sliding_every = 0;
 	i = 0;
-	cJSON_ArrayForEach(it, types) {
-		const char *want = model_block_windowed(m, i) ?
-				   "sliding_attention" : "full_attention";
+	cJSON_ArrayForEach(it, types)
+	{
+		const char *want = model_block_windowed(m, i) ? "sliding_attention" : "full_attention";
 
 		if (!cJSON_IsString(it) || strcmp(it->valuestring, want) != 0)
 			return err_set(e, "field 'layer_types[%d]' must be '%s': "
-				       "full attention on the blocks i with "
-				       "(i + 1) %% %d == 0, a window on the others",
+					  "full attention on the blocks i with "
+					  "(i + 1) %% %d == 0, a window on the others",
 				       i, want, all_full ? 1 : k);
 		i++;
 	}
@@ -346,7 +371,8 @@ static int read_phi3(struct model *m, const cJSON *doc, struct err *e)
 		m->rotary_dim = (int)(part * m->head_dim);
 	if (part < 1 && m->rotary_dim < 1)
 		return err_set(e, "field 'partial_rotary_factor' leaves no "
-			       "dimension of 'head_dim' %d to rotate", m->head_dim);
+				  "dimension of 'head_dim' %d to rotate",
+			       m->head_dim);
 	return 0;
 }
 
@@ -389,7 +415,8 @@ static int read_deepseek_v3(struct model *m, const cJSON *doc, struct err *e)
 		return -1;
 	if (freq != 1)
 		return err_set(e, "field 'moe_layer_freq' must be 1 for model_type "
-			       "'deepseek_v3', not %d", freq);
+				  "'deepseek_v3', not %d",
+			       freq);
 	m->v_head_dim = m->head_dim;
 	m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
 	m->kv_heads = m->heads;
@@ -430,15 +457,17 @@ static int read_llama4_text(struct model *m, const cJSON *doc, struct err *e)
 			continue;
 		if (!it || !cJSON_IsNumber(it) || it->valuedouble != i)
 			return err_set(e, "field 'moe_layers' must list the blocks "
-				       "(i + 1) %% interleave_moe_layer_step == 0 "
-				       "(entry %d should be %d)", n, i);
+					  "(i + 1) %% interleave_moe_layer_step == 0 "
+					  "(entry %d should be %d)",
+				       n, i);
 		it = it->next;
 		n++;
 	}
 	if (size != n)
 		return err_set(e, "field 'moe_layers' must list the blocks "
-			       "(i + 1) %% interleave_moe_layer_step == 0 (%d of "
-			       "them)", n);
+				  "(i + 1) %% interleave_moe_layer_step == 0 (%d of "
+				  "them)",
+			       n);
 	return 0;
 }
 
@@ -471,12 +500,14 @@ static int read_falcon(struct model *m, const cJSON *doc, struct err *e)
 		return -1;
 	if (!m->max_pos)
 		m->max_pos = FALCON_MAX_POS;
-	m->kv_heads = newarch ? (kv ? kv : m->heads) : mq ? 1 : m->heads;
+	m->kv_heads = newarch ? (kv ? kv : m->heads) : mq ? 1
+							  : m->heads;
 	if (m->heads % m->kv_heads)
 		return err_set(e, "field 'num_kv_heads' must divide "
-			       "'num_attention_heads'");
+				  "'num_attention_heads'");
 	m->parallel_block = parallel;
-	m->block_norms = !parallel ? 2 : newarch ? lns : 1;
+	m->block_norms = !parallel ? 2 : newarch ? lns
+						 : 1;
 	return 0;
 }
 
@@ -490,7 +521,7 @@ static int read_gptj(struct model *m, const cJSON *doc, struct err *e)
 	m->norm = NORM_LAYER;
 	m->parallel_block = m->mlp_bias = m->head_bias = true;
 	m->block_norms = 1;
-	m->rope_theta = 10000;	/* GPTJAttention's fixed base */
+	m->rope_theta = 10000; /* GPTJAttention's fixed base */
 	if (fields_read_dims(m, doc, &gpt2_keys, e) ||
 	    json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
 	    opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e) ||
@@ -509,22 +540,32 @@ static int read_gpt2(struct model *m, const cJSON *doc, struct err *e)
 	m->ffn_kind = FFN_GELU;
 	m->norm = NORM_LAYER;
 	return fields_read_dims(m, doc, &gpt2_keys, e) ||
-	       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
-	       opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e) ? -1 : 0;
+			       json_bool(doc, "", "tie_word_embeddings", false, &m->tied, e) ||
+			       opt_num(doc, "", "layer_norm_epsilon", 1e-12, 1, &m->norm_eps, e)
+		       ? -1
+		       : 0;
 }
 
 static const struct {
 	const char *type;
 	int (*read)(struct model *m, const cJSON *doc, struct err *e);
 } readers[] = {
-	{"llama", read_llama}, {"mistral", read_mistral},
-	{"mixtral", read_mixtral}, {"qwen2", read_qwen2},
-	{"qwen2_moe", read_qwen2_moe}, {"qwen3", read_qwen3},
-	{"qwen3_moe", read_qwen3_moe}, {"gemma2", read_gemma2},
-	{"gemma3_text", read_gemma3_text},
-	{"phi3", read_phi3}, {"deepseek_v3", read_deepseek_v3},
-	{"llama4_text", read_llama4_text}, {"olmo2", read_olmo2},
-	{"falcon", read_falcon}, {"gptj", read_gptj}, {"gpt2", read_gpt2},
+	{ "llama", read_llama },
+	{ "mistral", read_mistral },
+	{ "mixtral", read_mixtral },
+	{ "qwen2", read_qwen2 },
+	{ "qwen2_moe", read_qwen2_moe },
+	{ "qwen3", read_qwen3 },
+	{ "qwen3_moe", read_qwen3_moe },
+	{ "gemma2", read_gemma2 },
+	{ "gemma3_text", read_gemma3_text },
+	{ "phi3", read_phi3 },
+	{ "deepseek_v3", read_deepseek_v3 },
+	{ "llama4_text", read_llama4_text },
+	{ "olmo2", read_olmo2 },
+	{ "falcon", read_falcon },
+	{ "gptj", read_gptj },
+	{ "gpt2", read_gpt2 },
 };
 #define N_READERS (int)(sizeof readers / sizeof readers[0])
 
@@ -564,7 +605,8 @@ int hf_load(struct model *m, const cJSON *doc, const char *path,
 						"%s%s", k ? ", " : "",
 						readers[k].type);
 		return err_set(e, "field 'model_type' is '%s', which is not "
-			       "supported (supported: %s)", type, list);
+				  "supported (supported: %s)",
+			       type, list);
 	}
 	snprintf(m->model_type, sizeof m->model_type, "%s", type);
 	if (readers[i].read(m, doc, e) || read_dtype(m, doc, e))
@@ -572,7 +614,7 @@ int hf_load(struct model *m, const cJSON *doc, const char *path,
 	m->name = hf_name(doc, path);
 	if (json_utf8_check(m->name, strlen(m->name)))
 		return err_set(e, "the file name is not valid UTF-8 or holds a "
-			       "control character: set '_name_or_path'");
+				  "control character: set '_name_or_path'");
 	m->seq = m->max_pos < HF_SEQ ? m->max_pos : HF_SEQ;
 	m->gbs = HF_GBS;
 	model_derive_layers(m);

@@ -36,7 +36,7 @@ static int open_input(const char *path, struct err *e)
 			       JSON_MAX_BYTES >> 20);
 	}
 	if (lstat(path, &lst) == 0 && S_ISFIFO(lst.st_mode)) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
+		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int rc;
 
 		do
@@ -45,7 +45,8 @@ static int open_input(const char *path, struct err *e)
 		if (rc == 0) {
 			close(fd);
 			return err_set(e, "%s: no data after %d s (a FIFO with "
-				       "no writer?)", path, JSON_FIFO_WAIT_S);
+					  "no writer?)",
+				       path, JSON_FIFO_WAIT_S);
 		}
 	}
 	/* Blocking reads from here on: a pipe's writer may be slow. */

@@ -29,9 +29,9 @@ struct cJSON;
  *   without control characters (U+0000-U+001F, U+007F-U+009F): "field 'PATH'
  *   is not valid UTF-8", "field 'PATH' contains control character U+000A",
  *   "key N of 'PATH' ..." for a key. The loaders check each number's range. */
-#define JSON_MAX_BYTES (64L << 20)
-#define JSON_MAX_DEPTH 64
-#define JSON_MAX_KEYS 10000
+#define JSON_MAX_BYTES	 (64L << 20)
+#define JSON_MAX_DEPTH	 64
+#define JSON_MAX_KEYS	 10000
 #define JSON_FIFO_WAIT_S 5
 
 /* Reads and parses the file at path within the limits above. Returns the

@@ -17,68 +17,68 @@
 #include "util.h"
 
 /* Indexed by enum layer_kind and enum ffn_kind. */
-static const char *const kind_names[] = {"embedding", "block", "head"};
-static const char *const ffn_names[] = {"gelu", "swiglu", "relu2"};
-static const char *const pos_names[] = {"rope", "learned"};
-static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
-static const int dtype_bytes[] = {2, 2, 4};
-static const char *const norm_names[] = {"rmsnorm", "layernorm"};
+static const char *const kind_names[] = { "embedding", "block", "head" };
+static const char *const ffn_names[] = { "gelu", "swiglu", "relu2" };
+static const char *const pos_names[] = { "rope", "learned" };
+static const char *const dtype_names[] = { "bf16", "fp16", "fp32" };
+static const int dtype_bytes[] = { 2, 2, 4 };
+static const char *const norm_names[] = { "rmsnorm", "layernorm" };
 
 /* The optional fields of a profile from "norm_eps" to "lm_head_bias", each
  * once, in the order read_profile_arch reads them (0 / false when absent;
  * the ranges are those of the HF reader, hf.c) and put_arch writes those
  * not at their default; load_profile allows their keys. */
 enum arch_type {
-	ARCH_NUM,		/* a double of struct model */
-	ARCH_INT,		/* an int */
-	ARCH_BOOL,		/* a bool, written only when true */
-	ARCH_SCALING		/* the "rope_scaling" object (struct rope_scaling) */
+	ARCH_NUM,    /* a double of struct model */
+	ARCH_INT,    /* an int */
+	ARCH_BOOL,   /* a bool, written only when true */
+	ARCH_SCALING /* the "rope_scaling" object (struct rope_scaling) */
 };
 enum arch_put {
-	PUT_NONZERO,		/* written when not 0 */
-	PUT_WINDOWED,		/* written when sliding_window is not 0 */
-	PUT_ABOVE_1		/* written when above 1 */
+	PUT_NONZERO,  /* written when not 0 */
+	PUT_WINDOWED, /* written when sliding_window is not 0 */
+	PUT_ABOVE_1   /* written when above 1 */
 };
 #define AT(field) offsetof(struct model, field)
 static const struct arch_field {
 	const char *key;
 	enum arch_type type;
-	size_t at;		/* where in struct model */
-	double min, max;	/* ARCH_NUM and ARCH_INT: the range */
-	size_t max_at;		/* ARCH_INT: not 0, the maximum is the int at
+	size_t at;	   /* where in struct model */
+	double min, max;   /* ARCH_NUM and ARCH_INT: the range */
+	size_t max_at;	   /* ARCH_INT: not 0, the maximum is the int at
 				   this offset instead (offset 0 is the
 				   name, never a bound) */
-	enum arch_put put;	/* ARCH_NUM and ARCH_INT */
+	enum arch_put put; /* ARCH_NUM and ARCH_INT */
 } arch_fields[] = {
-	{"norm_eps", ARCH_NUM, AT(norm_eps), 0, 1, 0, PUT_NONZERO},
-	{"rope_theta", ARCH_NUM, AT(rope_theta), 0, 1e12, 0, PUT_NONZERO},
-	{"rope_scaling", ARCH_SCALING, AT(rope_scaling), 0, 0, 0, PUT_NONZERO},
-	{"rotary_dim", ARCH_INT, AT(rotary_dim), 1, 0, AT(head_dim), PUT_NONZERO},
-	{"qkv_bias", ARCH_BOOL, AT(qkv_bias), 0, 0, 0, PUT_NONZERO},
-	{"qk_norm", ARCH_BOOL, AT(qk_norm), 0, 0, 0, PUT_NONZERO},
-	{"sliding_window", ARCH_INT, AT(sliding_window), 1, MAX_POS, 0,
-	 PUT_NONZERO},
-	{"sliding_window_every", ARCH_INT, AT(sliding_every), 1, MAX_LAYERS, 0,
-	 PUT_WINDOWED},
-	{"num_shared_experts", ARCH_INT, AT(shared_experts), 1, MAX_EXPERTS, 0,
-	 PUT_NONZERO},
-	{"shared_expert_ffn_hidden_size", ARCH_INT, AT(shared_ffn), 1, MAX_FFN,
-	 0, PUT_NONZERO},
-	{"first_dense_layers", ARCH_INT, AT(dense_layers), 1, 0, AT(layers),
-	 PUT_NONZERO},
-	{"moe_layer_freq", ARCH_INT, AT(moe_every), 1, MAX_LAYERS, 0,
-	 PUT_ABOVE_1},
-	{"q_lora_rank", ARCH_INT, AT(q_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO},
-	{"kv_lora_rank", ARCH_INT, AT(kv_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO},
-	{"qk_rope_head_dim", ARCH_INT, AT(qk_rope_dim), 1, MAX_HEAD_DIM, 0,
-	 PUT_NONZERO},
-	{"qk_nope_head_dim", ARCH_INT, AT(qk_nope_dim), 1, MAX_HEAD_DIM, 0,
-	 PUT_NONZERO},
-	{"v_head_dim", ARCH_INT, AT(v_head_dim), 1, MAX_HEAD_DIM, 0, PUT_NONZERO},
-	{"norms_per_block", ARCH_INT, AT(block_norms), 1, 4, 0, PUT_NONZERO},
-	{"parallel_block", ARCH_BOOL, AT(parallel_block), 0, 0, 0, PUT_NONZERO},
-	{"mlp_bias", ARCH_BOOL, AT(mlp_bias), 0, 0, 0, PUT_NONZERO},
-	{"lm_head_bias", ARCH_BOOL, AT(head_bias), 0, 0, 0, PUT_NONZERO},
+	{ "norm_eps", ARCH_NUM, AT(norm_eps), 0, 1, 0, PUT_NONZERO },
+	{ "rope_theta", ARCH_NUM, AT(rope_theta), 0, 1e12, 0, PUT_NONZERO },
+	{ "rope_scaling", ARCH_SCALING, AT(rope_scaling), 0, 0, 0, PUT_NONZERO },
+	{ "rotary_dim", ARCH_INT, AT(rotary_dim), 1, 0, AT(head_dim), PUT_NONZERO },
+	{ "qkv_bias", ARCH_BOOL, AT(qkv_bias), 0, 0, 0, PUT_NONZERO },
+	{ "qk_norm", ARCH_BOOL, AT(qk_norm), 0, 0, 0, PUT_NONZERO },
+	{ "sliding_window", ARCH_INT, AT(sliding_window), 1, MAX_POS, 0,
+	  PUT_NONZERO },
+	{ "sliding_window_every", ARCH_INT, AT(sliding_every), 1, MAX_LAYERS, 0,
+	  PUT_WINDOWED },
+	{ "num_shared_experts", ARCH_INT, AT(shared_experts), 1, MAX_EXPERTS, 0,
+	  PUT_NONZERO },
+	{ "shared_expert_ffn_hidden_size", ARCH_INT, AT(shared_ffn), 1, MAX_FFN,
+	  0, PUT_NONZERO },
+	{ "first_dense_layers", ARCH_INT, AT(dense_layers), 1, 0, AT(layers),
+	  PUT_NONZERO },
+	{ "moe_layer_freq", ARCH_INT, AT(moe_every), 1, MAX_LAYERS, 0,
+	  PUT_ABOVE_1 },
+	{ "q_lora_rank", ARCH_INT, AT(q_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO },
+	{ "kv_lora_rank", ARCH_INT, AT(kv_lora_rank), 1, MAX_FFN, 0, PUT_NONZERO },
+	{ "qk_rope_head_dim", ARCH_INT, AT(qk_rope_dim), 1, MAX_HEAD_DIM, 0,
+	  PUT_NONZERO },
+	{ "qk_nope_head_dim", ARCH_INT, AT(qk_nope_dim), 1, MAX_HEAD_DIM, 0,
+	  PUT_NONZERO },
+	{ "v_head_dim", ARCH_INT, AT(v_head_dim), 1, MAX_HEAD_DIM, 0, PUT_NONZERO },
+	{ "norms_per_block", ARCH_INT, AT(block_norms), 1, 4, 0, PUT_NONZERO },
+	{ "parallel_block", ARCH_BOOL, AT(parallel_block), 0, 0, 0, PUT_NONZERO },
+	{ "mlp_bias", ARCH_BOOL, AT(mlp_bias), 0, 0, 0, PUT_NONZERO },
+	{ "lm_head_bias", ARCH_BOOL, AT(head_bias), 0, 0, 0, PUT_NONZERO },
 };
 #undef AT
 #define N_ARCH (int)(sizeof arch_fields / sizeof arch_fields[0])
@@ -91,24 +91,29 @@ static const char *const profile_fields[] = {
 	"max_position_embeddings", "tie_word_embeddings", "bias",
 	"position_embedding", "dtype", "num_experts", "moe_top_k",
 	"moe_ffn_hidden_size", "hf_model_type", "normalization", "doc_lengths",
-	"layers"};
+	"layers"
+};
 #define N_PROFILE (int)(sizeof profile_fields / sizeof profile_fields[0])
-static const char *const doc_fields[] = {"tokens", "share", NULL};
+static const char *const doc_fields[] = { "tokens", "share", NULL };
 static const char *const scaling_fields[] = {
 	"type", "factor", "low_freq_factor", "high_freq_factor",
-	"original_max_position_embeddings", NULL};
+	"original_max_position_embeddings", NULL
+};
 static const char *const layer_fields[] = {
 	"kind", "repeat", "params", "expert_params", "flops_per_token",
 	"activation_bytes_per_token", "output_bytes_per_token", "measured",
-	"note", NULL};
+	"note", NULL
+};
 static const char *const measure_fields[] = {
 	"gpu", "tp", "micro_batch_size", "seq_length", "forward_s",
-	"backward_s", "note", NULL};
+	"backward_s", "note", NULL
+};
 
 static const struct keys profile_keys = {
 	"hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
 	"head_dim", "ffn_hidden_size", "vocab_size", "max_position_embeddings",
-	true, false};
+	true, false
+};
 
 /* Reads a measured time in seconds, [MIN_SECONDS, MAX_SECONDS]. */
 static int seconds(const cJSON *obj, const char *where, const char *key,
@@ -128,14 +133,16 @@ static int read_profile_moe(struct model *m, const cJSON *doc, struct err *e)
 		if (cJSON_GetObjectItemCaseSensitive(doc, "moe_top_k") ||
 		    cJSON_GetObjectItemCaseSensitive(doc, "moe_ffn_hidden_size"))
 			return err_set(e, "field 'num_experts' must be positive "
-				       "when 'moe_top_k' or 'moe_ffn_hidden_size' "
-				       "is given");
+					  "when 'moe_top_k' or 'moe_ffn_hidden_size' "
+					  "is given");
 		return 0;
 	}
 	m->moe_ffn = m->ffn;
 	return json_int(doc, "", "moe_top_k", true, 1, m->experts, &m->top_k, e) ||
-	       json_int(doc, "", "moe_ffn_hidden_size", false, 1, MAX_FFN,
-			&m->moe_ffn, e) ? -1 : 0;
+			       json_int(doc, "", "moe_ffn_hidden_size", false, 1, MAX_FFN,
+					&m->moe_ffn, e)
+		       ? -1
+		       : 0;
 }
 
 /* Reads a profile's "rope_scaling" object, if any, into m. */
@@ -155,15 +162,18 @@ static int read_profile_scaling(struct model *m, const cJSON *doc,
 		return -1;
 	if (strlen(type) >= sizeof r->type)
 		return err_set(e, "field 'rope_scaling.type' must be at most %zu "
-			       "bytes", sizeof r->type - 1);
+				  "bytes",
+			       sizeof r->type - 1);
 	strcpy(r->type, type);
 	return json_num(o, "rope_scaling", "factor", false, 0, 1e6, &r->factor, e) ||
-	       json_num(o, "rope_scaling", "low_freq_factor", false, 0, 1e6,
-			&r->low_freq_factor, e) ||
-	       json_num(o, "rope_scaling", "high_freq_factor", false, 0, 1e6,
-			&r->high_freq_factor, e) ||
-	       json_int(o, "rope_scaling", "original_max_position_embeddings",
-			false, 1, MAX_POS, &r->original_max_pos, e) ? -1 : 0;
+			       json_num(o, "rope_scaling", "low_freq_factor", false, 0, 1e6,
+					&r->low_freq_factor, e) ||
+			       json_num(o, "rope_scaling", "high_freq_factor", false, 0, 1e6,
+					&r->high_freq_factor, e) ||
+			       json_int(o, "rope_scaling", "original_max_position_embeddings",
+					false, 1, MAX_POS, &r->original_max_pos, e)
+		       ? -1
+		       : 0;
 }
 
 /* Reads arch_fields[i] of doc into m. */
@@ -172,8 +182,7 @@ static int read_arch_field(struct model *m, int i, const cJSON *doc,
 {
 	const struct arch_field *f = &arch_fields[i];
 	char *p = (char *)m + f->at;
-	long max = f->max_at ? *(const int *)((const char *)m + f->max_at) :
-		   (long)f->max;
+	long max = f->max_at ? *(const int *)((const char *)m + f->max_at) : (long)f->max;
 
 	switch (f->type) {
 	case ARCH_NUM:
@@ -218,13 +227,13 @@ static int read_profile_arch(struct model *m, const cJSON *doc, struct err *e)
 		m->sliding_every = 1;
 	if (m->kv_lora_rank && (!m->qk_rope_dim || !m->qk_nope_dim || !m->v_head_dim))
 		return err_set(e, "field 'kv_lora_rank' needs 'qk_rope_head_dim', "
-			       "'qk_nope_head_dim' and 'v_head_dim'");
+				  "'qk_nope_head_dim' and 'v_head_dim'");
 	if (m->kv_lora_rank && m->head_dim != m->qk_rope_dim + m->qk_nope_dim)
 		return err_set(e, "field 'head_dim' must be 'qk_rope_head_dim' + "
-			       "'qk_nope_head_dim' with 'kv_lora_rank'");
+				  "'qk_nope_head_dim' with 'kv_lora_rank'");
 	if (!m->shared_experts != !m->shared_ffn)
 		return err_set(e, "fields 'num_shared_experts' and "
-			       "'shared_expert_ffn_hidden_size' go together");
+				  "'shared_expert_ffn_hidden_size' go together");
 	return 0;
 }
 
@@ -244,8 +253,10 @@ static int read_doc_lengths(struct model *m, const cJSON *doc, struct err *e)
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
 	    cJSON_GetArraySize(arr) > MODEL_MAX_DOC_BINS)
 		return err_set(e, "field 'doc_lengths' must be an array of 1 to %d "
-			       "{\"tokens\", \"share\"} objects", MODEL_MAX_DOC_BINS);
-	cJSON_ArrayForEach(o, arr) {
+				  "{\"tokens\", \"share\"} objects",
+			       MODEL_MAX_DOC_BINS);
+	cJSON_ArrayForEach(o, arr)
+	{
 		char where[32];
 
 		snprintf(where, sizeof where, "doc_lengths[%d]", i);
@@ -260,7 +271,8 @@ static int read_doc_lengths(struct model *m, const cJSON *doc, struct err *e)
 		for (int j = 0; j < i; j++)
 			if (m->doc[j].tokens == m->doc[i].tokens)
 				return err_set(e, "field '%s.tokens' repeats doc_lengths[%d]'s "
-					       "length %d", where, j, m->doc[i].tokens);
+						  "length %d",
+					       where, j, m->doc[i].tokens);
 		sum += m->doc[i].share;
 		i++;
 	}
@@ -348,7 +360,8 @@ static int read_measures(struct layer *l, const cJSON *o, const char *where,
 	if (!cJSON_IsArray(arr))
 		return err_set(e, "field '%s.measured' must be an array", where);
 	l->measure = xcalloc((size_t)cJSON_GetArraySize(arr), sizeof *l->measure);
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		snprintf(at, sizeof at, "%s.measured[%d]", where, l->n_measure);
 		if (read_measure(&l->measure[l->n_measure], it, at, e))
 			return -1;
@@ -395,7 +408,8 @@ static int count_layers(const struct model *m, const cJSON *arr, struct err *e)
 
 	if (!cJSON_IsArray(arr))
 		return err_set(e, "field 'layers' must be an array");
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		int repeat = 1;
 
 		snprintf(where, sizeof where, "layers[%d]", i++);
@@ -408,7 +422,7 @@ static int count_layers(const struct model *m, const cJSON *arr, struct err *e)
 	}
 	if (total != m->layers + 2)
 		return err_set(e, "field 'layers' must expand to num_layers + 2 = %d "
-			       "entries (the embedding, %d blocks, the head), not %ld",
+				  "entries (the embedding, %d blocks, the head), not %ld",
 			       m->layers + 2, m->layers, total);
 	return 0;
 }
@@ -426,16 +440,17 @@ static int read_layers(struct model *m, const cJSON *arr, struct err *e)
 		return -1;
 	m->n_layer = m->layers + 2;
 	m->layer = xcalloc((size_t)m->n_layer, sizeof *m->layer);
-	cJSON_ArrayForEach(it, arr) {
-		struct layer l = {0};
+	cJSON_ArrayForEach(it, arr)
+	{
+		struct layer l = { 0 };
 		int repeat = 1, rc;
 
 		snprintf(where, sizeof where, "layers[%d]", i++);
 		rc = json_int(it, where, "repeat", false, 1, MAX_LAYERS, &repeat, e) ||
 		     read_layer(&l, it, where, e);
 		for (int r = 0; rc == 0 && r < repeat; r++, n++) {
-			enum layer_kind want = n == 0 ? LAYER_EMBEDDING :
-				n == m->n_layer - 1 ? LAYER_HEAD : LAYER_BLOCK;
+			enum layer_kind want = n == 0 ? LAYER_EMBEDDING : n == m->n_layer - 1 ? LAYER_HEAD
+											      : LAYER_BLOCK;
 
 			if (l.kind != want)
 				rc = err_set(e, "field '%s.kind' must be '%s', not '%s'",
@@ -498,8 +513,7 @@ int model_load(struct model **out, const char *path, struct err *e)
 		err_set(e, "the document must be a JSON object");
 		goto fail;
 	}
-	if (cJSON_GetObjectItemCaseSensitive(doc, "model_type") ?
-	    hf_load(m, doc, path, e) : load_profile(m, doc, e))
+	if (cJSON_GetObjectItemCaseSensitive(doc, "model_type") ? hf_load(m, doc, path, e) : load_profile(m, doc, e))
 		goto fail;
 	cJSON_Delete(doc);
 	*out = m;
@@ -644,8 +658,8 @@ static void put_arch_field(cJSON *o, const struct model *m, int i)
 		v = *(const int *)p;
 		break;
 	}
-	if (f->put == PUT_WINDOWED ? m->sliding_window != 0 :
-	    f->put == PUT_ABOVE_1 ? v > 1 : v != 0)
+	if (f->put == PUT_WINDOWED ? m->sliding_window != 0 : f->put == PUT_ABOVE_1 ? v > 1
+										    : v != 0)
 		put_num(o, f->key, v);
 }
 
@@ -677,7 +691,8 @@ static void put_dims(cJSON *o, const struct model *m)
 	put_bool(o, "tie_word_embeddings", m->tied);
 	put_bool(o, "bias", m->bias);
 	put_str(o, "position_embedding", pos_names[m->learned_pos]);
-	put_str(o, "dtype", m->dtype_bytes == 4 ? "fp32" : m->fp16 ? "fp16" : "bf16");
+	put_str(o, "dtype", m->dtype_bytes == 4 ? "fp32" : m->fp16 ? "fp16"
+								   : "bf16");
 	if (m->experts > 0) {
 		put_num(o, "num_experts", m->experts);
 		put_num(o, "moe_top_k", m->top_k);

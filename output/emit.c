@@ -20,19 +20,26 @@
 #include "util.h"
 
 static const char *const format_names[EMIT_COUNT] = {
-	[EMIT_MEGATRON] = "megatron", [EMIT_TORCHTITAN] = "torchtitan",
-	[EMIT_DEEPSPEED] = "deepspeed", [EMIT_NEMO] = "nemo",
+	[EMIT_MEGATRON] = "megatron",
+	[EMIT_TORCHTITAN] = "torchtitan",
+	[EMIT_DEEPSPEED] = "deepspeed",
+	[EMIT_NEMO] = "nemo",
 	[EMIT_SLURM] = "slurm",
 };
 
 /* The trainer each format runs, for trainer_check. */
 static const enum trainer format_trainer[EMIT_COUNT] = {
-	[EMIT_MEGATRON] = TRAINER_MEGATRON, [EMIT_TORCHTITAN] = TRAINER_TORCHTITAN,
-	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED, [EMIT_NEMO] = TRAINER_NEMO,
+	[EMIT_MEGATRON] = TRAINER_MEGATRON,
+	[EMIT_TORCHTITAN] = TRAINER_TORCHTITAN,
+	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED,
+	[EMIT_NEMO] = TRAINER_NEMO,
 	[EMIT_SLURM] = TRAINER_MEGATRON,
 };
 
-const char *emit_format_name(enum emit_format f) { return format_names[f]; }
+const char *emit_format_name(enum emit_format f)
+{
+	return format_names[f];
+}
 
 int emit_format_parse(const char *name)
 {
@@ -72,15 +79,15 @@ static void nodes_txt(struct emit_ctx *x)
 
 	emit_header(b, x, "node placement for the launch files beside it");
 	emit_printf(b, "#\n"
-		    "# One line per node rank: <node rank>, <node group>, <GPU type>, separated\n"
-		    "# by one tab each (names may hold spaces, never a tab). Ranks go\n"
-		    "# tp-cp-dp-pp (Megatron; torchtitan's mesh and DeepSpeed's topology give the\n"
-		    "# same order), so pipeline rank p owns global ranks [p*%d, (p+1)*%d)\n"
-		    "# (tp*cp*dp = %d), and a node's global ranks follow those of the lower node\n"
-		    "# ranks. Node rank r must run on a node of the group named here, so that\n"
-		    "# each GPU type gets the stages the plan gave it: start every node with its\n"
-		    "# rank (static rendezvous: torchrun --node-rank, not --rdzv-backend c10d).\n"
-		    "# Layers: 0 the embedding, 1 to %d the blocks, %d the head.\n",
+		       "# One line per node rank: <node rank>, <node group>, <GPU type>, separated\n"
+		       "# by one tab each (names may hold spaces, never a tab). Ranks go\n"
+		       "# tp-cp-dp-pp (Megatron; torchtitan's mesh and DeepSpeed's topology give the\n"
+		       "# same order), so pipeline rank p owns global ranks [p*%d, (p+1)*%d)\n"
+		       "# (tp*cp*dp = %d), and a node's global ranks follow those of the lower node\n"
+		       "# ranks. Node rank r must run on a node of the group named here, so that\n"
+		       "# each GPU type gets the stages the plan gave it: start every node with its\n"
+		       "# rank (static rendezvous: torchrun --node-rank, not --rdzv-backend c10d).\n"
+		       "# Layers: 0 the embedding, 1 to %d the blocks, %d the head.\n",
 		    x->block, x->block, x->block, x->m->layers, x->m->layers + 1);
 	for (int p = 0; p < s->pp; p++) {
 		int lo = node_of(x, p * x->block), hi = node_of(x, (p + 1) * x->block - 1);

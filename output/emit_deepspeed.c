@@ -72,22 +72,22 @@ static void kernels(struct emit_buf *b, const struct strategy *s, const struct m
 		emit_printf(b, "# - TP comm overlap (with the GEMMs): the model code's tensor parallelism.\n");
 	if (s->grad_overlap && s->zero == 0)
 		emit_printf(b, "# - gradient reduction overlap: only ZeRO's overlap_comm does it, and this\n"
-			    "#   plan runs zero 0: the reduction runs after the backward pass.\n");
+			       "#   plan runs zero 0: the reduction runs after the backward pass.\n");
 	if (s->param_overlap && (s->zero == 1 || s->zero == 2))
 		emit_printf(b, "# - parameter gather overlap: ZeRO-%d gathers the updated parameters\n"
-			    "#   after the optimizer step, not under the forward pass: not expressible.\n",
+			       "#   after the optimizer step, not under the forward pass: not expressible.\n",
 			    s->zero);
 	else if (!s->param_overlap && s->zero == 3)
 		emit_printf(b, "# - ZeRO-3 prefetches parameters under compute by itself; the plan costed\n"
-			    "#   the gathers exposed.\n");
+			       "#   the gathers exposed.\n");
 	emit_printf(b, "# - gradients: the plan costed %s gradients, kept and reduced; set\n"
-		    "#   data_types.grad_accum_dtype and communication_data_type to match where\n"
-		    "#   your DeepSpeed version and ZeRO stage allow (not written here).\n",
+		       "#   data_types.grad_accum_dtype and communication_data_type to match where\n"
+		       "#   your DeepSpeed version and ZeRO stage allow (not written here).\n",
 		    grad_dtype_name(s, m->fp16));
 	if (!s->grad_acc_unfused && s->micro_batches > 1)
 		emit_printf(b, "# - gradient accumulation: the plan costed it inside the weight-gradient\n"
-			    "#   GEMMs (Megatron's fusion); DeepSpeed adds each micro-batch's gradients\n"
-			    "#   in a pass of its own, slower than the plan.\n");
+			       "#   GEMMs (Megatron's fusion); DeepSpeed adds each micro-batch's gradients\n"
+			       "#   in a pass of its own, slower than the plan.\n");
 }
 
 static void launch(struct emit_ctx *x)
@@ -100,35 +100,35 @@ static void launch(struct emit_ctx *x)
 	emit_printf(b, "#!/usr/bin/env bash\n");
 	emit_header(b, x, "DeepSpeed launch; run it once, on the host of node rank 0");
 	emit_printf(b, "#\n"
-		    "# Usage: HOSTS=\"<host of node rank 0> ...\" [MASTER_PORT=29500] \\\n"
-		    "#            [TRAIN_SCRIPT=train.py] ./launch.sh [script arguments]\n"
-		    "# HOSTS names the %d host%s in node-rank order (nodes.txt); the launcher starts\n"
-		    "# the ranks on them in that order (over ssh, pdsh), so that each GPU type gets\n"
-		    "# the stages the plan gave it:\n",
+		       "# Usage: HOSTS=\"<host of node rank 0> ...\" [MASTER_PORT=29500] \\\n"
+		       "#            [TRAIN_SCRIPT=train.py] ./launch.sh [script arguments]\n"
+		       "# HOSTS names the %d host%s in node-rank order (nodes.txt); the launcher starts\n"
+		       "# the ranks on them in that order (over ssh, pdsh), so that each GPU type gets\n"
+		       "# the stages the plan gave it:\n",
 		    n, n > 1 ? "s" : "");
 	emit_node_runs(b, x);
 	emit_printf(b, "# TRAIN_SCRIPT calls deepspeed.initialize and takes --deepspeed\n"
-		    "# --deepspeed_config (deepspeed.add_config_arguments).\n"
-		    "#\n"
-		    "# ds_config.json holds the batch and ZeRO settings; the rest is code:\n");
+		       "# --deepspeed_config (deepspeed.add_config_arguments).\n"
+		       "#\n"
+		       "# ds_config.json holds the batch and ZeRO settings; the rest is code:\n");
 	if (s->pp > 1) {
 		emit_printf(b, "# - pipeline: PipelineModule(layers=[embedding, %d blocks, head],\n"
-			    "#   num_stages=%d), stage s holding layers [parts[s], parts[s+1]) of those %d:\n"
-			    "#   parts=",
+			       "#   num_stages=%d), stage s holding layers [parts[s], parts[s+1]) of those %d:\n"
+			       "#   parts=",
 			    m->layers, s->pp, n_layer);
 		parts(b, s);
 		if (uniform(s, n_layer))
 			emit_printf(b, ", which partition_method='uniform' gives.\n");
 		else
 			emit_printf(b, ". PipelineModule takes a partition_method\n"
-				    "#   ('parameters', 'uniform', 'type:regex'), not bounds: set these parts in\n"
-				    "#   code (override PipelineModule._partition_layers).\n");
+				       "#   ('parameters', 'uniform', 'type:regex'), not bounds: set these parts in\n"
+				       "#   code (override PipelineModule._partition_layers).\n");
 	}
 	if (s->tp > 1)
 		emit_printf(b, "# - tensor parallelism (tp %d%s) is the model code's, e.g.\n"
-			    "#   Megatron-DeepSpeed --tensor-model-parallel-size %d%s;\n"
-			    "#   pass its mpu to deepspeed.initialize so that data parallelism is\n"
-			    "#   world / (tp * pp) = %d.\n",
+			       "#   Megatron-DeepSpeed --tensor-model-parallel-size %d%s;\n"
+			       "#   pass its mpu to deepspeed.initialize so that data parallelism is\n"
+			       "#   world / (tp * pp) = %d.\n",
 			    s->tp, s->sp ? ", sequence parallel" : "", s->tp,
 			    s->sp ? " --sequence-parallel" : "", s->dp);
 	if (s->recompute == RECOMPUTE_FULL)
@@ -138,8 +138,8 @@ static void launch(struct emit_ctx *x)
 	else if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "# - recompute selective: recompute attention in the model code.\n");
 	emit_printf(b, "# - the model is the code's: build it as \"the model as costed\" above says\n"
-		    "#   (norm and epsilon, rotary base and scaling, dropout 0, biases, q/k norms,\n"
-		    "#   the vocabulary unpadded).\n");
+		       "#   (norm and epsilon, rotary base and scaling, dropout 0, biases, q/k norms,\n"
+		       "#   the vocabulary unpadded).\n");
 	if (m->experts > 0) {
 		emit_printf(b, "# - MoE: deepspeed.moe.layer.MoE(num_experts=%d, ep_size=%d, k=%d,\n",
 			    m->experts, s->ep, m->top_k);
@@ -152,32 +152,32 @@ static void launch(struct emit_ctx *x)
 			emit_printf(b, ",\n#   as the plan costed; it dispatches with all-to-all.");
 		else
 			emit_printf(b, ": dropless,\n#   as the plan costed (DeepSpeed drops tokens over capacity_factor by\n"
-				    "#   default); it dispatches with all-to-all.");
+				       "#   default); it dispatches with all-to-all.");
 		emit_printf(b, "%s\n", m->shared_experts > 0 ? " The shared experts run beside it\n#   in the model code." : "");
 	}
 	kernels(b, s, x->m);
 	emit_printf(b, "set -euo pipefail\n\n"
-		    "HOSTS=${HOSTS:?set HOSTS to the %d host%s in node-rank order (nodes.txt)}\n"
-		    "MASTER_PORT=${MASTER_PORT:-29500}\n"
-		    "TRAIN_SCRIPT=${TRAIN_SCRIPT:-train.py}\n"
-		    "read -r -a hosts <<<\"$HOSTS\"\n"
-		    "slots=(",
+		       "HOSTS=${HOSTS:?set HOSTS to the %d host%s in node-rank order (nodes.txt)}\n"
+		       "MASTER_PORT=${MASTER_PORT:-29500}\n"
+		       "TRAIN_SCRIPT=${TRAIN_SCRIPT:-train.py}\n"
+		       "read -r -a hosts <<<\"$HOSTS\"\n"
+		       "slots=(",
 		    n, n > 1 ? "s" : "");
 	for (int i = 0; i < n; i++)
 		emit_printf(b, "%s%d", i ? " " : "", x->nodes.gpus[i]);
 	emit_printf(b, ")\n"
-		    "if [ \"${#hosts[@]}\" -ne %d ]; then\n"
-		    "\techo \"launch.sh: error: HOSTS must name %d host%s, not ${#hosts[@]}\" >&2\n"
-		    "\texit 1\n"
-		    "fi\n"
-		    "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
-		    "hostfile=$(mktemp)\n"
-		    "trap 'rm -f \"$hostfile\"' EXIT\n"
-		    "for i in \"${!hosts[@]}\"; do\n"
-		    "\techo \"${hosts[i]} slots=${slots[i]}\"\n"
-		    "done >\"$hostfile\"\n\n"
-		    "deepspeed --hostfile \"$hostfile\" --master_addr \"${hosts[0]}\" --master_port \"$MASTER_PORT\" \\\n"
-		    "\t\"$TRAIN_SCRIPT\" --deepspeed --deepspeed_config \"$here/ds_config.json\" \"$@\"\n",
+		       "if [ \"${#hosts[@]}\" -ne %d ]; then\n"
+		       "\techo \"launch.sh: error: HOSTS must name %d host%s, not ${#hosts[@]}\" >&2\n"
+		       "\texit 1\n"
+		       "fi\n"
+		       "here=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+		       "hostfile=$(mktemp)\n"
+		       "trap 'rm -f \"$hostfile\"' EXIT\n"
+		       "for i in \"${!hosts[@]}\"; do\n"
+		       "\techo \"${hosts[i]} slots=${slots[i]}\"\n"
+		       "done >\"$hostfile\"\n\n"
+		       "deepspeed --hostfile \"$hostfile\" --master_addr \"${hosts[0]}\" --master_port \"$MASTER_PORT\" \\\n"
+		       "\t\"$TRAIN_SCRIPT\" --deepspeed --deepspeed_config \"$here/ds_config.json\" \"$@\"\n",
 		    n, n, n > 1 ? "s" : "");
 }
 

@@ -18,11 +18,11 @@
 static void placement_comment(struct emit_buf *b, const struct emit_ctx *x)
 {
 	emit_printf(b, "#\n"
-		    "# Placement: ranks go tp-cp-dp-pp, so pipeline rank p owns global ranks\n"
-		    "# [p*%d, (p+1)*%d), and a node's ranks follow those of the lower node ranks.\n"
-		    "# Node rank r must run on a node of the group nodes.txt names for r, so that\n"
-		    "# each GPU type gets the stages the plan gave it; node ranks hold only with\n"
-		    "# torchrun's static rendezvous (--node-rank; add no --rdzv-backend):\n",
+		       "# Placement: ranks go tp-cp-dp-pp, so pipeline rank p owns global ranks\n"
+		       "# [p*%d, (p+1)*%d), and a node's ranks follow those of the lower node ranks.\n"
+		       "# Node rank r must run on a node of the group nodes.txt names for r, so that\n"
+		       "# each GPU type gets the stages the plan gave it; node ranks hold only with\n"
+		       "# torchrun's static rendezvous (--node-rank; add no --rdzv-backend):\n",
 		    x->block, x->block);
 	emit_node_runs(b, x);
 }
@@ -64,48 +64,53 @@ static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
 	emit_printf(&n, "%s", "");
 	if (s->attn == ATTN_FLASH1)
 		emit_printf(&n, "# - attention 'flash1': FlashAttention 1 cannot be chosen; %s flash\n"
-			    "#   runs FlashAttention 2 or later, faster than the plan costed.\n", backend);
+				"#   runs FlashAttention 2 or later, faster than the plan costed.\n",
+			    backend);
 	else if (s->attn == ATTN_FUSED_SOFTMAX)
 		emit_printf(&n, "# - attention 'fused-softmax': %s unfused, Transformer Engine's\n"
-			    "#   attention over the s x s scores with its fused scale-mask-softmax kernel.\n",
+				"#   attention over the s x s scores with its fused scale-mask-softmax kernel.\n",
 			    backend);
 	else if (s->attn == ATTN_UNFUSED)
 		emit_printf(&n, "# - attention 'unfused': %s unfused with the softmax fusion off\n"
-			    "#   (%s and NVTE_MASKED_SOFTMAX_FUSION=0%s).\n", backend,
+				"#   (%s and NVTE_MASKED_SOFTMAX_FUSION=0%s).\n",
+			    backend,
 			    nemo ? "model.masked_softmax_fusion=false" : "--no-masked-softmax-fusion",
 			    nemo ? ": export it on every node" : "");
 	if (s->unfused_norm)
 		emit_printf(&n, "# - norms 'unfused': no setting runs them so (Transformer Engine's norms are\n"
-			    "#   fused kernels): they run faster than the plan costed.\n");
+				"#   fused kernels): they run faster than the plan costed.\n");
 	if (s->fp8)
 		emit_printf(&n, "# - FP8 GEMMs: format hybrid (E4M3 forward, E5M2 gradients), delayed scaling,\n"
-			    "#   through Transformer Engine, on GPUs with FP8 (H100 or later).\n");
+				"#   through Transformer Engine, on GPUs with FP8 (H100 or later).\n");
 	if (s->fp8 && nemo)
 		emit_printf(&n, "#   A mixed_precision recipe, where the script sets one, also sets the fp8\n"
-			    "#   fields and wins: pick one with FP8 hybrid, or none.\n");
+				"#   fields and wins: pick one with FP8 hybrid, or none.\n");
 	if (tp_overlap(s))
 		emit_printf(&n, "# - %s: Transformer Engine's userbuffers overlap the TP\n"
-			    "#   all-gathers and reduce-scatters with the GEMMs.%s\n", tpo,
+				"#   all-gathers and reduce-scatters with the GEMMs.%s\n",
+			    tpo,
 			    nemo ? " A comm_overlap config, where\n#   the script sets one, decides this field: set it alike." : "");
 	else if (s->tp_overlap)
 		emit_printf(&n, "# - TP comm overlap: %s needs tp > 1 and sequence parallelism\n"
-			    "#   (tp %d, sp %s): not set, TP communication runs exposed.\n",
+				"#   (tp %d, sp %s): not set, TP communication runs exposed.\n",
 			    tpo, s->tp, s->sp ? "on" : "off");
 	if (s->param_overlap && s->zero < 1)
 		emit_printf(&n, "# - parameter gather overlap: %s needs the distributed optimizer\n"
-			    "#   (zero >= 1, here 0): not set.\n", pgo);
+				"#   (zero >= 1, here 0): not set.\n",
+			    pgo);
 	else if (s->param_overlap && !s->grad_overlap)
 		emit_printf(&n, "# - parameter gather overlap: %s needs %s,\n"
-			    "#   which the plan does not overlap: not set, the gathers run exposed.\n",
+				"#   which the plan does not overlap: not set, the gathers run exposed.\n",
 			    pgo, grd);
 	if (x->m->vocab % s->tp != 0)
 		emit_printf(&n, "# - vocabulary: tp %d does not divide it (%d), so Megatron pads it to %d\n"
-			    "#   rows, %d more than the plan costed.\n", s->tp, x->m->vocab,
+				"#   rows, %d more than the plan costed.\n",
+			    s->tp, x->m->vocab,
 			    (x->m->vocab + s->tp - 1) / s->tp * s->tp,
 			    (x->m->vocab + s->tp - 1) / s->tp * s->tp - x->m->vocab);
 	if (x->m->experts > 0)
 		emit_printf(&n, "# - MoE: each expert's GEMMs are costed one by one; %s\n"
-			    "#   (grouped GEMM) runs them faster than the plan costed.\n",
+				"#   (grouped GEMM) runs them faster than the plan costed.\n",
 			    nemo ? "model.moe_grouped_gemm=true" : "--moe-grouped-gemm");
 	if (n.len)
 		emit_printf(b, "#\n# The plan's kernels, precision and overlaps, as set below:\n%s", n.s);
@@ -137,16 +142,71 @@ static bool all_moe(const struct model *m)
  * only. launch.sh keeps the order in which settings() lists them. */
 enum field_place {
 	F_NONE,
-	F_LAYERS, F_HIDDEN, F_FFN, F_HEADS, F_MLA, F_Q_LORA, F_KV_LORA, F_QK_DIM, F_QK_POS_DIM,
-	F_V_DIM, F_QUERY_GROUPS, F_KV_CHANNELS, F_GATED, F_NORM, F_EPS, F_POSITIONS, F_ROTARY_BASE,
-	F_ROPE_SCALING, F_ROPE_FACTOR, F_YARN_FACTOR, F_ATTN_DROPOUT, F_HIDDEN_DROPOUT, F_BIAS,
-	F_QKV_BIAS, F_QK_NORM, F_WINDOW, F_VOCAB_DIVISOR, F_TIED,
-	F_EXPERTS, F_TOPK, F_MOE_FFN, F_DISPATCHER, F_BALANCE, F_CAPACITY, F_DROP_POLICY,
-	F_SHARED, F_MOE_LAYERS,
-	F_TP, F_PP, F_VP, F_CP, F_SP, F_CP_COMM, F_CP_SIZES, F_EP, F_ETP, F_LAYOUT, F_RECOMPUTE,
-	F_RECOMPUTE_METHOD, F_RECOMPUTE_LAYERS, F_SEQ, F_DATA_SEQ, F_MBS, F_GBS, F_DIST_OPT,
-	F_OPT_DIST_OPT, F_GRAD_OVERLAP, F_PARAM_OVERLAP, F_GRAD_FP32, F_TP_OVERLAP,
-	F_ATTN_BACKEND, F_SOFTMAX_FUSION, F_FP8, F_FP8_RECIPE, F_GRAD_ACC_FUSION,
+	F_LAYERS,
+	F_HIDDEN,
+	F_FFN,
+	F_HEADS,
+	F_MLA,
+	F_Q_LORA,
+	F_KV_LORA,
+	F_QK_DIM,
+	F_QK_POS_DIM,
+	F_V_DIM,
+	F_QUERY_GROUPS,
+	F_KV_CHANNELS,
+	F_GATED,
+	F_NORM,
+	F_EPS,
+	F_POSITIONS,
+	F_ROTARY_BASE,
+	F_ROPE_SCALING,
+	F_ROPE_FACTOR,
+	F_YARN_FACTOR,
+	F_ATTN_DROPOUT,
+	F_HIDDEN_DROPOUT,
+	F_BIAS,
+	F_QKV_BIAS,
+	F_QK_NORM,
+	F_WINDOW,
+	F_VOCAB_DIVISOR,
+	F_TIED,
+	F_EXPERTS,
+	F_TOPK,
+	F_MOE_FFN,
+	F_DISPATCHER,
+	F_BALANCE,
+	F_CAPACITY,
+	F_DROP_POLICY,
+	F_SHARED,
+	F_MOE_LAYERS,
+	F_TP,
+	F_PP,
+	F_VP,
+	F_CP,
+	F_SP,
+	F_CP_COMM,
+	F_CP_SIZES,
+	F_EP,
+	F_ETP,
+	F_LAYOUT,
+	F_RECOMPUTE,
+	F_RECOMPUTE_METHOD,
+	F_RECOMPUTE_LAYERS,
+	F_SEQ,
+	F_DATA_SEQ,
+	F_MBS,
+	F_GBS,
+	F_DIST_OPT,
+	F_OPT_DIST_OPT,
+	F_GRAD_OVERLAP,
+	F_PARAM_OVERLAP,
+	F_GRAD_FP32,
+	F_TP_OVERLAP,
+	F_ATTN_BACKEND,
+	F_SOFTMAX_FUSION,
+	F_FP8,
+	F_FP8_RECIPE,
+	F_GRAD_ACC_FUSION,
 	F_COUNT
 };
 
@@ -154,11 +214,11 @@ enum field_place {
  * Megatron-LM and Megatron Bridge add to it): its Megatron-LM flag and its
  * NeMo 2.0 / Megatron Bridge field, each with its value as written. */
 struct setting {
-	const char *flag;	/* "--num-layers"; NULL: not in launch.sh */
-	const char *field;	/* "model.num_layers"; NULL: not in overrides.txt */
+	const char *flag;  /* "--num-layers"; NULL: not in launch.sh */
+	const char *field; /* "model.num_layers"; NULL: not in overrides.txt */
 	enum field_place at;
-	char *value;		/* the flag's, "" for a switch (malloc'd) */
-	char *field_value;	/* the field's (malloc'd) */
+	char *value;	   /* the flag's, "" for a switch (malloc'd) */
+	char *field_value; /* the field's (malloc'd) */
 };
 
 /* The settings of one plan, in launch.sh's order. */
@@ -309,7 +369,7 @@ static void model_settings(struct settings *l, const struct model *m, const stru
 		set_bool(l, F_ROPE_SCALING, "--use-rope-scaling", true, "model.rope_scaling", true);
 		set(l, F_ROPE_FACTOR, "--rope-scaling-factor", "model.rope_scaling_factor",
 		    val("%g", r->factor), NULL);
-	} else if (rope && strcmp(r->type, "yarn") == 0) {	/* MLA only (trainer_check) */
+	} else if (rope && strcmp(r->type, "yarn") == 0) { /* MLA only (trainer_check) */
 		set(l, F_YARN_FACTOR, "--rotary-scaling-factor", "model.rotary_scaling_factor",
 		    val("%g", r->factor), NULL);
 	}
@@ -342,7 +402,7 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 	set(l, F_PP, "--pipeline-model-parallel-size", "model.pipeline_model_parallel_size",
 	    val("%d", s->pp), NULL);
 	set(l, F_CP, "--context-parallel-size", "model.context_parallel_size", val("%d", s->cp), NULL);
-	if (s->cp > 1)	/* the CP flavour the cost model timed */
+	if (s->cp > 1) /* the CP flavour the cost model timed */
 		set(l, F_CP_COMM, "--cp-comm-type", "model.cp_comm_type",
 		    val("%s", cp_comm_name(s->cp_comm)), NULL);
 	if (s->cp > 1 && s->cp_comm == CP_A2A_P2P)
@@ -445,8 +505,9 @@ static void nemo_fields(struct emit_buf *b, const struct emit_ctx *x)
 		if (l.v[i].field)
 			at[l.v[i].at] = &l.v[i];
 	emit_printf(b, "# The model (start from a recipe of its family: activation_func stays the\n"
-		    "# recipe's, %s):\n",
-		    m->ffn_kind == FFN_SWIGLU ? "silu for SwiGLU" : m->ffn_kind == FFN_GELU ? "gelu" : "squared relu");
+		       "# recipe's, %s):\n",
+		    m->ffn_kind == FFN_SWIGLU ? "silu for SwiGLU" : m->ffn_kind == FFN_GELU ? "gelu"
+											    : "squared relu");
 	for (int p = 0; p < F_COUNT; p++) {
 		if (p == F_TP)
 			emit_printf(b, "# The parallel plan:\n");
@@ -465,13 +526,14 @@ void emit_megatron(struct emit_ctx *x)
 	emit_printf(b, "#!/usr/bin/env bash\n");
 	emit_header(b, x, "Megatron-LM launch (pretrain_gpt.py); run it once on every node");
 	emit_printf(b, "#\n"
-		    "# Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \\\n"
-		    "#            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]\n"
-		    "# The flags below give the model's shape and the parallel plan. Data, tokenizer,\n"
-		    "# optimizer, learning rate, iterations and checkpoints are yours to add as\n"
-		    "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save%s).\n",
+		       "# Usage: NODE_RANK=<r> MASTER_ADDR=<host of node rank 0> [MASTER_PORT=29500] \\\n"
+		       "#            [MEGATRON_LM=<Megatron-LM checkout>] ./launch.sh [more flags]\n"
+		       "# The flags below give the model's shape and the parallel plan. Data, tokenizer,\n"
+		       "# optimizer, learning rate, iterations and checkpoints are yours to add as\n"
+		       "# arguments (--data-path, --tokenizer-type, --lr, --train-iters, --save%s).\n",
 		    m->experts > 0 ? ",\n# and --moe-aux-loss-coeff: Megatron's default 0 turns the balancing loss off,\n"
-				     "# and the plan assumes balanced experts" : "");
+				     "# and the plan assumes balanced experts"
+				   : "");
 	placement_comment(b, x);
 	notes(b, x, false);
 	emit_node_env(b, x, "launch.sh");
@@ -488,8 +550,8 @@ void emit_megatron(struct emit_ctx *x)
 	emit_printf(b, "exec torchrun --nnodes \"$NNODES\" ");
 	emit_nproc(b, x);
 	emit_printf(b, " --node-rank \"$NODE_RANK\" \\\n"
-		    "\t--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n"
-		    "\t\"$MEGATRON_LM/pretrain_gpt.py\" \"${ARGS[@]}\" \"$@\"\n");
+		       "\t--master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n"
+		       "\t\"$MEGATRON_LM/pretrain_gpt.py\" \"${ARGS[@]}\" \"$@\"\n");
 }
 
 void emit_slurm(struct emit_ctx *x)
@@ -504,8 +566,8 @@ void emit_slurm(struct emit_ctx *x)
 	emit_printf(b, "#!/usr/bin/env bash\n");
 	emit_header(b, x, "Slurm job running launch.sh (Megatron-LM) on every node");
 	emit_printf(b, "#\n"
-		    "# Usage: MEGATRON_LM=<Megatron-LM checkout> sbatch job.sbatch [more flags]\n"
-		    "# from this directory; the flags go to pretrain_gpt.py (see launch.sh).\n");
+		       "# Usage: MEGATRON_LM=<Megatron-LM checkout> sbatch job.sbatch [more flags]\n"
+		       "# from this directory; the flags go to pretrain_gpt.py (see launch.sh).\n");
 	if (x->hetero)
 		emit_printf(b, "# The plan puts node groups on given node ranks (nodes.txt):\n");
 	else
@@ -513,30 +575,30 @@ void emit_slurm(struct emit_ctx *x)
 	emit_node_runs(b, x);
 	if (x->hetero)
 		emit_printf(b, "# Slurm numbers nodes by name, not by group: allocate nodes of each group\n"
-			    "# (--nodelist or --constraint) and list the hosts in node-rank order in\n"
-			    "# HOSTS, e.g. HOSTS=\"gpu01 gpu02 ...\" sbatch --nodelist=gpu01,gpu02,... job.sbatch\n");
+			       "# (--nodelist or --constraint) and list the hosts in node-rank order in\n"
+			       "# HOSTS, e.g. HOSTS=\"gpu01 gpu02 ...\" sbatch --nodelist=gpu01,gpu02,... job.sbatch\n");
 	emit_printf(b, "#SBATCH --job-name=ampplan\n#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=1\n",
 		    n->n);
 	if (gpn)
 		emit_printf(b, "#SBATCH --gpus-per-node=%d\n", gpn);
 	emit_printf(b, "#SBATCH --exclusive\n\n"
-		    "set -euo pipefail\n"
-		    ": \"${MEGATRON_LM:?set MEGATRON_LM to your Megatron-LM checkout}\"\n"
-		    "cd \"$SLURM_SUBMIT_DIR\"\n"
-		    "export MEGATRON_LM NNODES=$SLURM_NNODES\n"
-		    "export MASTER_PORT=${MASTER_PORT:-29500}\n");
+		       "set -euo pipefail\n"
+		       ": \"${MEGATRON_LM:?set MEGATRON_LM to your Megatron-LM checkout}\"\n"
+		       "cd \"$SLURM_SUBMIT_DIR\"\n"
+		       "export MEGATRON_LM NNODES=$SLURM_NNODES\n"
+		       "export MASTER_PORT=${MASTER_PORT:-29500}\n");
 	if (!x->hetero) {
 		emit_printf(b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-			    "export MASTER_ADDR\n\n"
-			    "# shellcheck disable=SC2016 # expanded on each node\n"
-			    "srun --ntasks-per-node=1 bash -c 'NODE_RANK=$SLURM_NODEID exec ./launch.sh \"$@\"' bash \"$@\"\n");
+			       "export MASTER_ADDR\n\n"
+			       "# shellcheck disable=SC2016 # expanded on each node\n"
+			       "srun --ntasks-per-node=1 bash -c 'NODE_RANK=$SLURM_NODEID exec ./launch.sh \"$@\"' bash \"$@\"\n");
 		return;
 	}
 	emit_printf(b, ": \"${HOSTS:?set HOSTS to the %d hosts in node-rank order (nodes.txt)}\"\n"
-		    "export HOSTS MASTER_ADDR=${HOSTS%%%% *}\n\n"
-		    "# Each node takes its node rank from its place in HOSTS.\n"
-		    "# shellcheck disable=SC2016 # expanded on each node\n"
-		    "srun --ntasks-per-node=1 bash -c 'r=0; for h in $HOSTS; do [ \"$h\" = \"$SLURMD_NODENAME\" ] && break; r=$((r + 1)); done; NODE_RANK=$r exec ./launch.sh \"$@\"' bash \"$@\"\n",
+		       "export HOSTS MASTER_ADDR=${HOSTS%%%% *}\n\n"
+		       "# Each node takes its node rank from its place in HOSTS.\n"
+		       "# shellcheck disable=SC2016 # expanded on each node\n"
+		       "srun --ntasks-per-node=1 bash -c 'r=0; for h in $HOSTS; do [ \"$h\" = \"$SLURMD_NODENAME\" ] && break; r=$((r + 1)); done; NODE_RANK=$r exec ./launch.sh \"$@\"' bash \"$@\"\n",
 		    n->n);
 }
 
@@ -546,13 +608,14 @@ void emit_nemo(struct emit_ctx *x)
 
 	emit_header(b, x, "NeMo 2.0 / Megatron Bridge overrides, Hydra style");
 	emit_printf(b, "#\n"
-		    "# Pass them to a Megatron Bridge (or NeMo) pretraining script that takes\n"
-		    "# Hydra-style overrides, one argument per line, on every node in nodes.txt order:\n"
-		    "#   mapfile -t ov < <(grep -v '^#' overrides.txt)\n"
-		    "#   torchrun --nnodes %d ", x->nodes.n);
+		       "# Pass them to a Megatron Bridge (or NeMo) pretraining script that takes\n"
+		       "# Hydra-style overrides, one argument per line, on every node in nodes.txt order:\n"
+		       "#   mapfile -t ov < <(grep -v '^#' overrides.txt)\n"
+		       "#   torchrun --nnodes %d ",
+		    x->nodes.n);
 	emit_nproc(b, x);
 	emit_printf(b, " --node-rank $NODE_RANK \\\n"
-		    "#     --master-addr $MASTER_ADDR --master-port $MASTER_PORT <script> \"${ov[@]}\"\n");
+		       "#     --master-addr $MASTER_ADDR --master-port $MASTER_PORT <script> \"${ov[@]}\"\n");
 	if (!emit_uniform_gpus(x))
 		emit_printf(b, "# with NPROC the processes of the node (launch files of format megatron list them).\n");
 	notes(b, x, true);

@@ -81,7 +81,8 @@ static void model_lines(struct emit_buf *b, const struct model *m, const struct 
 	int kv = m->kv_heads ? m->kv_heads : m->heads, moe = 0;
 
 	emit_printf(b, "# the model as costed (the trainer must build the same):\n"
-		    "#   norm %s, eps ", emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
+		       "#   norm %s, eps ",
+		    emit_layernorm(m) ? "LayerNorm" : "RMSNorm");
 	if (m->norm_eps > 0)
 		emit_printf(b, "%g\n", m->norm_eps);
 	else
@@ -98,8 +99,9 @@ static void model_lines(struct emit_buf *b, const struct model *m, const struct 
 	else if (!m->learned_pos)
 		emit_printf(b, ", no scaling\n");
 	emit_printf(b, "#   dropout 0 (attention and hidden)\n"
-		    "#   biases %s, q/k norm %s\n",
-		    m->bias ? "on every linear layer" : m->qkv_bias ? "on q, k, v only" : "none",
+		       "#   biases %s, q/k norm %s\n",
+		    m->bias ? "on every linear layer" : m->qkv_bias ? "on q, k, v only"
+								    : "none",
 		    m->qk_norm ? "yes" : "no");
 	if (m->kv_lora_rank > 0)
 		emit_printf(b, "#   attention MLA (q rank %d, kv rank %d, qk dims %d + %d rope, v dim %d)",
@@ -112,9 +114,11 @@ static void model_lines(struct emit_buf *b, const struct model *m, const struct 
 	else if (m->sliding_window > 0)
 		emit_printf(b, ", sliding window %d but full attention on every %d%s layer",
 			    m->sliding_window, m->sliding_every,
-			    m->sliding_every == 2 ? "nd" : m->sliding_every == 3 ? "rd" : "th");
+			    m->sliding_every == 2 ? "nd" : m->sliding_every == 3 ? "rd"
+										 : "th");
 	emit_printf(b, "\n#   MLP %s, embeddings %s, vocabulary %d unpadded\n",
-		    m->ffn_kind == FFN_SWIGLU ? "SwiGLU" : m->ffn_kind == FFN_GELU ? "GeLU" : "squared ReLU",
+		    m->ffn_kind == FFN_SWIGLU ? "SwiGLU" : m->ffn_kind == FFN_GELU ? "GeLU"
+										   : "squared ReLU",
 		    m->tied ? "tied" : "untied", m->vocab);
 	if (m->experts == 0)
 		return;
@@ -127,7 +131,8 @@ static void model_lines(struct emit_buf *b, const struct model *m, const struct 
 	else
 		emit_printf(b, "dropless (every token\n#   reaches its top %d, no capacity factor)", m->top_k);
 	emit_printf(b, ", all-to-all token dispatch, %s balancing,\n"
-		    "#   the busiest EP rank at %.3f x the mean load", emit_balance(m, s),
+		       "#   the busiest EP rank at %.3f x the mean load",
+		    emit_balance(m, s),
 		    moe_load_factor(m, s));
 	if (m->shared_experts > 0)
 		emit_printf(b, ",\n#   %d shared expert%s of ffn %d", m->shared_experts,
@@ -183,7 +188,7 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		emit_name(b, c->gpu[c->group[g].gpu].name);
 	}
 	emit_printf(b, "\n# strategy: tp %d cp %d pp %d vp %d dp %d ep %d, mbs %d gbs %d (%d micro-batches), seq %d,\n"
-		    "#   %s, recompute %s, zero %d, sp %s\n",
+		       "#   %s, recompute %s, zero %d, sp %s\n",
 		    s->tp, s->cp, s->pp, s->vp, s->dp, s->ep, s->mbs, s->gbs,
 		    s->micro_batches, s->seq, schedule_name(s->schedule),
 		    recompute_name(s->recompute), s->zero, s->sp ? "on" : "off");
@@ -197,8 +202,8 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 	emit_printf(b, " (pipeline ranks 0 to %d)\n", s->pp - 1);
 	model_lines(b, m, s);
 	emit_printf(b, "# the plan costed: attention %s, norms %s, FP8 GEMMs %s,\n"
-		    "#   gradients %s accumulated %s,\n"
-		    "#   overlapped: TP comm %s, gradient reduction %s, parameter gather %s\n",
+		       "#   gradients %s accumulated %s,\n"
+		       "#   overlapped: TP comm %s, gradient reduction %s, parameter gather %s\n",
 		    attention_name(s->attn), s->unfused_norm ? "unfused" : "fused",
 		    s->fp8 ? "on" : "off", grad_dtype_name(s, m->fp16),
 		    s->grad_acc_unfused ? "in a pass of their own" : "in the GEMMs",
@@ -257,7 +262,7 @@ void emit_range(struct emit_buf *b, int lo, int hi)
 void emit_node_runs(struct emit_buf *b, const struct emit_ctx *x)
 {
 	const struct trainer_nodes *n = &x->nodes;
-	int rank = 0;	/* first global rank of node i */
+	int rank = 0; /* first global rank of node i */
 
 	for (int i = 0, j; i < n->n; i = j) {
 		int lo = rank;
@@ -287,23 +292,23 @@ void emit_node_env(struct emit_buf *b, const struct emit_ctx *x, const char *scr
 	else
 		snprintf(ranks, sizeof ranks, "0 to %d", n - 1);
 	emit_printf(b, "set -euo pipefail\n\n"
-		    "NNODES=${NNODES:-%d}\n"
-		    "NODE_RANK=${NODE_RANK:?set NODE_RANK to the rank of this node, %s (nodes.txt)}\n"
-		    "MASTER_ADDR=${MASTER_ADDR:?set MASTER_ADDR to the host of node rank 0}\n"
-		    "MASTER_PORT=${MASTER_PORT:-29500}\n"
-		    "if [ \"$NNODES\" != %d ]; then\n"
-		    "\techo \"%s: error: the plan runs on %d node%s, not NNODES=$NNODES\" >&2\n"
-		    "\texit 1\n"
-		    "fi\n"
-		    "if ! [[ $NODE_RANK =~ ^[0-9]+$ ]] || [ \"$NODE_RANK\" -ge \"$NNODES\" ]; then\n"
-		    "\techo \"%s: error: NODE_RANK must be %s, not '$NODE_RANK'\" >&2\n"
-		    "\texit 1\n"
-		    "fi\n",
+		       "NNODES=${NNODES:-%d}\n"
+		       "NODE_RANK=${NODE_RANK:?set NODE_RANK to the rank of this node, %s (nodes.txt)}\n"
+		       "MASTER_ADDR=${MASTER_ADDR:?set MASTER_ADDR to the host of node rank 0}\n"
+		       "MASTER_PORT=${MASTER_PORT:-29500}\n"
+		       "if [ \"$NNODES\" != %d ]; then\n"
+		       "\techo \"%s: error: the plan runs on %d node%s, not NNODES=$NNODES\" >&2\n"
+		       "\texit 1\n"
+		       "fi\n"
+		       "if ! [[ $NODE_RANK =~ ^[0-9]+$ ]] || [ \"$NODE_RANK\" -ge \"$NNODES\" ]; then\n"
+		       "\techo \"%s: error: NODE_RANK must be %s, not '$NODE_RANK'\" >&2\n"
+		       "\texit 1\n"
+		       "fi\n",
 		    n, ranks, n, script, n, n > 1 ? "s" : "", script, ranks);
 	if (emit_uniform_gpus(x))
 		return;
 	emit_printf(b, "# Processes per node rank (the nodes' GPU counts differ).\n"
-		    "case $NODE_RANK in\n");
+		       "case $NODE_RANK in\n");
 	for (int i = 0, j; i < n; i = j) {
 		for (j = i; j < n && x->nodes.gpus[j] == x->nodes.gpus[i]; j++)
 			emit_printf(b, "%s%d", j > i ? "|" : "", j);

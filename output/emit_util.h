@@ -37,8 +37,8 @@ struct emit_ctx {
 	const struct cluster *c;
 	const struct strategy *s;
 	struct trainer_nodes nodes;
-	int block;		/* GPUs per pipeline rank: tp * cp * dp */
-	bool hetero;		/* pipeline ranks on more than one node group */
+	int block;   /* GPUs per pipeline rank: tp * cp * dp */
+	bool hetero; /* pipeline ranks on more than one node group */
 	struct emit_file file[EMIT_MAX_FILES];
 	int n_file;
 };

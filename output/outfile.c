@@ -3,7 +3,7 @@
  * written; non-regular targets (stdout, devices, FIFOs, pipes) written in
  * place. */
 #define _POSIX_C_SOURCE 200809L
-#define _XOPEN_SOURCE 700	/* realpath */
+#define _XOPEN_SOURCE	700 /* realpath */
 #include "outfile.h"
 
 #include <errno.h>
@@ -20,38 +20,41 @@
 #include "util.h"
 
 enum kind {
-	K_REPLACE,	/* a regular file or a missing path: temporary + rename */
-	K_STDOUT,	/* "-", or the file stdout is open on: written to stdout */
-	K_INPLACE,	/* a device, FIFO, socket or pipe: opened and written */
-	K_BAD,		/* cannot be written (a directory, ...): msg says why */
+	K_REPLACE, /* a regular file or a missing path: temporary + rename */
+	K_STDOUT,  /* "-", or the file stdout is open on: written to stdout */
+	K_INPLACE, /* a device, FIFO, socket or pipe: opened and written */
+	K_BAD,	   /* cannot be written (a directory, ...): msg says why */
 };
 
 struct entry {
-	char *path;		/* as given */
-	char *target;		/* K_REPLACE: the file to replace (links resolved) */
-	char *tmp;		/* K_REPLACE: the temporary while it exists */
+	char *path;   /* as given */
+	char *target; /* K_REPLACE: the file to replace (links resolved) */
+	char *tmp;    /* K_REPLACE: the temporary while it exists */
 	char *text;
 	size_t len;
 	unsigned mode;
 	enum kind kind;
-	const char *why;	/* K_BAD: the reason */
-	bool have_id;		/* the path exists: dev, ino identify it */
+	const char *why; /* K_BAD: the reason */
+	bool have_id;	 /* the path exists: dev, ino identify it */
 	dev_t dev;
 	ino_t ino;
-	char *key;		/* a missing path: resolved directory + "/" + name */
+	char *key; /* a missing path: resolved directory + "/" + name */
 };
 
 struct outfile_set {
 	struct entry *f;
 	int n, cap;
-	char **dir;		/* outfile_mkdir */
+	char **dir; /* outfile_mkdir */
 	int n_dir;
-	char **made;		/* directories commit created, in creation order */
+	char **made; /* directories commit created, in creation order */
 	int n_made;
 	bool conflict;
 };
 
-struct outfile_set *outfile_create(void) { return xcalloc(1, sizeof(struct outfile_set)); }
+struct outfile_set *outfile_create(void)
+{
+	return xcalloc(1, sizeof(struct outfile_set));
+}
 
 /* Removes the temporaries and then the directories created, newest first. */
 static void roll_back(struct outfile_set *t)
@@ -251,7 +254,10 @@ int outfile_add(struct outfile_set *t, const char *path, const char *text, size_
 	return 0;
 }
 
-bool outfile_conflict(const struct outfile_set *t) { return t->conflict; }
+bool outfile_conflict(const struct outfile_set *t)
+{
+	return t->conflict;
+}
 
 /* mkdir -p dir, recording in t->made the directories it created. */
 static int make_dir(struct outfile_set *t, const char *dir, struct err *e)

@@ -12,7 +12,7 @@ struct outfile_set;
 /* An empty set; free it with outfile_free (which removes whatever an
  * unfinished outfile_commit left behind). */
 struct outfile_set *outfile_create(void);
-void outfile_free(struct outfile_set *t);	/* t may be NULL */
+void outfile_free(struct outfile_set *t); /* t may be NULL */
 
 /* Asks for dir and its missing parents to exist when the set is committed.
  * Directories that commit creates are removed again if it fails. */

@@ -20,103 +20,103 @@
  * (REPORT_FIELD_MAX bytes) from rank, row, m and c (report_fields), s and r
  * (the row's strategy and cost), and priced, usd_iter and usd_mtok
  * (report_row_cost). Add columns only at the end. */
-#define COLUMNS(X)                                                                                      \
-	X(rank, NUM, put_int(v, rank))                                                                  \
-	X(fits, STR, put_text(v, r->fits ? "yes" : "no"))                                               \
-	X(tp, NUM, put_int(v, s->tp))                                                                   \
-	X(pp, NUM, put_int(v, s->pp))                                                                   \
-	X(dp, NUM, put_int(v, s->dp))                                                                   \
-	X(cp, NUM, put_int(v, s->cp))                                                                   \
-	X(ep, NUM, put_int(v, s->ep))                                                                   \
-	X(sp, STR, put_text(v, s->sp ? "yes" : "no"))                                                   \
-	X(micro_batch_seqs, NUM, put_int(v, s->mbs))                                                    \
-	X(micro_batches, NUM, put_int(v, s->micro_batches))                                             \
-	X(global_batch_seqs, NUM, put_int(v, s->gbs))                                                   \
-	X(seq_tokens, NUM, put_int(v, s->seq))                                                          \
-	X(schedule, STR, put_text(v, schedule_name(s->schedule)))                                       \
-	X(virtual_stages, NUM, put_int(v, s->vp))                                                       \
-	X(recompute, STR, put_text(v, recompute_name(s->recompute)))                                    \
-	X(zero_stage, NUM, put_int(v, s->zero))                                                         \
-	X(layers_per_stage, STR, report_layers(v, REPORT_FIELD_MAX, row, m))                            \
-	X(groups_per_rank, STR, report_groups(v, REPORT_FIELD_MAX, row, c))                             \
-	X(gpu_types_per_rank, STR, report_gpu_types(v, REPORT_FIELD_MAX, row, c))                       \
-	X(iteration_s, NUM, put_num(v, r->iter_s))                                                      \
-	X(tokens_per_s, NUM, put_num(v, r->tokens_per_s))                                               \
-	X(mfu_pct, NUM, put_num(v, 100.0 * r->mfu))                                                     \
-	X(peak_mem_GiB, NUM, put_num(v, r->peak_bytes / GiB))                                           \
-	X(compute_s, NUM, put_num(v, r->time.compute))                                                  \
-	X(recompute_s, NUM, put_num(v, r->time.recompute))                                              \
-	X(bubble_s, NUM, put_num(v, r->time.bubble))                                                    \
-	X(tp_comm_s, NUM, put_num(v, r->time.tp))                                                       \
-	X(cp_comm_s, NUM, put_num(v, r->time.cp))                                                       \
-	X(pp_comm_s, NUM, put_num(v, r->time.pp))                                                       \
-	X(dp_comm_s, NUM, put_num(v, r->time.dp))                                                       \
-	X(ep_comm_s, NUM, put_num(v, r->time.ep))                                                       \
-	X(optimizer_s, NUM, put_num(v, r->time.optimizer))                                              \
-	X(weights_GiB, NUM, put_num(v, r->mem.weights / GiB))                                           \
-	X(grads_GiB, NUM, put_num(v, r->mem.grads / GiB))                                               \
-	X(optimizer_GiB, NUM, put_num(v, r->mem.optimizer / GiB))                                       \
-	X(activations_GiB, NUM, put_num(v, r->mem.activations / GiB))                                   \
-	X(logits_GiB, NUM, put_num(v, r->mem.logits / GiB))                                             \
-	X(allowance_GiB, NUM, put_num(v, r->mem.allowance / GiB))                                       \
-	X(reason, STR, put_text(v, row->why))                                                           \
+#define COLUMNS(X)                                                                                                     \
+	X(rank, NUM, put_int(v, rank))                                                                                 \
+	X(fits, STR, put_text(v, r->fits ? "yes" : "no"))                                                              \
+	X(tp, NUM, put_int(v, s->tp))                                                                                  \
+	X(pp, NUM, put_int(v, s->pp))                                                                                  \
+	X(dp, NUM, put_int(v, s->dp))                                                                                  \
+	X(cp, NUM, put_int(v, s->cp))                                                                                  \
+	X(ep, NUM, put_int(v, s->ep))                                                                                  \
+	X(sp, STR, put_text(v, s->sp ? "yes" : "no"))                                                                  \
+	X(micro_batch_seqs, NUM, put_int(v, s->mbs))                                                                   \
+	X(micro_batches, NUM, put_int(v, s->micro_batches))                                                            \
+	X(global_batch_seqs, NUM, put_int(v, s->gbs))                                                                  \
+	X(seq_tokens, NUM, put_int(v, s->seq))                                                                         \
+	X(schedule, STR, put_text(v, schedule_name(s->schedule)))                                                      \
+	X(virtual_stages, NUM, put_int(v, s->vp))                                                                      \
+	X(recompute, STR, put_text(v, recompute_name(s->recompute)))                                                   \
+	X(zero_stage, NUM, put_int(v, s->zero))                                                                        \
+	X(layers_per_stage, STR, report_layers(v, REPORT_FIELD_MAX, row, m))                                           \
+	X(groups_per_rank, STR, report_groups(v, REPORT_FIELD_MAX, row, c))                                            \
+	X(gpu_types_per_rank, STR, report_gpu_types(v, REPORT_FIELD_MAX, row, c))                                      \
+	X(iteration_s, NUM, put_num(v, r->iter_s))                                                                     \
+	X(tokens_per_s, NUM, put_num(v, r->tokens_per_s))                                                              \
+	X(mfu_pct, NUM, put_num(v, 100.0 * r->mfu))                                                                    \
+	X(peak_mem_GiB, NUM, put_num(v, r->peak_bytes / GiB))                                                          \
+	X(compute_s, NUM, put_num(v, r->time.compute))                                                                 \
+	X(recompute_s, NUM, put_num(v, r->time.recompute))                                                             \
+	X(bubble_s, NUM, put_num(v, r->time.bubble))                                                                   \
+	X(tp_comm_s, NUM, put_num(v, r->time.tp))                                                                      \
+	X(cp_comm_s, NUM, put_num(v, r->time.cp))                                                                      \
+	X(pp_comm_s, NUM, put_num(v, r->time.pp))                                                                      \
+	X(dp_comm_s, NUM, put_num(v, r->time.dp))                                                                      \
+	X(ep_comm_s, NUM, put_num(v, r->time.ep))                                                                      \
+	X(optimizer_s, NUM, put_num(v, r->time.optimizer))                                                             \
+	X(weights_GiB, NUM, put_num(v, r->mem.weights / GiB))                                                          \
+	X(grads_GiB, NUM, put_num(v, r->mem.grads / GiB))                                                              \
+	X(optimizer_GiB, NUM, put_num(v, r->mem.optimizer / GiB))                                                      \
+	X(activations_GiB, NUM, put_num(v, r->mem.activations / GiB))                                                  \
+	X(logits_GiB, NUM, put_num(v, r->mem.logits / GiB))                                                            \
+	X(allowance_GiB, NUM, put_num(v, r->mem.allowance / GiB))                                                      \
+	X(reason, STR, put_text(v, row->why))                                                                          \
 	/* cost model v2: the strategy's kernels, precision and overlaps, and                           \
-	 * the communication hidden under compute (not in iteration_s) */                               \
-	X(attention, STR, put_text(v, attention_name(s->attn)))                                         \
-	X(norm, STR, put_text(v, s->unfused_norm ? "unfused" : "fused"))                                \
-	X(fp8, BOOL, put_int(v, s->fp8))                                                                \
-	X(tp_comm_overlap, BOOL, put_int(v, s->tp_overlap))                                             \
-	X(overlap_grad_reduce, BOOL, put_int(v, s->grad_overlap))                                       \
-	X(overlap_param_gather, BOOL, put_int(v, s->param_overlap))                                     \
-	X(grad_dtype, STR, put_text(v, grad_dtype_name(s, m->fp16)))                                    \
-	X(tp_comm_hidden_s, NUM, put_num(v, r->time.tp_hidden))                                         \
-	X(cp_comm_hidden_s, NUM, put_num(v, r->time.cp_hidden))                                         \
-	X(dp_comm_hidden_s, NUM, put_num(v, r->time.dp_hidden))                                         \
-	X(grad_acc_fusion, BOOL, put_int(v, !s->grad_acc_unfused))                                      \
+	 * the communication hidden under compute (not in iteration_s) */              \
+	X(attention, STR, put_text(v, attention_name(s->attn)))                                                        \
+	X(norm, STR, put_text(v, s->unfused_norm ? "unfused" : "fused"))                                               \
+	X(fp8, BOOL, put_int(v, s->fp8))                                                                               \
+	X(tp_comm_overlap, BOOL, put_int(v, s->tp_overlap))                                                            \
+	X(overlap_grad_reduce, BOOL, put_int(v, s->grad_overlap))                                                      \
+	X(overlap_param_gather, BOOL, put_int(v, s->param_overlap))                                                    \
+	X(grad_dtype, STR, put_text(v, grad_dtype_name(s, m->fp16)))                                                   \
+	X(tp_comm_hidden_s, NUM, put_num(v, r->time.tp_hidden))                                                        \
+	X(cp_comm_hidden_s, NUM, put_num(v, r->time.cp_hidden))                                                        \
+	X(dp_comm_hidden_s, NUM, put_num(v, r->time.dp_hidden))                                                        \
+	X(grad_acc_fusion, BOOL, put_int(v, !s->grad_acc_unfused))                                                     \
 	/* per pipeline rank, summed up: the fullest GPU (highest share of its                          \
 	 * memory used), the slowest rank (per micro-batch), the bubble's                               \
-	 * share of the iteration */                                                                    \
-	X(fullest_rank, NUM, put_int(v, r->fullest_rank))                                               \
-	X(fullest_gpu, STR, put_text(v, c->gpu[c->group[s->group[r->fullest_rank]].gpu].name))          \
-	X(fullest_mem_GiB, NUM, put_num(v, r->fullest_bytes / GiB))                                     \
-	X(fullest_capacity_GiB, NUM, put_num(v, r->fullest_cap / GiB))                                  \
-	X(slowest_rank, NUM, put_int(v, r->bottleneck_rank))                                            \
-	X(slowest_fwd_ms, NUM, put_num(v, 1e3 * r->bottleneck_fwd))                                     \
-	X(slowest_bwd_ms, NUM, put_num(v, 1e3 * r->bottleneck_bwd))                                     \
-	X(slowest_p2p_ms, NUM, put_num(v, 1e3 * r->bottleneck_send))                                    \
-	X(bubble_pct, NUM, put_num(v, r->iter_s > 0 ? 100.0 * r->time.bubble / r->iter_s : 0.0))        \
+	 * share of the iteration */              \
+	X(fullest_rank, NUM, put_int(v, r->fullest_rank))                                                              \
+	X(fullest_gpu, STR, put_text(v, c->gpu[c->group[s->group[r->fullest_rank]].gpu].name))                         \
+	X(fullest_mem_GiB, NUM, put_num(v, r->fullest_bytes / GiB))                                                    \
+	X(fullest_capacity_GiB, NUM, put_num(v, r->fullest_cap / GiB))                                                 \
+	X(slowest_rank, NUM, put_int(v, r->bottleneck_rank))                                                           \
+	X(slowest_fwd_ms, NUM, put_num(v, 1e3 * r->bottleneck_fwd))                                                    \
+	X(slowest_bwd_ms, NUM, put_num(v, 1e3 * r->bottleneck_bwd))                                                    \
+	X(slowest_p2p_ms, NUM, put_num(v, 1e3 * r->bottleneck_send))                                                   \
+	X(bubble_pct, NUM, put_num(v, r->iter_s > 0 ? 100.0 * r->time.bubble / r->iter_s : 0.0))                       \
 	/* price: the GPUs the strategy uses (fewer than the cluster's when                             \
 	 * --objective cost leaves node groups idle) and what it costs at the                           \
 	 * groups' price_per_gpu_hour (empty in the CSV, null in the JSON,                              \
-	 * when a group it uses has none) */                                                            \
-	X(gpus_used, NUM, put_int(v, s->tp * s->cp * s->dp * s->pp))                                    \
-	X(cost_per_iteration_usd, NUM, priced ? put_num(v, usd_iter) : put_text(v, ""))                 \
-	X(cost_per_million_tokens_usd, NUM, priced ? put_num(v, usd_mtok) : put_text(v, ""))            \
+	 * when a group it uses has none) */              \
+	X(gpus_used, NUM, put_int(v, s->tp * s->cp * s->dp * s->pp))                                                   \
+	X(cost_per_iteration_usd, NUM, priced ? put_num(v, usd_iter) : put_text(v, ""))                                \
+	X(cost_per_million_tokens_usd, NUM, priced ? put_num(v, usd_mtok) : put_text(v, ""))                           \
 	/* the trainers whose launch files run the strategy as planned,                                 \
-	 * comma-separated, or "none" when it is planning only */                                       \
-	X(trainers, STR, trainer_mask_names(row->trainers, v, REPORT_FIELD_MAX))                        \
+	 * comma-separated, or "none" when it is planning only */              \
+	X(trainers, STR, trainer_mask_names(row->trainers, v, REPORT_FIELD_MAX))                                       \
 	/* context parallelism's flavour: p2p, a2a or a2a+p2p (empty without                            \
-	 * CP), and the all-to-all's size for a2a+p2p (empty otherwise) */                              \
-	X(cp_comm_type, STR, put_text(v, s->cp > 1 ? cp_comm_name(s->cp_comm) : ""))                    \
-	X(cp_a2a_size, NUM, s->cp > 1 && s->cp_comm == CP_A2A_P2P ? put_int(v, s->cp_a2a) : put_text(v, "")) \
+	 * CP), and the all-to-all's size for a2a+p2p (empty otherwise) */              \
+	X(cp_comm_type, STR, put_text(v, s->cp > 1 ? cp_comm_name(s->cp_comm) : ""))                                   \
+	X(cp_a2a_size, NUM, s->cp > 1 && s->cp_comm == CP_A2A_P2P ? put_int(v, s->cp_a2a) : put_text(v, ""))           \
 	/* MoE models (empty for dense ones): the balancing loss's scope                                \
 	 * (micro-batch or global-batch), the capacity factor (empty:                                   \
-	 * dropless) and the busiest EP rank's load over the mean (moe.h) */                            \
-	X(moe_balance, STR, put_text(v, m->experts ? moe_balance_name(s->moe_balance) : ""))            \
+	 * dropless) and the busiest EP rank's load over the mean (moe.h) */              \
+	X(moe_balance, STR, put_text(v, m->experts ? moe_balance_name(s->moe_balance) : ""))                           \
 	X(moe_capacity_factor, NUM, m->experts && s->moe_capacity > 0 ? put_num(v, s->moe_capacity) : put_text(v, "")) \
-	X(moe_load_factor, NUM, m->experts ? put_num(v, moe_load_factor(m, s)) : put_text(v, ""))       \
-	/* MoE models: the expert tensor-parallel degree (empty for dense) */                           \
-	X(etp, NUM, m->experts ? put_int(v, strategy_etp(s)) : put_text(v, ""))                         \
+	X(moe_load_factor, NUM, m->experts ? put_num(v, moe_load_factor(m, s)) : put_text(v, ""))                      \
+	/* MoE models: the expert tensor-parallel degree (empty for dense) */                                          \
+	X(etp, NUM, m->experts ? put_int(v, strategy_etp(s)) : put_text(v, ""))                                        \
 	/* planning options: vocabulary parallelism (on/off) and its exposed                            \
-	 * collectives, SlimPipe's slices per micro-batch (1: none) */                                  \
-	X(vocab_parallel, BOOL, put_int(v, s->vocab_par))                                               \
-	X(vocab_comm_s, NUM, put_num(v, r->time.vocab))                                                 \
-	X(slimpipe_slices, NUM, put_int(v, strategy_slices(s)))                                         \
+	 * collectives, SlimPipe's slices per micro-batch (1: none) */              \
+	X(vocab_parallel, BOOL, put_int(v, s->vocab_par))                                                              \
+	X(vocab_comm_s, NUM, put_num(v, r->time.vocab))                                                                \
+	X(slimpipe_slices, NUM, put_int(v, strategy_slices(s)))                                                        \
 	/* the EP all-to-all hidden under the paired micro-batch's compute                              \
-	 * (DualPipe, DualPipeV; 0 otherwise), not in iteration_s */                                    \
-	X(ep_comm_hidden_s, NUM, put_num(v, r->time.ep_hidden))                                         \
+	 * (DualPipe, DualPipeV; 0 otherwise), not in iteration_s */              \
+	X(ep_comm_hidden_s, NUM, put_num(v, r->time.ep_hidden))                                                        \
 	/* planning option: uneven micro-batches per DP replica of the mixed                            \
-	 * rank, GROUP:RxN terms (report_uneven_label; empty: even) */                                  \
+	 * rank, GROUP:RxN terms (report_uneven_label; empty: even) */              \
 	X(uneven_batches, STR, report_uneven_label(v, REPORT_FIELD_MAX, s, c))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
@@ -125,9 +125,18 @@ const struct report_column report_columns[] = { COLUMNS(ROW) };
 const size_t report_n_columns = sizeof report_columns / sizeof report_columns[0];
 
 /* A field's text: an integer, a number with 6 significant digits, a text. */
-static void put_int(char *v, int x) { snprintf(v, REPORT_FIELD_MAX, "%d", x); }
-static void put_num(char *v, double x) { snprintf(v, REPORT_FIELD_MAX, "%.6g", x); }
-static void put_text(char *v, const char *x) { snprintf(v, REPORT_FIELD_MAX, "%s", x); }
+static void put_int(char *v, int x)
+{
+	snprintf(v, REPORT_FIELD_MAX, "%d", x);
+}
+static void put_num(char *v, double x)
+{
+	snprintf(v, REPORT_FIELD_MAX, "%.6g", x);
+}
+static void put_text(char *v, const char *x)
+{
+	snprintf(v, REPORT_FIELD_MAX, "%s", x);
+}
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,
 		   const struct model *m, const struct cluster *c)

@@ -12,7 +12,9 @@ struct cluster;
 
 /* How a column is written in the JSON: a string, a number (null when its
  * text is empty or not finite), or a boolean (0 or 1 in the CSV). */
-enum report_kind { REPORT_STR, REPORT_NUM, REPORT_BOOL };
+enum report_kind { REPORT_STR,
+		   REPORT_NUM,
+		   REPORT_BOOL };
 
 /* A column: its name, which carries its unit, and its JSON type. */
 struct report_column {

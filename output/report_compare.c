@@ -15,7 +15,7 @@
 #include "plan.h"
 #include "trainer.h"
 
-#define CELL 96
+#define CELL	  96
 #define MAX_LINES 64
 
 /* A line of the comparison: a label and one text per strategy. */
@@ -47,23 +47,23 @@ static struct compare_line *new_line(struct compare *t, const char *label)
  * whose cells the statements write (cell, CELL bytes). Both evaluate their
  * argument once per strategy, with row the strategy's plan_row, in a
  * function whose comparison is t. */
-#define NUM(lab, fmt, expr)                                          \
-	do {                                                         \
-		struct compare_line *l_ = new_line(t, lab);          \
-		for (int i = 0; i < t->n; i++) {                     \
-			const struct plan_row *row = t->rows[i];     \
+#define NUM(lab, fmt, expr)                                               \
+	do {                                                              \
+		struct compare_line *l_ = new_line(t, lab);               \
+		for (int i = 0; i < t->n; i++) {                          \
+			const struct plan_row *row = t->rows[i];          \
 			snprintf(l_->cell[i], CELL, fmt, (double)(expr)); \
-		}                                                    \
+		}                                                         \
 	} while (0)
-#define TEXT(lab, ...)                                               \
-	do {                                                         \
-		struct compare_line *l_ = new_line(t, lab);          \
-		for (int i = 0; i < t->n; i++) {                     \
-			const struct plan_row *row = t->rows[i];     \
-			char *cell = l_->cell[i];                    \
-			(void)row;                                   \
-			__VA_ARGS__;                                 \
-		}                                                    \
+#define TEXT(lab, ...)                                           \
+	do {                                                     \
+		struct compare_line *l_ = new_line(t, lab);      \
+		for (int i = 0; i < t->n; i++) {                 \
+			const struct plan_row *row = t->rows[i]; \
+			char *cell = l_->cell[i];                \
+			(void)row;                               \
+			__VA_ARGS__;                             \
+		}                                                \
 	} while (0)
 
 /* The lines of the strategies themselves: degrees, MoE routing, batches,
@@ -204,7 +204,7 @@ static void print_lines(FILE *out, const struct compare *t)
 void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 		    const struct model *m, const struct cluster *c)
 {
-	static struct compare t;	/* some 50 KB of cells: not on the stack */
+	static struct compare t; /* some 50 KB of cells: not on the stack */
 
 	t.rows = rows;
 	t.n = n < REPORT_COMPARE_MAX ? n : REPORT_COMPARE_MAX;

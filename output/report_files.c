@@ -56,7 +56,7 @@ static void csv_text_field(FILE *f, const char *s)
 static void write_csv(FILE *f, const struct plan *p, const struct model *m,
 		      const struct cluster *c)
 {
-	char (*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
 
 	for (size_t i = 0; i < report_n_columns; i++) {
 		fputs(i ? "," : "", f);
@@ -100,18 +100,26 @@ static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct co
 		const char *name;
 		double v;
 	} key[] = {
-		{ "fwd_ms", 1e3 * st->fwd }, { "bwd_ms", 1e3 * st->bwd }, { "p2p_ms", 1e3 * st->send },
+		{ "fwd_ms", 1e3 * st->fwd },
+		{ "bwd_ms", 1e3 * st->bwd },
+		{ "p2p_ms", 1e3 * st->send },
 		/* the rank's, from here on */
-		{ "rank_fwd_ms", 1e3 * y->fwd }, { "rank_bwd_ms", 1e3 * y->bwd },
-		{ "rank_comm_ms", 1e3 * (y->comm_fwd + y->comm_bwd) }, { "rank_p2p_ms", 1e3 * y->send },
+		{ "rank_fwd_ms", 1e3 * y->fwd },
+		{ "rank_bwd_ms", 1e3 * y->bwd },
+		{ "rank_comm_ms", 1e3 * (y->comm_fwd + y->comm_bwd) },
+		{ "rank_p2p_ms", 1e3 * y->send },
 		{ "rank_idle_s", y->idle },
 		{ "rank_bubble_pct", y->pipeline_s > 0 ? 100.0 * y->idle / y->pipeline_s : 0.0 },
-		{ "rank_dp_comm_s", y->dp }, { "rank_optimizer_s", y->optimizer },
-		{ "rank_mem_GiB", y->peak_bytes / GiB }, { "rank_capacity_GiB", y->cap_bytes / GiB },
-		{ "rank_weights_GiB", mm->weights / GiB }, { "rank_grads_GiB", mm->grads / GiB },
+		{ "rank_dp_comm_s", y->dp },
+		{ "rank_optimizer_s", y->optimizer },
+		{ "rank_mem_GiB", y->peak_bytes / GiB },
+		{ "rank_capacity_GiB", y->cap_bytes / GiB },
+		{ "rank_weights_GiB", mm->weights / GiB },
+		{ "rank_grads_GiB", mm->grads / GiB },
 		{ "rank_optimizer_GiB", mm->optimizer / GiB },
 		{ "rank_activations_GiB", mm->activations / GiB },
-		{ "rank_logits_GiB", mm->logits / GiB }, { "rank_allowance_GiB", mm->allowance / GiB },
+		{ "rank_logits_GiB", mm->logits / GiB },
+		{ "rank_allowance_GiB", mm->allowance / GiB },
 	};
 
 	for (size_t i = 0; i < (with_rank ? sizeof key / sizeof *key : 3); i++) {
@@ -153,7 +161,7 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 		cJSON_AddNumberToObject(o, "layers", stage_layers(s, k));
 		cJSON_AddStringToObject(o, "group", g->name);
 		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
-		if (x)	/* the rank's keys once, on its first virtual stage */
+		if (x) /* the rank's keys once, on its first virtual stage */
 			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp);
 		cJSON_AddItemToArray(a, o);
 	}
@@ -168,7 +176,7 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 static void write_json(FILE *f, const struct plan *p, const struct model *m,
 		       const struct cluster *c)
 {
-	char (*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
 	cJSON *doc = cJSON_CreateObject();
 	char *text;
 	size_t n;
@@ -182,7 +190,7 @@ static void write_json(FILE *f, const struct plan *p, const struct model *m,
 	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
 	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
 	text = cJSON_PrintUnformatted(doc);
-	n = strlen(text);	/* an object's text ends with its '}' */
+	n = strlen(text); /* an object's text ends with its '}' */
 	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
 	cJSON_free(text);
 	cJSON_Delete(doc);
@@ -199,7 +207,7 @@ static void write_json(FILE *f, const struct plan *p, const struct model *m,
 				cJSON_AddStringToObject(o, report_columns[i].name, fields[i]);
 		}
 		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
-		if (r < p->n_feasible)	/* plan_row.gap_pct */
+		if (r < p->n_feasible) /* plan_row.gap_pct */
 			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
 		else
 			cJSON_AddNullToObject(o, "gap_pct");

@@ -40,8 +40,8 @@ static void planning_notes(FILE *out, const struct plan *p)
 			char sched[24];
 
 			if (kind == 2 ? !strategy_uneven(s)
-			    : kind   ? !s->vocab_par
-				     : strategy_slices(s) < 2)
+			    : kind    ? !s->vocab_par
+				      : strategy_slices(s) < 2)
 				continue;
 			report_schedule_label(sched, sizeof sched, s);
 			fprintf(out, "planning only, no trainer here runs %s: best rank %d (%s, TP %d PP %d DP %d CP %d), %.3f s, %+.1f%% tokens/s and %.1f against %.1f GiB per GPU of rank 1\n",
@@ -96,8 +96,7 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 			fprintf(out, " %9.3f %9.3f", usd_iter, usd_mtok);
 		else if (priced(c))
 			fprintf(out, " %9s %9s", "-", "-");
-		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who)
-						    : "planning only");
+		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
 	}
 	planning_notes(out, p);
 }
@@ -120,15 +119,21 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 	char layers[512], groups[512];
 	double usd_iter, usd_mtok;
 	const struct part spent[] = {
-		{ "compute", t->compute }, { "recompute", t->recompute }, { "bubble", t->bubble },
-		{ "TP comm", t->tp }, { "CP comm", t->cp }, { "PP comm", t->pp },
-		{ "DP comm", t->dp }, { "EP comm", t->ep }, { "vocab comm", t->vocab },
+		{ "compute", t->compute },
+		{ "recompute", t->recompute },
+		{ "bubble", t->bubble },
+		{ "TP comm", t->tp },
+		{ "CP comm", t->cp },
+		{ "PP comm", t->pp },
+		{ "DP comm", t->dp },
+		{ "EP comm", t->ep },
+		{ "vocab comm", t->vocab },
 		{ "optimizer", t->optimizer },
 	};
 	const struct {
 		const char *name;
-		double v;		/* s */
-		const char *with;	/* what hides it */
+		double v;	  /* s */
+		const char *with; /* what hides it */
 	} hidden[] = {
 		{ "TP comm", t->tp_hidden, "with the GEMMs" },
 		{ "CP comm", t->cp_hidden, "with attention (ring)" },
@@ -172,7 +177,7 @@ static void explain_strategy(FILE *out, const struct plan_row *row, const struct
 		report_on_off(s->tp_overlap), report_on_off(s->grad_overlap), report_on_off(s->param_overlap));
 	if (s->cp > 1)
 		fprintf(out, "  context parallelism: %s%s\n", report_cp_label(s),
-			s->cp_comm == CP_P2P ? " (ring, overlapped with attention)"
+			s->cp_comm == CP_P2P   ? " (ring, overlapped with attention)"
 			: s->cp_comm == CP_A2A ? " (all-to-all of Q, K, V and output; exposed)"
 					       : " (all-to-all inside groups, ring across them)");
 	if (m->n_doc > 0)
@@ -210,8 +215,11 @@ static void explain_memory(FILE *out, const struct plan_row *row, const struct c
 	const struct cost_mem *mm = &r->mem;
 	const struct gpu_type *gpu = &c->gpu[c->group[row->s.group[r->heaviest_rank]].gpu];
 	const struct part held[] = {
-		{ "weights", mm->weights }, { "gradients", mm->grads }, { "optimizer", mm->optimizer },
-		{ "activations", mm->activations }, { "logits", mm->logits },
+		{ "weights", mm->weights },
+		{ "gradients", mm->grads },
+		{ "optimizer", mm->optimizer },
+		{ "activations", mm->activations },
+		{ "logits", mm->logits },
 		{ "allowance", mm->allowance },
 	};
 
@@ -242,8 +250,9 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 	if (!x)
 		return;
 	fprintf(out, "  per pipeline rank: ms per micro-batch (fwd and bwd with their exposed TP/CP/EP/ZeRO-3\n"
-		"  comm, bwd with recomputation; p2p sends apart), bubble = idle share of the %.3f s pipeline,\n"
-		"  GiB per GPU (used/capacity and its parts):\n", x[0].pipeline_s);
+		     "  comm, bwd with recomputation; p2p sends apart), bubble = idle share of the %.3f s pipeline,\n"
+		     "  GiB per GPU (used/capacity and its parts):\n",
+		x[0].pipeline_s);
 	fprintf(out, "    %4s %-18s %-10s %-12s %9s %9s %8s %7s %6s %11s %7s %7s %7s %7s %6s %6s\n",
 		"rank", "GPU", "group", "layers", "fwd ms", "bwd ms", "comm ms", "p2p ms", "bubble",
 		"used/cap", "weights", "grads", "optim", "activ", "logits", "allow");
@@ -270,4 +279,3 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 	}
 	free(x);
 }
-

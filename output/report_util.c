@@ -88,7 +88,10 @@ void report_groups(char *buf, size_t n, const struct plan_row *row, const struct
 	}
 }
 
-const char *report_on_off(bool b) { return b ? "on" : "off"; }
+const char *report_on_off(bool b)
+{
+	return b ? "on" : "off";
+}
 
 bool report_row_cost(const struct plan_row *row, double *per_iter, double *per_mtok)
 {
@@ -103,7 +106,8 @@ bool report_row_cost(const struct plan_row *row, double *per_iter, double *per_m
 
 void report_schedule_label(char *buf, size_t n, const struct strategy *s)
 {
-	const char *v = s->vocab_par ? "+vocab" : strategy_uneven(s) ? "+uneven" : "";
+	const char *v = s->vocab_par ? "+vocab" : strategy_uneven(s) ? "+uneven"
+								     : "";
 
 	if (strategy_slices(s) > 1)
 		snprintf(buf, n, "slimpipe/%d%s", strategy_slices(s), v);

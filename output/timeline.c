@@ -17,12 +17,12 @@
 
 /* The picture's layout, in pixels. */
 #define G_WIDTH 1600.0
-#define G_LABEL 270.0	/* label column left of the plot */
-#define G_MEM 190.0	/* memory column right of it */
-#define G_TOP 100.0	/* title and legend */
-#define G_ROW 34.0
+#define G_LABEL 270.0 /* label column left of the plot */
+#define G_MEM	190.0 /* memory column right of it */
+#define G_TOP	100.0 /* title and legend */
+#define G_ROW	34.0
 #define G_PITCH 48.0
-#define G_AXIS 50.0	/* axis and its caption below the rows */
+#define G_AXIS	50.0 /* axis and its caption below the rows */
 
 void timeline_geometry(struct timeline_geom *g, const struct timeline_in *in,
 		       const struct sim_result *sim)
@@ -51,11 +51,20 @@ static void put_text(FILE *f, const char *s, size_t max)
 	}
 	for (size_t i = 0; i < cut; i++)
 		switch (s[i]) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(s[i], f);
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(s[i], f);
 		}
 	if (cut < n)
 		fputs("...", f);
@@ -68,10 +77,16 @@ static void rect(FILE *f, double x, double y, double w, double h, const char *fi
 }
 
 /* Colour categories of a pass: kind x (even, odd chunk), then the p2p wait. */
-enum { CAT_P2P = 6, CAT_N = 7 };
+enum { CAT_P2P = 6,
+       CAT_N = 7 };
 static const char *const cat_color[CAT_N] = {
-	TIMELINE_COLOR_F, TIMELINE_COLOR_F2, TIMELINE_COLOR_B, TIMELINE_COLOR_B2,
-	TIMELINE_COLOR_W, TIMELINE_COLOR_W2, TIMELINE_COLOR_P2P,
+	TIMELINE_COLOR_F,
+	TIMELINE_COLOR_F2,
+	TIMELINE_COLOR_B,
+	TIMELINE_COLOR_B2,
+	TIMELINE_COLOR_W,
+	TIMELINE_COLOR_W2,
+	TIMELINE_COLOR_P2P,
 };
 
 static int op_cat(const struct sim_op *o)
@@ -106,14 +121,14 @@ static void row_exact(FILE *f, const struct timeline_in *in, const struct sim_re
 		if (w <= 0)
 			continue;
 		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s>"
-			"<title>%c%d chunk %d (stage %d): %.6g-%.6g s</title></rect>\n",
+			   "<title>%c%d chunk %d (stage %d): %.6g-%.6g s</title></rect>\n",
 			x, y, w, g->row_h, cat_color[op_cat(o)],
 			w >= 4 ? " stroke=\"#ffffff\" stroke-width=\"0.5\"" : "", kind_name[o->kind],
 			o->mb, o->chunk, sim_stage(&in->sim, r, o->chunk), o->start, o->end);
 		snprintf(num, sizeof num, "%d", o->mb);
 		if (w >= 6.5 * (double)strlen(num) + 4)
 			fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" text-anchor=\"middle\" "
-				"fill=\"%s\">%s</text>\n",
+				   "fill=\"%s\">%s</text>\n",
 				x + w / 2, y + g->row_h / 2 + 3.5,
 				o->kind == SIM_F && !(o->chunk & 1) ? "#ffffff" : "#000000", num);
 	}
@@ -176,7 +191,9 @@ static void row_raster(FILE *f, const struct sim_result *sim, int r,
 static double tick_step(double span, int *decimals)
 {
 	double raw = span / 8, mag = pow(10, floor(log10(raw))), q = raw / mag;
-	double step = mag * (q <= 1 ? 1 : q <= 2 ? 2 : q <= 5 ? 5 : 10);
+	double step = mag * (q <= 1 ? 1 : q <= 2 ? 2
+				  : q <= 5	 ? 5
+						 : 10);
 	int d = (int)-floor(log10(step) + 1e-9);
 
 	*decimals = d > 0 ? d : 0;
@@ -207,7 +224,8 @@ static void legend(FILE *f, const struct timeline_in *in)
 	item[n++] = (struct legend_item){ TIMELINE_COLOR_IDLE, "idle (bubble)" };
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "<rect x=\"%.1f\" y=\"62\" width=\"14\" height=\"14\" fill=\"%s\" "
-			"stroke=\"#999999\" stroke-width=\"0.5\"/>\n", x, item[i].color);
+			   "stroke=\"#999999\" stroke-width=\"0.5\"/>\n",
+			x, item[i].color);
 		fprintf(f, "<text x=\"%.1f\" y=\"74\" font-size=\"12\">%s</text>\n", x + 19,
 			item[i].text);
 		x += 19 + 6.6 * (double)strlen(item[i].text) + 18;
@@ -238,8 +256,8 @@ char *timeline_svg(const struct timeline_in *in, const struct sim_result *sim, s
 		fatal_oom();
 	timeline_geometry(&g, in, sim);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		"viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
+		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		   "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n",
 		g.width, g.height, g.width, g.height);
 	rect(f, 0, 0, g.width, g.height, TIMELINE_COLOR_PAGE);
 	fputs("<text x=\"10\" y=\"24\" font-size=\"16\" font-weight=\"bold\">", f);
@@ -278,7 +296,7 @@ char *timeline_svg(const struct timeline_in *in, const struct sim_result *sim, s
 		double x = g.x0 + i * step * g.px_per_s;
 
 		fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#000000\"/>\n"
-			"<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%.*f</text>\n",
+			   "<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%.*f</text>\n",
 			x, axis_y, x, axis_y + 5, x, axis_y + 18, decimals, i * step);
 	}
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">time (s)</text>\n",
@@ -299,7 +317,8 @@ static void stage_text(char *buf, size_t n, const struct strategy *s, const stru
 	if (blocks > 0)
 		snprintf(num, sizeof num, "%s%d", a == 0 ? "+" : "", blocks);
 	snprintf(buf, n, "%s%s%s", a == 0 ? "E" : "", num,
-		 b != m->n_layer ? "" : a == 0 || blocks > 0 ? "+L" : "L");
+		 b != m->n_layer ? "" : a == 0 || blocks > 0 ? "+L"
+							     : "L");
 }
 
 /* The picture's input for row: the simulation's (sim_input, from

@@ -16,24 +16,24 @@ struct outfile_set;
 /* The picture's colours ("#rrggbb"), also checked by the tests on the
  * rendered image. A pass of an odd virtual stage (chunk) of a rank takes the
  * light variant. Idle time (the bubble) is the row's background. */
-#define TIMELINE_COLOR_F "#4e79a7"
-#define TIMELINE_COLOR_F2 "#a0cbe8"
-#define TIMELINE_COLOR_B "#f28e2b"
-#define TIMELINE_COLOR_B2 "#ffbe7d"
-#define TIMELINE_COLOR_W "#59a14f"
-#define TIMELINE_COLOR_W2 "#8cd17d"
-#define TIMELINE_COLOR_P2P "#79706e"	/* waiting for a p2p transfer */
-#define TIMELINE_COLOR_DP "#e15759"	/* exposed DP reduction / gather */
-#define TIMELINE_COLOR_OPT "#b07aa1"	/* optimizer step */
-#define TIMELINE_COLOR_IDLE "#eeeeee"	/* a rank's row: idle (bubble) */
+#define TIMELINE_COLOR_F    "#4e79a7"
+#define TIMELINE_COLOR_F2   "#a0cbe8"
+#define TIMELINE_COLOR_B    "#f28e2b"
+#define TIMELINE_COLOR_B2   "#ffbe7d"
+#define TIMELINE_COLOR_W    "#59a14f"
+#define TIMELINE_COLOR_W2   "#8cd17d"
+#define TIMELINE_COLOR_P2P  "#79706e" /* waiting for a p2p transfer */
+#define TIMELINE_COLOR_DP   "#e15759" /* exposed DP reduction / gather */
+#define TIMELINE_COLOR_OPT  "#b07aa1" /* optimizer step */
+#define TIMELINE_COLOR_IDLE "#eeeeee" /* a rank's row: idle (bubble) */
 #define TIMELINE_COLOR_PAGE "#ffffff"
 
 /* One pipeline rank of the picture (its tails: sim_in's dp and opt). */
 struct timeline_rank {
-	char label[96];		/* first line: "rank 0: A100-SXM4-40GB" */
-	char detail[160];	/* second line: node group and layers */
-	double peak_bytes;	/* peak memory per GPU, bytes */
-	double cap_bytes;	/* the GPU's memory, bytes */
+	char label[96];	   /* first line: "rank 0: A100-SXM4-40GB" */
+	char detail[160];  /* second line: node group and layers */
+	double peak_bytes; /* peak memory per GPU, bytes */
+	double cap_bytes;  /* the GPU's memory, bytes */
 };
 
 /* What the picture shows: the simulation's input (simulate.h), per rank
@@ -42,8 +42,8 @@ struct timeline_rank {
 struct timeline_in {
 	struct sim_in sim;
 	struct timeline_rank rank[MAX_STAGES];
-	char title[256];	/* first line of the title */
-	char subtitle[256];	/* second line */
+	char title[256];    /* first line of the title */
+	char subtitle[256]; /* second line */
 };
 
 /* Where the picture puts things, in pixels of the SVG's user space (also

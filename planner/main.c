@@ -26,24 +26,26 @@
 #include "trainer.h"
 #include "util.h"
 
-enum exit_code { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
+enum exit_code { EXIT_OK = 0,
+		 EXIT_INPUT = 1,
+		 EXIT_USAGE = 2 };
 
 /* What the command line asks for: the fields the option table's rows fill
  * (options.h), then what parse_args derives from them. */
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
-	const char *timeline;	/* --timeline FILE.svg */
+	const char *timeline; /* --timeline FILE.svg */
 	bool profile, explain;
-	bool help, version;	/* --help, --version: print and exit 0 */
+	bool help, version; /* --help, --version: print and exit 0 */
 	int top, pick;
-	double mem_allowance;	/* bytes per GPU, or -1: the cost model's */
-	double mem_headroom;	/* --mem-headroom: GiB, or percent when
+	double mem_allowance; /* bytes per GPU, or -1: the cost model's */
+	double mem_headroom;  /* --mem-headroom: GiB, or percent when
 				   headroom_pct; 0: none */
 	bool headroom_pct;
 	/* --compare: the specs as given and their options (the command
 	 * line's with the spec's keys applied) */
 	const char *compare[REPORT_COMPARE_MAX];
-	char *compare_text[REPORT_COMPARE_MAX];	/* malloc'd copies the layouts
+	char *compare_text[REPORT_COMPARE_MAX]; /* malloc'd copies the layouts
 						   point into */
 	struct plan_opts compare_opts[REPORT_COMPARE_MAX];
 	int n_compare;
@@ -55,48 +57,62 @@ struct cli {
  * unfused. */
 static int norm_parse(const char *s)
 {
-	return strcmp(s, "fused") == 0 ? 0 : strcmp(s, "unfused") == 0 ? 1 : -1;
+	return strcmp(s, "fused") == 0 ? 0 : strcmp(s, "unfused") == 0 ? 1
+								       : -1;
 }
 
 /* --grad-dtype: the bytes of a gradient (plan_opts.grad_bytes). */
 static int grad_dtype_parse(const char *s)
 {
-	return strcmp(s, "fp32") == 0 ? 4 : strcmp(s, "bf16") == 0 || strcmp(s, "fp16") == 0 ? 2 : -1;
+	return strcmp(s, "fp32") == 0 ? 4 : strcmp(s, "bf16") == 0 || strcmp(s, "fp16") == 0 ? 2
+											     : -1;
 }
 
 /* --objective: enum plan_objective. */
 static int objective_parse(const char *s)
 {
-	return strcmp(s, "throughput") == 0 ? PLAN_THROUGHPUT : strcmp(s, "cost") == 0 ? PLAN_COST : -1;
+	return strcmp(s, "throughput") == 0 ? PLAN_THROUGHPUT : strcmp(s, "cost") == 0 ? PLAN_COST
+										       : -1;
 }
 
 enum option_id {
 #define X(id, name, kind, field, check, scope, meta, err, help) OPT_##id,
 	OPTIONS(X)
 #undef X
-	OPT_COUNT
+		OPT_COUNT
 };
 
 /* The C type of a field of struct cli, which decides how an integer value
  * is stored (store_int). */
-enum field_type { FIELD_BOOL, FIELD_INT, FIELD_LONG, FIELD_DOUBLE, FIELD_STRING, FIELD_OTHER };
-#define FIELD_TYPE(field)                                                                 \
-	_Generic(((struct cli *)0)->field, bool: FIELD_BOOL, int: FIELD_INT, long: FIELD_LONG, \
-		 double: FIELD_DOUBLE, const char *: FIELD_STRING, default: FIELD_OTHER)
+enum field_type { FIELD_BOOL,
+		  FIELD_INT,
+		  FIELD_LONG,
+		  FIELD_DOUBLE,
+		  FIELD_STRING,
+		  FIELD_OTHER };
+#define FIELD_TYPE(field)                       \
+	_Generic(((struct cli *)0)->field, bool \
+		 : FIELD_BOOL, int              \
+		 : FIELD_INT, long              \
+		 : FIELD_LONG,                  \
+		   double                       \
+		 : FIELD_DOUBLE, const char *   \
+		 : FIELD_STRING, default        \
+		 : FIELD_OTHER)
 
 /* The field types each kind stores into (enum opt_kind), as a bit set. */
 #define BIT(t) (1u << (t))
-#define KIND_FIELDS(k)                                                                    \
-	((k) == KIND_FLAG ? BIT(FIELD_BOOL)                                               \
-	 : (k) == KIND_INT ? BIT(FIELD_INT) | BIT(FIELD_LONG)                             \
-	 : (k) == KIND_SWITCH ? BIT(FIELD_INT)                                            \
-	 : (k) == KIND_ENUM ? BIT(FIELD_INT) | BIT(FIELD_BOOL)                            \
-	 : (k) == KIND_REAL || (k) == KIND_GIB || (k) == KIND_HEADROOM ? BIT(FIELD_DOUBLE) \
-	 : (k) == KIND_SPEC ? BIT(FIELD_OTHER)                                            \
-			    : BIT(FIELD_STRING))
+#define KIND_FIELDS(k)                                                                                    \
+	((k) == KIND_FLAG					       ? BIT(FIELD_BOOL)                  \
+	 : (k) == KIND_INT					       ? BIT(FIELD_INT) | BIT(FIELD_LONG) \
+	 : (k) == KIND_SWITCH					       ? BIT(FIELD_INT)                   \
+	 : (k) == KIND_ENUM					       ? BIT(FIELD_INT) | BIT(FIELD_BOOL) \
+	 : (k) == KIND_REAL || (k) == KIND_GIB || (k) == KIND_HEADROOM ? BIT(FIELD_DOUBLE)                \
+	 : (k) == KIND_SPEC					       ? BIT(FIELD_OTHER)                 \
+								       : BIT(FIELD_STRING))
 
-#define X(id, name, kind, field, check, scope, meta, err, help)                    \
-	_Static_assert(KIND_FIELDS(kind) & BIT(FIELD_TYPE(field)),                 \
+#define X(id, name, kind, field, check, scope, meta, err, help)    \
+	_Static_assert(KIND_FIELDS(kind) & BIT(FIELD_TYPE(field)), \
 		       "--" name ": the type of struct cli's " #field " does not suit " #kind);
 OPTIONS(X)
 #undef X
@@ -109,17 +125,16 @@ struct opt {
 	enum field_type type;
 	size_t at;			/* offsetof(struct cli, FIELD) */
 	double lo, hi;			/* OPT_RANGE */
-	int (*parse)(const char *name);	/* OPT_NAMES */
+	int (*parse)(const char *name); /* OPT_NAMES */
 	enum opt_scope scope;
 	const char *meta;
-	const char *needs, *err;	/* OPT_NEEDS, OPT_ERROR */
+	const char *needs, *err; /* OPT_NEEDS, OPT_ERROR */
 	const char *help;
 };
 
 static const struct opt options[] = {
-#define X(id, name_, kind_, field, check, scope_, meta_, err, help_)                               \
-	{ .name = name_, .kind = kind_, .type = FIELD_TYPE(field), .at = offsetof(struct cli, field), \
-	  check, .scope = scope_, .meta = meta_, err, .help = help_ },
+#define X(id, name_, kind_, field, check, scope_, meta_, err, help_) \
+	{ .name = name_, .kind = kind_, .type = FIELD_TYPE(field), .at = offsetof(struct cli, field), check, .scope = scope_, .meta = meta_, err, .help = help_ },
 	OPTIONS(X)
 #undef X
 };
@@ -130,7 +145,7 @@ static const struct option long_options[] = {
 	{ name, kind == KIND_FLAG ? no_argument : required_argument, NULL, 256 + OPT_##id },
 	OPTIONS(X)
 #undef X
-	{ NULL, 0, NULL, 0 }
+		{ NULL, 0, NULL, 0 }
 };
 
 static void help(void)
@@ -161,7 +176,8 @@ static int usage(const char *fmt, const char *arg)
 /* "on" -> 1, "off" -> 0, else -1. */
 static int parse_switch(const char *s)
 {
-	return strcmp(s, "on") == 0 ? 1 : strcmp(s, "off") == 0 ? 0 : -1;
+	return strcmp(s, "on") == 0 ? 1 : strcmp(s, "off") == 0 ? 0
+								: -1;
 }
 
 /* Strict finite decimal above 0 and in [lo, hi] (STYLE.md 13). */
@@ -223,7 +239,7 @@ static void store_int(void *field, enum field_type type, long v)
 static int parse_value(struct cli *cl, const struct opt *op, const char *arg)
 {
 	void *field = (char *)cl + op->at;
-	long v = 1;	/* a flag's */
+	long v = 1; /* a flag's */
 	double d;
 
 	switch (op->kind) {
@@ -433,10 +449,14 @@ static bool trainer_rule(int t, const struct plan *p, const struct model *m,
 static int emit_trainer(int format)
 {
 	switch (format) {
-	case EMIT_TORCHTITAN: return TRAINER_TORCHTITAN;
-	case EMIT_DEEPSPEED: return TRAINER_DEEPSPEED;
-	case EMIT_NEMO: return TRAINER_NEMO;
-	default: return TRAINER_MEGATRON;
+	case EMIT_TORCHTITAN:
+		return TRAINER_TORCHTITAN;
+	case EMIT_DEEPSPEED:
+		return TRAINER_DEEPSPEED;
+	case EMIT_NEMO:
+		return TRAINER_NEMO;
+	default:
+		return TRAINER_MEGATRON;
 	}
 }
 
@@ -515,19 +535,19 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	fprintf(out, "%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
 	for (int g = 0; g < c->n_group && !c->group[g].n_part; g++)
 		fprintf(out, "%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
-		       c->gpu[c->group[g].gpu].name);
+			c->gpu[c->group[g].gpu].name);
 	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
 	fprintf(out, "%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
-	       p->n_feasible, p->search_s);
-	if (p->n_feasible && p->row[0].gap_pct > 0)	/* plan_row.gap_pct */
+		p->n_feasible, p->search_s);
+	if (p->n_feasible && p->row[0].gap_pct > 0) /* plan_row.gap_pct */
 		fprintf(out, "the top strategy's placement and partition are proven within %.1f%% of the best (gap to a lower bound)\n",
 			p->row[0].gap_pct);
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
 		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
-		       p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
+			p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
 	if (p->truncated)
 		fprintf(out, "search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
-		       p->evaluated, p->degrees_searched, p->degrees);
+			p->evaluated, p->degrees_searched, p->degrees);
 	if (p->subsets)
 		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",
 			p->subsets);
@@ -612,7 +632,7 @@ static void print_headroom(FILE *out, const struct cli *cl, const struct cluster
  * 1 when one does not fit (after printing all) or cannot run. */
 static int run_compare(const struct cli *cl, struct model *m, const struct cluster *file_c)
 {
-	const struct cluster *c = file_c;	/* then the plans' */
+	const struct cluster *c = file_c; /* then the plans' */
 	struct plan *p[REPORT_COMPARE_MAX] = { 0 };
 	const struct plan_row *rows[REPORT_COMPARE_MAX];
 	struct err e = { "" };
@@ -633,7 +653,7 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			goto done;
 		}
 		rows[n] = &p[n]->row[0];
-		c = p[n]->cluster;	/* the same mixed groups for each */
+		c = p[n]->cluster; /* the same mixed groups for each */
 	}
 	printf("%s on %s (%d GPUs), global batch %d x %d tokens\n", m->name, c->name,
 	       c->total_gpus, rows[0]->s.gbs, m->seq);
@@ -669,7 +689,7 @@ done:
 
 static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 {
-	const struct cluster *c = file_c;	/* then the plan's */
+	const struct cluster *c = file_c; /* then the plan's */
 	struct plan *p = NULL;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
@@ -677,7 +697,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 	/* with the CSV, the JSON or the timeline on stdout, the table goes to stderr, so
 	 * that a pipe gets only the data */
 	FILE *out = (cl->csv && outfile_is_stdout(cl->csv)) || (cl->json && outfile_is_stdout(cl->json)) ||
-			    (cl->timeline && outfile_is_stdout(cl->timeline))
+				    (cl->timeline && outfile_is_stdout(cl->timeline))
 			    ? stderr
 			    : stdout;
 
@@ -685,7 +705,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		return run_compare(cl, m, c);
 	if (plan_search(&p, m, file_c, &cl->opts, &e))
 		return usage("%s", e.msg);
-	c = p->cluster;	/* with the mixed groups the rows may use */
+	c = p->cluster; /* with the mixed groups the rows may use */
 	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
@@ -725,9 +745,9 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		if (i == p->n_feasible)
 			fprintf(out, "\nstrategies that do not fit:\n");
 		fprintf(out, "  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
-		       p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.ep, p->row[i].s.mbs,
-		       schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
-		       p->row[i].s.zero, p->row[i].why);
+			p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.ep, p->row[i].s.mbs,
+			schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
+			p->row[i].s.zero, p->row[i].why);
 	}
 	if (!p->evaluated && cl->opts.uneven == 1) {
 		err_set(&e, "'%s': no strategy on '%s' has uneven micro-batches (--uneven-batches on): they need a pipeline rank whose DP replicas lie on GPU types of different speed, and a split that beats the even one",

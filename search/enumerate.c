@@ -219,7 +219,8 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 		 * the even split on the strategy's mixed rank: its tries
 		 * (cost_uneven) */
 		for (int k = 0; k < COST_UNEVEN_TRIES && !*rc && S->o->uneven &&
-				S->o->vocab_par != 1 && S->o->slices <= 1; k++) {
+				S->o->vocab_par != 1 && S->o->slices <= 1;
+		     k++) {
 			int u = cost_uneven(s->uneven, S->m, S->c, s, k, e);
 
 			s->schedule = SCHED_1F1B;

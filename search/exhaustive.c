@@ -8,9 +8,9 @@ struct walk {
 	const struct model *m;
 	const struct cluster *c;
 	const struct layer_costs *lc;
-	int left[256];		/* ranks each group may still host */
+	int left[256]; /* ranks each group may still host */
 	int n_group;
-	struct strategy s;	/* the candidate being built */
+	struct strategy s; /* the candidate being built */
 	struct strategy *best;
 	struct cost_result *r;
 	long costed;
@@ -61,8 +61,7 @@ long exhaustive_search(struct strategy *best, struct cost_result *r,
 		       const struct model *m, const struct cluster *c,
 		       const struct layer_costs *lc)
 {
-	struct walk w = { .m = m, .c = c, .lc = lc, .n_group = lc->n_group,
-			  .s = *s, .best = best, .r = r };
+	struct walk w = { .m = m, .c = c, .lc = lc, .n_group = lc->n_group, .s = *s, .best = best, .r = r };
 
 	r->fits = false;
 	for (int g = 0; g < w.n_group; g++)

@@ -60,8 +60,8 @@ static int ilp_validate(const struct placement_problem *p)
 }
 
 /* Column of x[r][g] (1-based); z[r][g] follows all x; U is last. */
-#define XCOL(r, g) (1 + (r) * G + (g))
-#define ZCOL(r, g) (1 + pp * G + (r) * G + (g))
+#define XCOL(r, g) (1 + (r)*G + (g))
+#define ZCOL(r, g) (1 + pp * G + (r)*G + (g))
 
 /* The linear estimates of one ILP round. Rank r on group g with z >= 1
  * layers costs tz[r][g] * z + tx[r][g] seconds and needs wz[r] * z + wx[r]
@@ -69,8 +69,8 @@ static int ilp_validate(const struct placement_problem *p)
  * layers, plus the first layer's own cost on rank 0 and the last layer's on
  * the last rank (embedding and head: every partition puts them there). */
 struct est {
-	double *tz, *tx;	/* [pp * G] */
-	double *wz, *wx;	/* [pp] */
+	double *tz, *tx; /* [pp * G] */
+	double *wz, *wx; /* [pp] */
 };
 
 /* Layer l's bytes on rank r: state + inflight[r] x activations + extra. */
@@ -113,7 +113,7 @@ static void estimate(const struct placement_problem *p, const double *lo,
 		}
 		e->wz[r] = w;
 		e->wx[r] = 0;
-		if (r == 0 || r == pp - 1) {	/* first or last layer, exactly */
+		if (r == 0 || r == pp - 1) { /* first or last layer, exactly */
 			int f = r == 0 ? 0 : n - 1;
 
 			for (g = 0; g < G; g++)
@@ -149,7 +149,7 @@ static double snap(double v)
 /* Branch and bound's node limit for one solve (solve_once), and the nodes
  * it used (GLPK's total count: deterministic). */
 struct nodes {
-	long limit;	/* 0: none */
+	long limit; /* 0: none */
 	long used;
 };
 
@@ -249,20 +249,20 @@ static void add_placement_rows(glp_prob *P, struct mat *A, const struct placemen
 {
 	int pp = p->pp, G = p->n_group, row;
 
-	for (int r = 0; r < pp; r++) {	/* one group per rank */
+	for (int r = 0; r < pp; r++) { /* one group per rank */
 		row = glp_add_rows(P, 1);
 		glp_set_row_bnds(P, row, GLP_FX, 1, 1);
 		for (int g = 0; g < G; g++)
 			put(A, row, XCOL(r, g), 1);
 	}
-	for (int g = 0; g < G; g++) {	/* group sizes */
+	for (int g = 0; g < G; g++) { /* group sizes */
 		row = glp_add_rows(P, 1);
 		glp_set_row_bnds(P, row, GLP_FX, p->ranks[g], p->ranks[g]);
 		for (int r = 0; r < pp; r++)
 			put(A, row, XCOL(r, g), 1);
 	}
 	for (int r = 0; r < pp; r++)
-		for (int g = 0; g < G; g++) {	/* x <= z <= zmax x */
+		for (int g = 0; g < G; g++) { /* x <= z <= zmax x */
 			row = glp_add_rows(P, 1);
 			glp_set_row_bnds(P, row, GLP_UP, 0, 0);
 			put(A, row, ZCOL(r, g), 1);
@@ -299,12 +299,12 @@ static void add_time_rows(glp_prob *P, struct mat *A, const struct placement_pro
 {
 	int pp = p->pp, G = p->n_group, n = p->lc->n_layer, ncol = 2 * pp * G + 1, row;
 
-	row = glp_add_rows(P, 1);	/* every layer once */
+	row = glp_add_rows(P, 1); /* every layer once */
 	glp_set_row_bnds(P, row, GLP_FX, n, n);
 	for (int r = 0; r < pp; r++)
 		for (int g = 0; g < G; g++)
 			put(A, row, ZCOL(r, g), 1);
-	for (int r = 0; r < pp; r++) {	/* bottleneck */
+	for (int r = 0; r < pp; r++) { /* bottleneck */
 		row = glp_add_rows(P, 1);
 		glp_set_row_bnds(P, row, GLP_UP, 0, 0);
 		for (int g = 0; g < G; g++) {
@@ -358,7 +358,7 @@ static enum ilp_status run_intopt(glp_prob *P, int tm_lim, struct nodes *nd)
 	 * nodes than the defaults at pp = 8; cuts made it slower */
 	parm.br_tech = GLP_BR_PCH;
 	parm.bt_tech = GLP_BT_BPH;
-	glp_intopt(P, &parm);	/* the status below says what it found */
+	glp_intopt(P, &parm); /* the status below says what it found */
 	switch (glp_mip_status(P)) {
 	case GLP_OPT:
 		return ILP_OPTIMAL;
@@ -496,7 +496,7 @@ enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
 	for (g = 0; g < G; g++)
 		if (p->ranks[g] > 0)
 			only = only == -1 ? g : -2;
-	if (only >= 0) {	/* the only placement; partition_solve says if it fits */
+	if (only >= 0) { /* the only placement; partition_solve says if it fits */
 		for (r = 0; r < pp; r++)
 			group[r] = only;
 		return ILP_OPTIMAL;
@@ -506,8 +506,7 @@ enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
 
 	glp_term_out(GLP_OFF);
 	glp_term_hook(ilp_term_hook, NULL);
-	deadline = time_limit_s > 0 && time_limit_s < INT_MAX / 1000.0 ?
-			   now_s() + time_limit_s : INFINITY;
+	deadline = time_limit_s > 0 && time_limit_s < INT_MAX / 1000.0 ? now_s() + time_limit_s : INFINITY;
 	buf = xcalloc((size_t)pp * (2 * (size_t)G + 4), sizeof *buf);
 	e.tz = buf;
 	e.tx = e.tz + (size_t)pp * (size_t)G;
@@ -539,7 +538,7 @@ enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
 		if (st == ILP_NONE)
 			break;
 		if (round > 0 && !memcmp(cur, last, (size_t)pp * sizeof *cur))
-			break;	/* same placement again */
+			break; /* same placement again */
 		memcpy(last, cur, (size_t)pp * sizeof *cur);
 		t = refine(p, cur, first);
 		if (round == 0 || t < best_t) {
@@ -548,7 +547,7 @@ enum ilp_status ilp_place_limits(const struct placement_problem *p, int *group,
 		}
 		if (t == INFINITY)
 			break;
-		for (r = 0; r < pp; r++)	/* re-price over this split */
+		for (r = 0; r < pp; r++) /* re-price over this split */
 			lo[r] = first[r], hi[r] = first[r + 1];
 	}
 	free(cur);

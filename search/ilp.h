@@ -15,17 +15,17 @@ struct layer_costs;
  * rank 0 and the last layer's on the last rank (ilp.c). */
 struct placement_problem {
 	int pp, n_group;
-	const int *ranks;		/* [n_group] */
-	const struct layer_costs *lc;	/* n_group must match */
+	const int *ranks;	      /* [n_group] */
+	const struct layer_costs *lc; /* n_group must match */
 	double a, b;
-	const double *inflight;		/* [pp] */
-	const double *cap;		/* [n_group] bytes */
+	const double *inflight; /* [pp] */
+	const double *cap;	/* [n_group] bytes */
 };
 
 enum ilp_status {
-	ILP_OPTIMAL,	/* proven optimal placement */
-	ILP_FEASIBLE,	/* time or node limit hit; incumbent usable */
-	ILP_NONE,	/* infeasible, or GLPK failed: caller falls back */
+	ILP_OPTIMAL,  /* proven optimal placement */
+	ILP_FEASIBLE, /* time or node limit hit; incumbent usable */
+	ILP_NONE,     /* infeasible, or GLPK failed: caller falls back */
 };
 
 /* Solves the placement ILP with GLPK: binary x[r][g] (rank r on group g),

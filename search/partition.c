@@ -17,36 +17,36 @@
  * is the mixed-radix vector of ranks used per group. */
 struct dp {
 	int n, K, G, ncnt;
-	const int *ranks;		/* NULL: forced placement */
-	const int *cls, *seq;		/* free mode, when set: stage k only on
+	const int *ranks;     /* NULL: forced placement */
+	const int *cls, *seq; /* free mode, when set: stage k only on
 					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
 	int radix[MAX_GROUPS];
-	int *stage_of;			/* [ncnt] stages placed = sum of counts */
-	int *order;			/* [ncnt] count indices by stage */
-	int *left;			/* [ncnt] left_mask() of each */
-	int *reach;			/* [ncnt][G] of greedy() */
-	int *back;			/* [ncnt] of fill_back() */
-	unsigned *full;			/* [ncnt] free mode: bit g where group g
+	int *stage_of;	       /* [ncnt] stages placed = sum of counts */
+	int *order;	       /* [ncnt] count indices by stage */
+	int *left;	       /* [ncnt] left_mask() of each */
+	int *reach;	       /* [ncnt][G] of greedy() */
+	int *back;	       /* [ncnt] of fill_back() */
+	unsigned *full;	       /* [ncnt] free mode: bit g where group g
 					   hosts all its ranks */
-	double *neck;			/* [ncnt][G] of greedy() */
-	double *pre;			/* [G][n + 1] time prefix sums */
-	unsigned short *jm;		/* [K][G][n + 1] last end that fits */
-	double *val;			/* [ncnt][G][n + 1] least value */
-	unsigned short *par_i;		/* same shape: start of the last stage */
-	unsigned char *par_h;		/* same shape: group of the one before */
-	int *lo, *hi;			/* [ncnt][G]: the ends a row holds (see widen) */
-	unsigned short *dq;		/* [n + 1] the sliding window of pass() */
-	double *dkey;			/* [n + 1] its keys */
-	double *rem;			/* [masks][n + 1]: time of layers [i, n)
+	double *neck;	       /* [ncnt][G] of greedy() */
+	double *pre;	       /* [G][n + 1] time prefix sums */
+	unsigned short *jm;    /* [K][G][n + 1] last end that fits */
+	double *val;	       /* [ncnt][G][n + 1] least value */
+	unsigned short *par_i; /* same shape: start of the last stage */
+	unsigned char *par_h;  /* same shape: group of the one before */
+	int *lo, *hi;	       /* [ncnt][G]: the ends a row holds (see widen) */
+	unsigned short *dq;    /* [n + 1] the sliding window of pass() */
+	double *dkey;	       /* [n + 1] its keys */
+	double *rem;	       /* [masks][n + 1]: time of layers [i, n)
 					   each on its fastest group among the
 					   groups of the mask */
-	int masks;			/* 2^G, or 1 (all groups) when G > 6 */
-	double floor;			/* no partition's bottleneck is lower */
-	int last_cnt;			/* count index of the pass's optimum */
-	double best;			/* objective of first[] and group[] */
-	double cut;			/* the search's initial incumbent: only
+	int masks;	       /* 2^G, or 1 (all groups) when G > 6 */
+	double floor;	       /* no partition's bottleneck is lower */
+	int last_cnt;	       /* count index of the pass's optimum */
+	double best;	       /* objective of first[] and group[] */
+	double cut;	       /* the search's initial incumbent: only
 					   objectives below it are sought
 					   (INFINITY: none) */
 	unsigned short first[MAX_STAGES + 1];
@@ -183,7 +183,8 @@ static void fill_jm(struct dp *d)
 				if (j < i)
 					j = i;
 				while (j < lim && ps[j + 1] - ps[i] + inf * (pa[j + 1] - pa[i]) +
-							  pe[j + 1] - pe[i] <= cap)
+								  pe[j + 1] - pe[i] <=
+							  cap)
 					j++;
 				jm[i] = (unsigned short)j;
 			}
@@ -435,7 +436,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					int i;
 					double v;
 
-					while (lm < j && jm[lm] < j)	/* [lm, j) over the cap */
+					while (lm < j && jm[lm] < j) /* [lm, j) over the cap */
 						lm++;
 					while (lu < j && p[j] - p[lu] + sd > u) {
 						/* the first end at which the stage from
@@ -446,7 +447,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 						lu++;
 					}
 					if (lm > ihi || lu > ihi)
-						break;	/* no start is left */
+						break; /* no start is left */
 					if (ip < lm)
 						ip = lm;
 					if (ip < lu)
@@ -540,7 +541,6 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 		v_lo = v_mid, lo_nx = nx_mid;
 	}
 }
-
 
 /* A lower bound on the value (b * sum c_k + tail) of any partition: every
  * layer on its fastest group, the forced p2p and vocabulary shares, the
@@ -656,7 +656,7 @@ static void fill_sums(struct dp *d)
 		double *r = d->rem + (size_t)mask * (n + 1);
 
 		if (!d->ranks && d->masks > 1 && mask < d->masks - 1 && !forced_mask(d, mask))
-			continue;	/* no pass reads it */
+			continue; /* no pass reads it */
 		for (int l = n - 1; l >= 0; l--) {
 			double fastest = INFINITY;
 
@@ -667,7 +667,7 @@ static void fill_sums(struct dp *d)
 			r[l] = r[l + 1] + fastest;
 		}
 	}
-	if (d->masks > 1)	/* rem[i] of every group, as the prunes expect */
+	if (d->masks > 1) /* rem[i] of every group, as the prunes expect */
 		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
 }
 
@@ -738,7 +738,7 @@ static void search_from_floor(struct dp *d, double lo, double top)
 		if (d->f->a > 0 && (d->best - vf) / d->f->a < hi)
 			hi = (d->best - vf) / d->f->a;
 		if (nx < hi && !(none = eval_bound(d, hi, &vh, &mh, &nh) != 0)) {
-			vf = vh;	/* V is vh on [mh, hi] */
+			vf = vh; /* V is vh on [mh, hi] */
 			top = mh;
 		}
 	}
@@ -803,8 +803,7 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
 int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
 			  double cut, unsigned short *first, double *t)
 {
-	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group,
-			.ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
 
 	if (!valid(lc, f))
 		return -1;
@@ -1043,7 +1042,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		return -1;
 	for (int k = 0; k < K; k++)
 		fewest = fmin(fewest, f->inflight[k]);
-	for (int e = 0; e < (n >= 2 ? 2 : 1); e++) {	/* embedding, head */
+	for (int e = 0; e < (n >= 2 ? 2 : 1); e++) { /* embedding, head */
 		double m = INFINITY;
 
 		for (int g = 0; g < G; g++)
@@ -1063,7 +1062,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		for (int l = 1; l <= nm; l++)
 			if (tg[l] < t[g])
 				t[g] = tg[l];
-		most[g] = !(w > 0)	    ? nm
+		most[g] = !(w > 0)	     ? nm
 			  : f->cap_of[g] < 0 ? 0
 					     : fmin(nm, floor(f->cap_of[g] * f->vp / w));
 		for (int h = 0; h < G; h++)
@@ -1095,7 +1094,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		double u = c < 0 ? u0 : (c % nm + 1) * t[by[c / nm]], sum;
 
 		if (c >= 0 && a * u + least > best * (1 + 1e-9)) {
-			c += nm - 1 - c % nm;	/* to the group's last */
+			c += nm - 1 - c % nm; /* to the group's last */
 			continue;
 		}
 		if (u < u0)

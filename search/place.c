@@ -99,7 +99,7 @@ void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *
  * Returns the iteration time costed (seconds), INFINITY if nothing fits
  * or nothing beats *best_r (vp = 1). */
 static double try_placement(struct search *S, struct strategy *s,
-			  struct strategy *best, struct cost_result *best_r)
+			    struct strategy *best, struct cost_result *best_r)
 {
 	struct pipeline_frame f;
 	struct cost_result r;
@@ -218,15 +218,21 @@ static bool ilp_placement(struct search *S, struct strategy *s)
 	for (int k = 0; k < f.n_stages; k++)
 		inflight[strategy_rank(s, k)] += f.inflight[k] / s->vp;
 	struct placement_problem pb = {
-		.pp = s->pp, .n_group = S->c->n_group, .ranks = S->ranks, .lc = &S->lc,
-		.a = s->vp > 1 ? f.ra : f.a, .b = s->vp > 1 ? f.rb : f.b,
-		.inflight = inflight, .cap = cap,
+		.pp = s->pp,
+		.n_group = S->c->n_group,
+		.ranks = S->ranks,
+		.lc = &S->lc,
+		.a = s->vp > 1 ? f.ra : f.a,
+		.b = s->vp > 1 ? f.rb : f.b,
+		.inflight = inflight,
+		.cap = cap,
 	};
-	pthread_mutex_lock(&glpk_lock);	/* GLPK is not thread safe */
+	pthread_mutex_lock(&glpk_lock); /* GLPK is not thread safe */
 	st = ilp_place_limits(&pb, group, S->o->ilp_time_limit_s, S->o->ilp_node_limit);
 	pthread_mutex_unlock(&glpk_lock);
 	S->ilp_at = S->count - 1;
-	S->ilp_kind = st == ILP_NONE ? 2 : st == ILP_FEASIBLE ? 1 : 0;
+	S->ilp_kind = st == ILP_NONE ? 2 : st == ILP_FEASIBLE ? 1
+							      : 0;
 	if (st == ILP_NONE)
 		return false;
 	for (int r = 0; r < s->pp; r++)
@@ -329,14 +335,14 @@ static void place_dp(struct search *S, struct strategy *s, struct strategy *best
 /* The strategy being placed, as the placers see it. */
 struct place_ctx {
 	struct search *S;
-	struct strategy *s;		/* its groups and split: the placers'
+	struct strategy *s;	  /* its groups and split: the placers'
 					   scratch */
-	struct strategy *best;		/* the fastest placement that fits */
-	struct cost_result *r;		/* its result (fits false: none yet) */
-	int order[MAX_GROUPS], n;	/* the groups with ranks, in the
+	struct strategy *best;	  /* the fastest placement that fits */
+	struct cost_result *r;	  /* its result (fits false: none yet) */
+	int order[MAX_GROUPS], n; /* the groups with ranks, in the
 					   cluster's order (try_blocks permutes
 					   it) */
-	bool small;			/* the joint DP's work is at most
+	bool small;		  /* the joint DP's work is at most
 					   plan_opts.place_dp_max */
 };
 

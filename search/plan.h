@@ -21,7 +21,8 @@ struct err;
  * most PLAN_COST_MAX_GROUPS groups), since leaving a group idle can cost
  * less per token (with every GPU in use, the cost per token is the
  * iteration time times a constant, and ranks as the throughput does). */
-enum plan_objective { PLAN_THROUGHPUT, PLAN_COST };
+enum plan_objective { PLAN_THROUGHPUT,
+		      PLAN_COST };
 #define PLAN_COST_MAX_GROUPS 4
 
 /* SlimPipe's slices as the search tries them (plan_opts.slices = 0):
@@ -29,48 +30,48 @@ enum plan_objective { PLAN_THROUGHPUT, PLAN_COST };
  * sequence, a long-context technique (SlimPipe, Li et al. 2025, slices
  * sequences of 64K tokens and more); a bound of the search's time, not a
  * rule of the cost model. */
-#define PLAN_MAX_SLICES 32
+#define PLAN_MAX_SLICES	      32
 #define PLAN_MIN_SLICE_TOKENS 8192
 
 /* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
  * zero and the on/off switches) means "search this dimension". */
 struct plan_opts {
 	int tp, cp, pp, dp, mbs, vp;
-	int ep;			/* expert-parallel degree; 0: searched (the
+	int ep;	       /* expert-parallel degree; 0: searched (the
 				   divisors of tp / etp x dp x cp that
 				   divide the experts; 1 for a dense
 				   model) */
-	int etp;		/* expert tensor-parallel degree; 0: searched
+	int etp;       /* expert tensor-parallel degree; 0: searched
 				   (MoE: the divisors of tp that divide the
 				   expert FFN) */
-	int schedule;		/* enum schedule, or -1 */
-	int recompute;		/* enum recompute, or -1 */
-	int zero;		/* 0..3, or -1 */
-	int gbs, seq;		/* 0: the model's defaults */
-	int trainer;		/* enum trainer: rank only what it runs; -1 any */
+	int schedule;  /* enum schedule, or -1 */
+	int recompute; /* enum recompute, or -1 */
+	int zero;      /* 0..3, or -1 */
+	int gbs, seq;  /* 0: the model's defaults */
+	int trainer;   /* enum trainer: rank only what it runs; -1 any */
 	/* Kernels and precision, set on every strategy. */
-	int attn;		/* enum attention (default ATTN_FLASH) */
-	int cp_comm;		/* enum cp_comm: fix the CP flavour; -1 the
+	int attn;	     /* enum attention (default ATTN_FLASH) */
+	int cp_comm;	     /* enum cp_comm: fix the CP flavour; -1 the
 				   search picks it per strategy */
-	int vocab_par;		/* vocabulary parallelism (strategy.vocab_par):
+	int vocab_par;	     /* vocabulary parallelism (strategy.vocab_par):
 				   1 on, 0 off, -1 (default) both tried
 				   where pp > 1 under 1F1B (what-if: off) */
-	int slices;		/* SlimPipe slices per micro-batch
+	int slices;	     /* SlimPipe slices per micro-batch
 				   (strategy.slices): 1 none, n > 1 fixed,
 				   0 (default) none and each power of two
 				   from 2 to PLAN_MAX_SLICES with slices of
 				   at least PLAN_MIN_SLICE_TOKENS tokens,
 				   where pp > 1 under 1F1B (what-if: 1) */
-	int uneven;		/* uneven per-replica micro-batches
+	int uneven;	     /* uneven per-replica micro-batches
 				   (strategy.uneven): 1 only those, 0 off,
 				   -1 (default) both, under 1F1B where the
 				   strategy's mixed rank has GPU types of
 				   different speed (cost_uneven; what-if:
 				   off) */
-	bool unfused_norm;	/* norms as separate kernels (default fused) */
-	int moe_balance;	/* enum moe_balance (default micro-batch) */
-	double moe_capacity;	/* MoE capacity factor; 0: dropless */
-	int grad_bytes;		/* 4 or 2; 0: 2 with the DeepSpeed trainer
+	bool unfused_norm;   /* norms as separate kernels (default fused) */
+	int moe_balance;     /* enum moe_balance (default micro-batch) */
+	double moe_capacity; /* MoE capacity factor; 0: dropless */
+	int grad_bytes;	     /* 4 or 2; 0: 2 with the DeepSpeed trainer
 				   (ZeRO keeps the training dtype), else 4
 				   (Megatron's fp32 main gradients) */
 	/* Switches: 1 on, 0 off (set on every strategy as given; the cost
@@ -86,27 +87,27 @@ struct plan_opts {
 	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
 	 * NULL: the search partitions. Not owned. */
 	const char *layout;
-	double ilp_time_limit_s;	/* per ILP placement, wall-clock; 0
+	double ilp_time_limit_s; /* per ILP placement, wall-clock; 0
 				   (default): none. A time limit makes the
 				   result depend on the machine and its load */
-	long ilp_node_limit;	/* branch-and-bound nodes per ILP placement
+	long ilp_node_limit;	 /* branch-and-bound nodes per ILP placement
 				   (GLPK's count: deterministic); default
 				   ILP_NODE_LIMIT (ilp.h); 0: no limit */
-	long work_budget;	/* most strategies costed by the search; 0:
+	long work_budget;	 /* most strategies costed by the search; 0:
 				   no limit. Deterministic: the
 				   (TP, CP, PP, DP) tuples in the search's
 				   fixed order take their strategies from it
 				   until it is spent (the last one in part),
 				   whatever the threads; plan.truncated then
 				   says so */
-	double place_dp_max;	/* most work per pass of the joint placement DP
+	double place_dp_max;	 /* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
 				   candidate placements of place.c */
-	bool keep_infeasible;	/* keep rows that do not fit, with a reason */
-	int objective;		/* enum plan_objective (default
+	bool keep_infeasible;	 /* keep rows that do not fit, with a reason */
+	int objective;		 /* enum plan_objective (default
 				   PLAN_THROUGHPUT) */
-	int threads;		/* search threads; 0: one per online CPU */
-	bool exhaustive;	/* reference search: every placement and
+	int threads;		 /* search threads; 0: one per online CPU */
+	bool exhaustive;	 /* reference search: every placement and
 				   partition (small cases only) */
 	/* Called with the fraction of the search done, from 0 to 1 (1 once
 	 * more at the end), from the search threads one at a time: after
@@ -159,10 +160,10 @@ struct plan_row {
 	 * search is exact (without virtual stages: one node group, or the
 	 * joint placement DP; --exhaustive). */
 	double gap_pct;
-	double usd_per_hour;	/* the price of the GPUs it uses
+	double usd_per_hour; /* the price of the GPUs it uses
 				   (cluster_price_per_hour); 0: a group it
 				   uses has no price */
-	unsigned trainers;	/* bit 1u << t per enum trainer t that runs
+	unsigned trainers;   /* bit 1u << t per enum trainer t that runs
 				   it (trainer_mask); 0: planning only */
 };
 
@@ -174,19 +175,19 @@ struct plan_row {
 struct plan {
 	struct plan_row *row;
 	int n_row, n_feasible;
-	long evaluated;		/* strategies costed */
-	long ilp_optimal, ilp_stopped;	/* ILP placements: proven optimal,
+	long evaluated;		       /* strategies costed */
+	long ilp_optimal, ilp_stopped; /* ILP placements: proven optimal,
 					   incumbent at the time limit */
-	long ilp_failed;		/* ILP found none: block placements only */
-	double search_s;	/* wall seconds of the search */
-	bool truncated;		/* the work budget ended the search: the
+	long ilp_failed;	       /* ILP found none: block placements only */
+	double search_s;	       /* wall seconds of the search */
+	bool truncated;		       /* the work budget ended the search: the
 				   ranking holds what was found until then */
-	int degrees;		/* (TP, CP, PP, DP) tuples to search */
-	int degrees_searched;	/* of them searched in full, in the search's
+	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
+	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */
-	int subsets;		/* with PLAN_COST on n > 1 node groups: the
+	int subsets;		       /* with PLAN_COST on n > 1 node groups: the
 				   2^n - 1 subsets searched; else 0 */
-	struct cluster *cluster;	/* owned: the cluster searched, the
+	struct cluster *cluster;       /* owned: the cluster searched, the
 				   caller's with its mixed node groups
 				   (cluster_mix) appended; the rows' group
 				   numbers index it (the real groups keep

@@ -102,8 +102,7 @@ static int layout_stage(const char **p, const char *layout, int k, int n_stages,
 			counted = true;
 			q = end;
 		} else if (*q == '|' || !*q) {
-			return err_set(e, item ? "--layout '%s': stage %d ends with '+'"
-					       : "--layout '%s': stage %d is empty", layout, k);
+			return err_set(e, item ? "--layout '%s': stage %d ends with '+'" : "--layout '%s': stage %d is empty", layout, k);
 		} else {
 			return err_set(e, "--layout '%s': stage %d: expected %s, not '%s'", layout, k,
 				       counted ? "L" : "E, a block count or L", q);
@@ -253,8 +252,8 @@ static int check_pipeline(const struct model *m, const struct cluster *c,
 			       o->schedule >= 0 ? schedule_name((enum schedule)o->schedule) : "interleaved");
 	if (o->pp == 1 && (o->vocab_par == 1 || o->slices > 1))
 		return err_set(e, "--pp 1 has no pipeline: %s need%s --pp > 1",
-			       o->vocab_par == 1 && o->slices > 1 ? "--vocab-parallel on and --slices" :
-			       o->vocab_par == 1 ? "--vocab-parallel on" : "--slices",
+			       o->vocab_par == 1 && o->slices > 1 ? "--vocab-parallel on and --slices" : o->vocab_par == 1 ? "--vocab-parallel on"
+															   : "--slices",
 			       o->vocab_par == 1 && o->slices > 1 ? "" : "s");
 	if (o->vp && o->schedule >= 0 && !schedule_vp_ok((enum schedule)o->schedule, o->vp))
 		return err_set(e, "--vp %d does not go with --schedule %s%s", o->vp,

@@ -31,13 +31,13 @@ struct tuple_rec {
  * threads. */
 struct pool {
 	const struct degree *deg;
-	struct tuple_rec *rec;	/* [n] */
+	struct tuple_rec *rec; /* [n] */
 	int n, next, done;
 	int frontier;
 	long frontier_p;
-	long budget;		/* 0: none */
-	long evals;		/* strategies costed, for the progress */
-	double shown;		/* the last fraction reported */
+	long budget;  /* 0: none */
+	long evals;   /* strategies costed, for the progress */
+	double shown; /* the last fraction reported */
 	pthread_mutex_t lock;
 };
 
@@ -143,9 +143,13 @@ static void *work(void *arg)
 			w->used_glpk = true;
 		pthread_mutex_lock(&pool->lock);
 		pool->rec[i] = (struct tuple_rec){
-			.count = S->count, .ilp_at = S->ilp_at, .ilp_kind = S->ilp_kind,
-			.err_at = S->err_at, .failed = w->rc != 0,
-			.complete = !S->stop && !w->rc, .done = true,
+			.count = S->count,
+			.ilp_at = S->ilp_at,
+			.ilp_kind = S->ilp_kind,
+			.err_at = S->err_at,
+			.failed = w->rc != 0,
+			.complete = !S->stop && !w->rc,
+			.done = true,
 		};
 		if (w->rc)
 			w->err_tuple = i;
@@ -167,7 +171,8 @@ static int n_threads(const struct plan_opts *o)
 {
 	long n = o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
 
-	return n < 1 ? 1 : n > 16 ? 16 : (int)n;
+	return n < 1 ? 1 : n > 16 ? 16
+				  : (int)n;
 }
 
 /* Merges the threads' rows into S->p, the tuples in order, each within its
@@ -187,7 +192,7 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		long left = pool->budget ? pool->budget - prefix : LONG_MAX;
 
 		share[i] = left;
-		if (left <= 0 || !r->done) {	/* not reached */
+		if (left <= 0 || !r->done) { /* not reached */
 			P->truncated = true;
 			share[i] = 0;
 			continue;
@@ -201,7 +206,7 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		}
 		if (r->complete && r->count <= left)
 			P->degrees_searched++;
-		else	/* stopped within its share */
+		else /* stopped within its share */
 			P->truncated = true;
 		P->evaluated += r->count < left ? r->count : left;
 		prefix += r->count < left ? r->count : left;
@@ -251,7 +256,7 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 		w[t].err_tuple = -1;
 		if (t && pthread_create(&w[t].thread, NULL, work, &w[t])) {
 			plan_free(w[t].S.p);
-			nt = t;	/* fewer threads: the others do the work */
+			nt = t; /* fewer threads: the others do the work */
 			break;
 		}
 	}

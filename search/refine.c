@@ -66,7 +66,7 @@ static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls,
 
 /* Rows of refine_rows that swap descent polishes (those the exact DP
  * does not place), and its most sweeps. */
-#define REFINE_DESCENT_ROWS 8
+#define REFINE_DESCENT_ROWS   8
 #define REFINE_DESCENT_SWEEPS 4
 
 /* The partition DP and cost_evaluate of s's placement (T's layer costs);

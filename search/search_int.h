@@ -25,36 +25,36 @@ struct search {
 	const struct plan_opts *o;
 	struct plan *p;
 	int cap_rows;
-	int ranks[MAX_GROUPS];	/* pipeline ranks each group hosts */
+	int ranks[MAX_GROUPS]; /* pipeline ranks each group hosts */
 	struct layer_costs lc;
 	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
 					   costed without virtual stages */
 	bool have_v1;
-	double dp_value;		/* the last partition DP's optimum (vp 1):
+	double dp_value;		     /* the last partition DP's optimum (vp 1):
 					   pipeline time + rank 0's tail, a lower
 					   bound on cost_evaluate's over the
 					   partitions (placements) it searched */
 	unsigned char ilp_group[MAX_STAGES]; /* the ILP's placement for this
 					   (TP, CP, PP, DP), from its first
 					   strategy */
-	int ilp_state;			/* 0 not solved, 1 placed, -1 none */
-	bool climbed;			/* climb_order holds the climbed block
+	int ilp_state;			     /* 0 not solved, 1 placed, -1 none */
+	bool climbed;			     /* climb_order holds the climbed block
 					   order of this (TP, CP, PP, DP) */
 	int climb_order[MAX_GROUPS];
-	bool fp8_ok;			/* the search may try FP8 */
-	bool fixed;			/* the partition is o->layout's, */
+	bool fp8_ok;			       /* the search may try FP8 */
+	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
 	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP): */
 	struct pool *pool;
-	int tuple;			/* index of the tuple being searched */
-	long count;			/* strategies it has costed */
-	long cap;			/* it stops at count >= cap */
-	long reported;			/* count already in pool->evals */
-	bool stop;			/* count reached cap */
-	long ilp_at;			/* count when its ILP ran, or -1 */
-	long err_at;			/* count when it failed */
-	int ilp_kind;			/* 0 optimal, 1 stopped, 2 failed */
-	struct row_tag *tag;		/* [cap_rows]: tuple and count of each
+	int tuple;	     /* index of the tuple being searched */
+	long count;	     /* strategies it has costed */
+	long cap;	     /* it stops at count >= cap */
+	long reported;	     /* count already in pool->evals */
+	bool stop;	     /* count reached cap */
+	long ilp_at;	     /* count when its ILP ran, or -1 */
+	long err_at;	     /* count when it failed */
+	int ilp_kind;	     /* 0 optimal, 1 stopped, 2 failed */
+	struct row_tag *tag; /* [cap_rows]: tuple and count of each
 					   row */
 };
 

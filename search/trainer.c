@@ -14,8 +14,10 @@
 #include "util.h"
 
 static const char *const names[TRAINER_COUNT] = {
-	[TRAINER_MEGATRON] = "megatron", [TRAINER_TORCHTITAN] = "torchtitan",
-	[TRAINER_DEEPSPEED] = "deepspeed", [TRAINER_NEMO] = "nemo",
+	[TRAINER_MEGATRON] = "megatron",
+	[TRAINER_TORCHTITAN] = "torchtitan",
+	[TRAINER_DEEPSPEED] = "deepspeed",
+	[TRAINER_NEMO] = "nemo",
 };
 
 /* The names a trainer gives the dimensions its checks are about, so that a
@@ -35,7 +37,10 @@ static const struct vocab vocabs[TRAINER_COUNT] = {
 			   "ffn_hidden_size", "seq_length" },
 };
 
-const char *trainer_name(enum trainer t) { return names[t]; }
+const char *trainer_name(enum trainer t)
+{
+	return names[t];
+}
 
 int trainer_parse(const char *name)
 {
@@ -208,7 +213,8 @@ static int check_cp(enum trainer t, const struct model *m, const struct strategy
 		    struct err *e)
 {
 	const struct vocab *v = &vocabs[t];
-	int a = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a : 1;
+	int a = s->cp_comm == CP_A2A ? s->cp : s->cp_comm == CP_A2A_P2P ? s->cp_a2a
+									: 1;
 	int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
 
 	if (s->cp == 1)
@@ -394,7 +400,7 @@ static int check_megatron_model(enum trainer t, const struct model *m, struct er
 	if (!r->type[0])
 		return 0;
 	if (strcmp(r->type, "yarn") == 0 && m->kv_lora_rank > 0)
-		return 0;	/* MLA's own YaRN: --rotary-scaling-factor */
+		return 0; /* MLA's own YaRN: --rotary-scaling-factor */
 	if (strcmp(r->type, "llama3") != 0)
 		return refuse(e, t, "rope scaling '%s' has no flag (--use-rope-scaling is Llama 3's)", r->type);
 	/* rotary_pos_embedding.py: _apply_scaling(freqs, factor, 1, 4, 8192) */

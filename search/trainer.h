@@ -14,19 +14,19 @@ struct cluster;
 struct strategy;
 
 enum trainer {
-	TRAINER_MEGATRON,	/* Megatron-LM pretrain_gpt.py */
-	TRAINER_TORCHTITAN,	/* torchtitan v0.2.2 (TOML job config) */
-	TRAINER_DEEPSPEED,	/* DeepSpeed JSON config + PipelineModule */
-	TRAINER_NEMO,		/* NeMo 2.0 / Megatron Bridge overrides */
+	TRAINER_MEGATRON,   /* Megatron-LM pretrain_gpt.py */
+	TRAINER_TORCHTITAN, /* torchtitan v0.2.2 (TOML job config) */
+	TRAINER_DEEPSPEED,  /* DeepSpeed JSON config + PipelineModule */
+	TRAINER_NEMO,	    /* NeMo 2.0 / Megatron Bridge overrides */
 	TRAINER_COUNT
 };
 
 /* What a trainer may switch on for a strategy (trainer_allows). */
 enum trainer_feature {
-	FEATURE_FP8,		/* FP8 GEMMs */
-	FEATURE_TP_OVERLAP,	/* TP communication under the GEMMs */
-	FEATURE_GRAD_OVERLAP,	/* DP gradient reduction under the backward */
-	FEATURE_PARAM_OVERLAP,	/* ZeRO parameter gathers under the forward */
+	FEATURE_FP8,		 /* FP8 GEMMs */
+	FEATURE_TP_OVERLAP,	 /* TP communication under the GEMMs */
+	FEATURE_GRAD_OVERLAP,	 /* DP gradient reduction under the backward */
+	FEATURE_PARAM_OVERLAP,	 /* ZeRO parameter gathers under the forward */
 	FEATURE_GRAD_ACC_FUSION, /* gradient accumulation inside the
 				    weight-gradient GEMMs */
 };
@@ -92,9 +92,9 @@ bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s);
  * [p*B, (p+1)*B) with B = tp*cp*dp, and node rank i owns the gpus[i] global
  * ranks that follow those of the lower node ranks (torchrun). */
 struct trainer_nodes {
-	int n;		/* node ranks */
-	int *group;	/* [n] node group (index into cluster.group) */
-	int *gpus;	/* [n] processes on the node, <= its GPUs per node */
+	int n;	    /* node ranks */
+	int *group; /* [n] node group (index into cluster.group) */
+	int *gpus;  /* [n] processes on the node, <= its GPUs per node */
 };
 
 /* Assigns the global ranks of s to nodes in rank order: pipeline rank p takes

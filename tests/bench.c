@@ -62,7 +62,8 @@ static void write_many(const char *path, int gpus, int n_group)
 		   "  \"A100-SXM4-80GB\": {\"peak_bf16_tflops\": 312, \"memory_GiB\": 80, \"hbm_GBps\": 2039, \"efficiency_max\": 0.55, \"efficiency_half_gflop\": 0},\n"
 		   "  \"A100-SXM4-40GB\": {\"peak_bf16_tflops\": 312, \"memory_GiB\": 40, \"hbm_GBps\": 1555, \"efficiency_max\": 0.55, \"efficiency_half_gflop\": 0},\n"
 		   "  \"L40S-48GB\": {\"peak_bf16_tflops\": 362, \"memory_GiB\": 48, \"hbm_GBps\": 864, \"efficiency_max\": 0.5, \"efficiency_half_gflop\": 0}},\n"
-		   " \"groups\": [\n", gpus, n_group);
+		   " \"groups\": [\n",
+		gpus, n_group);
 	for (int g = 0; g < n_group; g++)
 		fprintf(f, "  {\"name\": \"g%d\", \"nodes\": %d, \"gpus_per_node\": 8, \"gpu\": \"%s\", \"intra_node_GBps\": %d, \"intra_node_latency_us\": 3, \"inter_node_Gbps\": %d, \"inter_node_latency_us\": 5, \"fabric\": \"f%d\"}%s\n",
 			g, gpus / 8 / n_group, gpu[g % 4], intra[g % 4], 3200 / (1 + g / 4), g / 4,

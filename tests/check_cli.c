@@ -73,7 +73,8 @@ START_TEST(version_goes_to_stdout)
 
 	ck_assert_int_eq(run_ampplan("--version --tp 0", &out, &err), 0);
 	ck_assert_msg(sscanf(out, "ampplan %d.%d.%d%n", &x, &y, &z, &n) == 3 && n > 0 &&
-		      strcmp(out + n, "\n") == 0 && x >= 0 && y >= 0 && z >= 0, "stdout: '%s'", out);
+			      strcmp(out + n, "\n") == 0 && x >= 0 && y >= 0 && z >= 0,
+		      "stdout: '%s'", out);
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
@@ -96,7 +97,7 @@ static const char *const usage_errors[] = {
 	DEMO " --tp 8 --pp 4 --dp 2 --cp 1 --mbs 3",		/* 3 does not divide 256 */
 	DEMO " --vp 2 --schedule 1f1b",				/* vp needs interleaving */
 	DEMO " --pick 2",					/* --pick without --emit */
-	DEMO " --emit megatron --out build/none --pick 100000",	/* not that many */
+	DEMO " --emit megatron --out build/none --pick 100000", /* not that many */
 };
 
 START_TEST(usage_error_exits_2)
@@ -182,7 +183,8 @@ START_TEST(model_that_fits_nothing)
 	char *out, *err;
 
 	ck_assert_int_eq(run_ampplan("--model profiles/llama405b.json --cluster tests/data/one-t4-node.json --csv build/none.csv",
-				     &out, &err), 1);
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "fits no strategy"));
 	ck_assert_int_ne(access("build/none.csv", F_OK), 0);
 	free(out);
@@ -202,7 +204,8 @@ START_TEST(launchable_plans_rank_first)
 	bool planning = false;
 
 	ck_assert_int_gt(cJSON_GetArraySize(a), 10);
-	cJSON_ArrayForEach(o, a) {
+	cJSON_ArrayForEach(o, a)
+	{
 		const char *who = cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring;
 		const char *sched = cJSON_GetObjectItemCaseSensitive(o, "schedule")->valuestring;
 		double tps = cJSON_GetObjectItemCaseSensitive(o, "tokens_per_s")->valuedouble;
@@ -217,7 +220,7 @@ START_TEST(launchable_plans_rank_first)
 			n_faster += tps > first_tps;
 		} else {
 			ck_assert_msg(!planning, "a launchable row after a planning-only one");
-			ck_assert_str_ne(sched, "zb-h1");	/* no trainer runs it */
+			ck_assert_str_ne(sched, "zb-h1"); /* no trainer runs it */
 		}
 	}
 	ck_assert_int_gt(n_planning, 0);
@@ -241,7 +244,8 @@ START_TEST(planning_options_rank_last)
 	int n_vocab = 0;
 	char *out, *err;
 
-	cJSON_ArrayForEach(o, field(doc, "strategies")) {
+	cJSON_ArrayForEach(o, field(doc, "strategies"))
+	{
 		const char *who = cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring;
 		int v = cJSON_GetObjectItemCaseSensitive(o, "vocab_parallel")->valueint;
 		int n = cJSON_GetObjectItemCaseSensitive(o, "slimpipe_slices")->valueint;
@@ -254,7 +258,7 @@ START_TEST(planning_options_rank_last)
 			ck_assert_str_eq(who, "none");
 			ck_assert_int_gt(pp, 1);
 			ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "schedule")->valuestring, "1f1b");
-			ck_assert(!(v && n > 1));	/* searched apart */
+			ck_assert(!(v && n > 1)); /* searched apart */
 			planning = true;
 		} else if (strcmp(who, "none")) {
 			ck_assert_msg(!planning, "a launchable row after a planning-only one");
@@ -266,13 +270,16 @@ START_TEST(planning_options_rank_last)
 	ck_assert_int_gt(n_vocab, 0);
 	cJSON_Delete(doc);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 --top 1",
-				     &out, &err), 0);
+				     &out, &err),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs SlimPipe: best rank "));
 	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs vocabulary parallelism: best rank "));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 --gbs 16 "
-				     "--slices 4 --vocab-parallel off --trainer nemo", &out, &err), 1);
+				     "--slices 4 --vocab-parallel off --trainer nemo",
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "nemo: SlimPipe (4 slices per micro-batch) is a planning option only"));
 	free(out);
 	free(err);
@@ -364,36 +371,45 @@ START_TEST(cp_flavour_is_the_cheapest)
 			snprintf(best_type, sizeof best_type, "%s", type);
 		}
 	}
-	ck_assert_str_ne(best_type, "p2p");	/* the case exercises a choice */
+	ck_assert_str_ne(best_type, "p2p"); /* the case exercises a choice */
 	t = cp_run("", type, sizeof type);
 	ck_assert_rel(t, best, 1e-12);
 	ck_assert_str_eq(type, best_type);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
 				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
-				     "--cp-comm-type a2a+p2p --emit megatron --out build/cp-a2a-p2p", &out, &err), 0);
+				     "--cp-comm-type a2a+p2p --emit megatron --out build/cp-a2a-p2p",
+				     &out, &err),
+			 0);
 	free(out);
 	free(err);
 	out = read_file("build/cp-a2a-p2p/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--cp-comm-type a2a+p2p\n"));
 	ck_assert_int_eq(sscanf(strstr(out, "--hierarchical-context-parallel-sizes "),
-				"--hierarchical-context-parallel-sizes %d %d", &a, &b), 2);
+				"--hierarchical-context-parallel-sizes %d %d", &a, &b),
+			 2);
 	ck_assert_int_eq(a * b, 16);
 	ck_assert(a > 1 && b > 1);
 	free(out);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
 				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
-				     "--cp-comm-type a2a --trainer torchtitan", &out, &err), 2);
+				     "--cp-comm-type a2a --trainer torchtitan",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "torchtitan passes K and V round a ring (p2p) only"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
-				     "--tp 1 --cp 2 --cp-comm-type a2a+p2p", &out, &err), 2);
+				     "--tp 1 --cp 2 --cp-comm-type a2a+p2p",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "no all-to-all size between 2 and --cp 2"));
 	free(out);
 	free(err);
 	/* with TP searched: no TP splits 8 KV heads over 16 */
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 32768 "
-				     "--cp 16 --cp-comm-type a2a", &out, &err), 2);
+				     "--cp 16 --cp-comm-type a2a",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "per GPU (at any TP) divisible by 16"));
 	free(out);
 	free(err);
@@ -412,7 +428,8 @@ START_TEST(cp_a2a_only_where_heads_split)
 	const cJSON *row;
 	int with_cp = 0;
 
-	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+	cJSON_ArrayForEach(row, field(doc, "strategies"))
+	{
 		int tp = field(row, "tp")->valueint, cp = field(row, "cp")->valueint;
 
 		if (cp == 1)
@@ -436,7 +453,8 @@ START_TEST(cluster_no_strategy_can_use)
 	char *out, *err;
 
 	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five.json --pp 3",
-				     &out, &err), 1);
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "no strategy can use"));
 	free(out);
 	free(err);
@@ -453,7 +471,8 @@ START_TEST(cluster_mixed_replicas_use_all)
 	char *out, *err;
 
 	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five.json --csv -",
-				     &out, &err), 0);
+				     &out, &err),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "three:3+five:5"));
 	ck_assert_ptr_nonnull(strstr(out, "three:3+five:1"));
 	free(out);
@@ -480,7 +499,8 @@ START_TEST(uneven_batches_planning_only)
 
 	snprintf(cmd, sizeof cmd, "%s --json -", args);
 	doc = json_of(cmd);
-	cJSON_ArrayForEach(o, field(doc, "strategies")) {
+	cJSON_ArrayForEach(o, field(doc, "strategies"))
+	{
 		const char *who = field(o, "trainers")->valuestring;
 		const char *u = field(o, "uneven_batches")->valuestring;
 
@@ -586,7 +606,9 @@ START_TEST(uneven_batches_what_if_and_refusal)
 	ck_assert_int_ne(access("build/uneven-refused", F_OK), 0);
 	/* micro-batch 16: one micro-batch per replica, none to move */
 	ck_assert_int_eq(run_ampplan("--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
-				     "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 16 --uneven-batches on", &out, &err), 1);
+				     "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 16 --uneven-batches on",
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "has uneven micro-batches (--uneven-batches on): they need a pipeline rank"));
 	free(out);
 	free(err);
@@ -607,7 +629,8 @@ START_TEST(mixed_group_long_names)
 
 	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/three-and-five-long-names.json "
 				     "--pp 1 --csv -",
-				     &out, &err), 0);
+				     &out, &err),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "aaaaaaaaaa"));
 	free(out);
 	free(err);
@@ -634,18 +657,19 @@ START_TEST(dualpipe_leaves_1f1b_alone)
 	a = json_of(all);
 	snprintf(all, sizeof all, "%s --schedule 1f1b", args);
 	b = json_of(all);
-	cJSON_ArrayForEach(x, field(a, "strategies")) {
+	cJSON_ArrayForEach(x, field(a, "strategies"))
+	{
 		if (strcmp(field(x, "schedule")->valuestring, "1f1b"))
 			continue;
-		cJSON_ArrayForEach(y, field(b, "strategies"))
-			if (cJSON_IsTrue(field(y, "vocab_parallel")) == cJSON_IsTrue(field(x, "vocab_parallel")) &&
-			    field(y, "slimpipe_slices")->valueint == field(x, "slimpipe_slices")->valueint &&
-			    field(y, "etp")->valueint == field(x, "etp")->valueint &&
-			    field(y, "ep")->valueint == field(x, "ep")->valueint) {
-				ck_assert_double_eq(field(y, "iteration_s")->valuedouble,
-						    field(x, "iteration_s")->valuedouble);
-				n++;
-			}
+		cJSON_ArrayForEach(y, field(b, "strategies")) if (cJSON_IsTrue(field(y, "vocab_parallel")) == cJSON_IsTrue(field(x, "vocab_parallel")) &&
+								  field(y, "slimpipe_slices")->valueint == field(x, "slimpipe_slices")->valueint &&
+								  field(y, "etp")->valueint == field(x, "etp")->valueint &&
+								  field(y, "ep")->valueint == field(x, "ep")->valueint)
+		{
+			ck_assert_double_eq(field(y, "iteration_s")->valuedouble,
+					    field(x, "iteration_s")->valuedouble);
+			n++;
+		}
 	}
 	ck_assert_int_gt(n, 1);
 	cJSON_Delete(a);
@@ -661,9 +685,10 @@ START_TEST(measured_unknown_gpu_is_an_error)
 	char *out, *err;
 
 	ck_assert_int_eq(run_ampplan("--model tests/data/measured-unknown-gpu.json --cluster clusters/dgx-a100.json",
-				     &out, &err), 1);
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "tests/data/measured-unknown-gpu.json: layer 1: measured point for GPU type "
-				     "'A100-SXM4-80G', which cluster '16x DGX A100 80GB' does not define"));
+					  "'A100-SXM4-80G', which cluster '16x DGX A100 80GB' does not define"));
 	ck_assert_str_eq(out, "");
 	free(out);
 	free(err);
@@ -842,7 +867,7 @@ START_TEST(option_error_exits_2)
 	ck_assert_int_eq(run_ampplan(option_errors[_i].args, &out, &err), 2);
 	ck_assert_msg(strncmp(err, "ampplan: error: ", 16) == 0 && strstr(err, option_errors[_i].want),
 		      "%s: stderr: %s", option_errors[_i].args, err);
-	ck_assert_int_eq(lines(err), 2);	/* the error and the hint */
+	ck_assert_int_eq(lines(err), 2); /* the error and the hint */
 	ck_assert_str_eq(out, "");
 	free(out);
 	free(err);
@@ -850,7 +875,7 @@ START_TEST(option_error_exits_2)
 END_TEST
 
 /* Llama-3-8B on 2 nodes of 8 H100 with an FP8 peak (tests/data/h100-fp8.json). */
-#define H100 "--model profiles/llama3-8b.json --cluster tests/data/h100-fp8.json"
+#define H100	"--model profiles/llama3-8b.json --cluster tests/data/h100-fp8.json"
 #define WHATIF8 H100 " --tp 2 --pp 4 --dp 2 --cp 1 --mbs 1"
 
 /* Runs a what-if that must fit; returns its stdout (caller frees). */
@@ -899,11 +924,11 @@ START_TEST(kernel_options_are_set)
 	out = what_if(WHATIF8 " --norm fused --fp8 off --grad-dtype fp32");
 	ck_assert_ptr_nonnull(strstr(out, "attention flash, norms fused, FP8 GEMMs off, gradients fp32"));
 	free(out);
-	out = what_if(WHATIF8);	/* the what-if mode's defaults */
+	out = what_if(WHATIF8); /* the what-if mode's defaults */
 	ck_assert_ptr_nonnull(strstr(out, "attention flash, norms fused, FP8 GEMMs off, gradients fp32"));
 	ck_assert_ptr_nonnull(strstr(out, "overlaps: TP comm off, gradient reduction off, parameter gather off"));
 	free(out);
-	out = what_if(WHATIF8 " --trainer deepspeed");	/* ZeRO keeps bf16 gradients */
+	out = what_if(WHATIF8 " --trainer deepspeed"); /* ZeRO keeps bf16 gradients */
 	ck_assert_ptr_nonnull(strstr(out, "gradients bf16"));
 	free(out);
 	out = what_if(WHATIF8 " --mem-allowance 3.5");
@@ -1056,7 +1081,8 @@ static double moe_run(const char *extra, double *load, char *balance)
 	const cJSON *row;
 
 	snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
-		 "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 %s --json -", extra);
+				    "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 %s --json -",
+		 extra);
 	doc = json_of(args);
 	row = cJSON_GetArrayItem(field(doc, "strategies"), 0);
 	t = field(row, "iteration_s")->valuedouble;
@@ -1082,7 +1108,9 @@ START_TEST(moe_balance_and_capacity)
 	ck_assert_rel(load, 1.1, 1e-12);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 --moe-balance global-batch "
-				     "--moe-capacity 1.1 --emit megatron --out build/moe-capacity", &out, &err), 0);
+				     "--moe-capacity 1.1 --emit megatron --out build/moe-capacity",
+				     &out, &err),
+			 0);
 	free(out);
 	free(err);
 	out = read_file("build/moe-capacity/launch.sh");
@@ -1090,12 +1118,16 @@ START_TEST(moe_balance_and_capacity)
 	ck_assert_ptr_nonnull(strstr(out, "\t--moe-expert-capacity-factor 1.1\n\t--moe-token-drop-policy probs\n"));
 	free(out);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
-				     "--moe-balance global-batch --trainer deepspeed --schedule 1f1b", &out, &err), 1);
+				     "--moe-balance global-batch --trainer deepspeed --schedule 1f1b",
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "DeepSpeed's MoE gate takes its auxiliary loss per micro-batch"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
-				     "--moe-capacity 1.25", &out, &err), 2);
+				     "--moe-capacity 1.25",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "--moe-capacity applies to MoE models"));
 	free(out);
 	free(err);
@@ -1116,14 +1148,17 @@ START_TEST(expert_tp)
 
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 2 --pp 2 --dp 32 --cp 1 --mbs 1 --ep 8 --etp 1 --zero 1 "
-				     "--emit megatron --out build/etp", &out, &err), 0);
+				     "--emit megatron --out build/etp",
+				     &out, &err),
+			 0);
 	free(out);
 	free(err);
 	out = read_file("build/etp/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--expert-model-parallel-size 8\n\t--expert-tensor-parallel-size 1\n"));
 	free(out);
 	doc = json_of("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --pp 2 --dp 32 --cp 1 --json -");
-	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+	cJSON_ArrayForEach(row, field(doc, "strategies"))
+	{
 		int etp = field(row, "etp")->valueint;
 
 		ck_assert(etp == 1 || etp == 2);
@@ -1134,13 +1169,17 @@ START_TEST(expert_tp)
 	/* folding: at TP 8 with whole experts, EP 8 spans the TP ranks (DP x
 	 * CP is 4): EDP = 8 x 4 / (1 x 8) = 4; DeepSpeed's EP spans DP only */
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
-				     "--tp 8 --etp 1 --ep 8 --pp 4 --dp 4 --cp 1 --mbs 1 --zero 1", &out, &err), 0);
+				     "--tp 8 --etp 1 --ep 8 --pp 4 --dp 4 --cp 1 --mbs 1 --zero 1",
+				     &out, &err),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "  MoE: EP 8 x ETP 1 x EDP 4, "));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 8 --etp 1 --ep 8 --pp 4 --dp 4 --cp 1 --mbs 1 --zero 1 "
-				     "--trainer deepspeed --schedule 1f1b", &out, &err), 1);
+				     "--trainer deepspeed --schedule 1f1b",
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "deepspeed: ep (8) must divide dp x cp (4)"));
 	free(out);
 	free(err);
@@ -1148,7 +1187,8 @@ START_TEST(expert_tp)
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,etp=2,zero=1 "
 				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,etp=1,zero=1,moe-capacity=1.2",
-				     &out, &err), 0);
+				     &out, &err),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "\n* ETP "));
 	ck_assert_ptr_nonnull(strstr(out, "\n  MoE balancing "));
 	ck_assert_ptr_nonnull(strstr(out, "\n* MoE capacity factor "));
@@ -1156,12 +1196,16 @@ START_TEST(expert_tp)
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
-				     "--tp 2 --etp 4", &out, &err), 2);
+				     "--tp 2 --etp 4",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "--etp 4 must divide --tp 2"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json "
-				     "--etp 1", &out, &err), 2);
+				     "--etp 1",
+				     &out, &err),
+			 2);
 	ck_assert_ptr_nonnull(strstr(err, "--etp 1, but the model has no experts"));
 	free(out);
 	free(err);
@@ -1177,7 +1221,8 @@ START_TEST(virtual_schedules_need_a_pipeline)
 	const cJSON *row;
 	int n = 0;
 
-	cJSON_ArrayForEach(row, field(doc, "strategies")) {
+	cJSON_ArrayForEach(row, field(doc, "strategies"))
+	{
 		ck_assert_int_gt(field(row, "pp")->valueint, 1);
 		ck_assert_int_eq(field(row, "virtual_stages")->valueint, 2);
 		n++;
@@ -1204,10 +1249,12 @@ START_TEST(new_schedules_rules)
 		int n = 0;
 
 		snprintf(args, sizeof args, "--model profiles/mixtral-8x7b.json --cluster "
-			 "clusters/dgx-h100.json --gbs 256 --top 5 --tp 2 --cp 1 --schedule %s --json -", sched[i]);
+					    "clusters/dgx-h100.json --gbs 256 --top 5 --tp 2 --cp 1 --schedule %s --json -",
+			 sched[i]);
 		cJSON *doc = json_of(args);
 
-		cJSON_ArrayForEach(row, field(doc, "strategies")) {
+		cJSON_ArrayForEach(row, field(doc, "strategies"))
+		{
 			int pp = field(row, "pp")->valueint, m = field(row, "micro_batches")->valueint;
 
 			ck_assert_str_eq(field(row, "schedule")->valuestring, sched[i]);

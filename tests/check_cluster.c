@@ -21,7 +21,7 @@
 static struct cluster *load_ok(const char *path)
 {
 	struct cluster *c = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_msg(cluster_load(&c, path, &e) == 0, "%s: %s", path, e.msg);
 	ck_assert_ptr_nonnull(c);
@@ -35,7 +35,7 @@ START_TEST(test_mixed)
 
 	ck_assert_int_eq(c->n_gpu, 2);
 	ck_assert_int_eq(c->n_group, 2);
-	ck_assert_int_eq(c->total_gpus, 64);	/* 4*8 + 4*8 */
+	ck_assert_int_eq(c->total_gpus, 64); /* 4*8 + 4*8 */
 	ck_assert_str_eq(c->gpu[0].name, "H100-SXM5-80GB");
 	ck_assert_rel(c->gpu[0].peak_flops, 989.4e12, 1e-15);
 	ck_assert_rel(c->gpu[0].mem_bytes, 80 * GiB, 1e-15);
@@ -67,7 +67,7 @@ START_TEST(test_mixed)
 	/* 8 x NDR 400 Gb/s = 3200 Gb/s = 400e9 bytes/s. */
 	ck_assert_rel(h->inter_bw, 400e9, 1e-15);
 	ck_assert_rel(h->inter_lat, 5e-6, 1e-15);
-	ck_assert_rel(h->intra_eff, 0.75, 1e-15);	/* defaults */
+	ck_assert_rel(h->intra_eff, 0.75, 1e-15); /* defaults */
 	ck_assert_rel(h->inter_eff, 0.9, 1e-15);
 	ck_assert_int_eq(a->gpu, 1);
 	ck_assert_rel(a->intra_bw, 300e9, 1e-15);
@@ -88,16 +88,16 @@ static const struct {
 	double peak, mem, intra_bw, inter_bw;
 } shipped[] = {
 	/* 16 DGX A100 80GB: 312 TF, 80 GiB, NVLink 3.0 300 GB/s, 8x HDR. */
-	{"clusters/dgx-a100.json", 128, 8, 312e12, 80 * GiB, 300e9, 200e9},
+	{ "clusters/dgx-a100.json", 128, 8, 312e12, 80 * GiB, 300e9, 200e9 },
 	/* 16 DGX H100: 989.4 TF, 80 GiB, NVLink 4.0 450 GB/s, 8x NDR. */
-	{"clusters/dgx-h100.json", 128, 8, 989.4e12, 80 * GiB, 450e9, 400e9},
+	{ "clusters/dgx-h100.json", 128, 8, 989.4e12, 80 * GiB, 450e9, 400e9 },
 	/* 8 p4d.24xlarge: A100 40GB, 400 Gb/s EFA = 50e9 bytes/s. */
-	{"clusters/aws-p4d.json", 64, 8, 312e12, 40 * GiB, 300e9, 50e9},
+	{ "clusters/aws-p4d.json", 64, 8, 312e12, 40 * GiB, 300e9, 50e9 },
 	/* 4 g4dn.12xlarge: 4 T4 (fp16 65 TF), 16 GiB of which EC2's ECC
 	 * leaves 15 GiB, PCIe Gen3 15.75 GB/s, 50 Gb/s = 6.25e9 bytes/s. */
-	{"clusters/aws-g4dn.json", 16, 4, 65e12, 15 * GiB, 15.75e9, 6.25e9},
+	{ "clusters/aws-g4dn.json", 16, 4, 65e12, 15 * GiB, 15.75e9, 6.25e9 },
 	/* Selene: 384 DGX A100 80GB nodes = 3072 GPUs. */
-	{"clusters/selene-a100.json", 3072, 8, 312e12, 80 * GiB, 300e9, 200e9},
+	{ "clusters/selene-a100.json", 3072, 8, 312e12, 80 * GiB, 300e9, 200e9 },
 };
 
 START_TEST(test_shipped)
@@ -158,15 +158,15 @@ START_TEST(test_fabrics_and_defaults)
 	fclose(f);
 	c = load_ok(path);
 	remove(path);
-	ck_assert_int_eq(c->total_gpus, 17);	/* 2*3 + 1*1 + 5*2 */
-	ck_assert_int_eq(c->group[0].gpu, 1);	/* "Y" is the second type */
+	ck_assert_int_eq(c->total_gpus, 17);  /* 2*3 + 1*1 + 5*2 */
+	ck_assert_int_eq(c->group[0].gpu, 1); /* "Y" is the second type */
 	ck_assert_int_eq(c->group[1].gpu, 0);
 	ck_assert_int_eq(c->group[0].fabric, 0);
 	ck_assert_int_eq(c->group[1].fabric, 1);
 	ck_assert_int_eq(c->group[2].fabric, 0);
 	ck_assert_rel(c->gpu[0].mem_bytes, 0.5 * GiB, 1e-15);
 	ck_assert_rel(c->gpu[0].eff_half_flop, 50e9, 1e-15);
-	ck_assert_rel(c->gpu[1].eff_half_flop, 0, 0);	/* default */
+	ck_assert_rel(c->gpu[1].eff_half_flop, 0, 0); /* default */
 	/* FP8: TFLOP/s -> FLOP/s; fp8_efficiency_max as given, else
 	 * efficiency_max; flash_efficiency as given, else 0 (the compute
 	 * model's FLASH_RATE x eff_max) */
@@ -183,8 +183,8 @@ START_TEST(test_fabrics_and_defaults)
 	ck_assert_rel(c->group[0].inter_eff, 0.9, 1e-15);
 	ck_assert_rel(c->group[1].intra_eff, 0.75, 1e-15);
 	ck_assert_rel(c->group[1].inter_eff, 0.25, 1e-15);
-	ck_assert_rel(c->group[1].inter_bw, 1e9, 1e-15);	/* 8 Gb/s */
-	ck_assert_rel(c->fabric_bw, 10e9, 1e-15);		/* 80 Gb/s */
+	ck_assert_rel(c->group[1].inter_bw, 1e9, 1e-15); /* 8 Gb/s */
+	ck_assert_rel(c->fabric_bw, 10e9, 1e-15);	 /* 80 Gb/s */
 	ck_assert_rel(c->fabric_lat, 20e-6, 1e-15);
 	cluster_free(c);
 }
@@ -194,50 +194,50 @@ END_TEST
 static const struct {
 	const char *file, *want;
 } bad[] = {
-	{"cluster-unknown-gpu.json", ": groups[1].gpu: unknown GPU type 'B200'"},
-	{"cluster-zero-nodes.json", "field 'groups[0].nodes' must be an integer in [1, 1000000]"},
-	{"cluster-absurd-nodes.json", "field 'groups[0].nodes' must be an integer in [1, 1000000]"},
-	{"cluster-negative-bw.json", "field 'groups[0].inter_node_Gbps' must be a number in [0.1, "},
-	{"cluster-zero-bw.json", "field 'groups[0].intra_node_GBps' must be a number in [0.1, "},
-	{"cluster-no-fabric-link.json", "missing field 'inter_fabric_Gbps': groups[0] and groups[1] sit on different fabrics"},
-	{"cluster-no-fabric-latency.json", "missing field 'inter_fabric_latency_us'"},
-	{"cluster-empty-groups.json", "field 'groups' must be a non-empty array"},
-	{"cluster-missing-gpn.json", "missing field 'groups[0].gpus_per_node'"},
-	{"cluster-efficiency.json", "field 'gpu_types.A100-SXM4-80GB.efficiency_max' must be a number in [0.01, 1]"},
-	{"cluster-fp8-peak.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number in [0.1, "},
-	{"cluster-fp8-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.fp8_efficiency_max' must be a number in [0.01, 1]"},
-	{"cluster-fp8-string.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number"},
-	{"cluster-flash-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.flash_efficiency' must be a number in [0.01, 1]"},
-	{"cluster-nonint-gpn.json", "field 'groups[0].gpus_per_node' must be an integer"},
-	{"cluster-unknown-field.json", "unknown field 'groups[0].inter_node_GBps'"},
-	{"cluster-duplicate-group.json", "groups[1].name: duplicate group name 'a'"},
-	{"cluster-gpu-types-array.json", "field 'gpu_types' must be a non-empty object"},
-	{"cluster-peak-string.json", "field 'gpu_types.A100-SXM4-80GB.peak_bf16_tflops' must be a number"},
-	{"cluster-missing-gpu-types.json", "missing field 'gpu_types'"},
-	{"cluster-too-many-gpus.json", "field 'groups' must hold at most 10000000 GPUs"},
-	{"cluster-negative-latency.json", "field 'groups[0].intra_node_latency_us' must be a number in [0, "},
-	{"cluster-absurd-memory.json", "field 'gpu_types.A100-SXM4-80GB.memory_GiB' must be a number in [0.125, "},
-	{"cluster-duplicate-key.json", "duplicate key 'nodes'"},
+	{ "cluster-unknown-gpu.json", ": groups[1].gpu: unknown GPU type 'B200'" },
+	{ "cluster-zero-nodes.json", "field 'groups[0].nodes' must be an integer in [1, 1000000]" },
+	{ "cluster-absurd-nodes.json", "field 'groups[0].nodes' must be an integer in [1, 1000000]" },
+	{ "cluster-negative-bw.json", "field 'groups[0].inter_node_Gbps' must be a number in [0.1, " },
+	{ "cluster-zero-bw.json", "field 'groups[0].intra_node_GBps' must be a number in [0.1, " },
+	{ "cluster-no-fabric-link.json", "missing field 'inter_fabric_Gbps': groups[0] and groups[1] sit on different fabrics" },
+	{ "cluster-no-fabric-latency.json", "missing field 'inter_fabric_latency_us'" },
+	{ "cluster-empty-groups.json", "field 'groups' must be a non-empty array" },
+	{ "cluster-missing-gpn.json", "missing field 'groups[0].gpus_per_node'" },
+	{ "cluster-efficiency.json", "field 'gpu_types.A100-SXM4-80GB.efficiency_max' must be a number in [0.01, 1]" },
+	{ "cluster-fp8-peak.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number in [0.1, " },
+	{ "cluster-fp8-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.fp8_efficiency_max' must be a number in [0.01, 1]" },
+	{ "cluster-fp8-string.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number" },
+	{ "cluster-flash-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.flash_efficiency' must be a number in [0.01, 1]" },
+	{ "cluster-nonint-gpn.json", "field 'groups[0].gpus_per_node' must be an integer" },
+	{ "cluster-unknown-field.json", "unknown field 'groups[0].inter_node_GBps'" },
+	{ "cluster-duplicate-group.json", "groups[1].name: duplicate group name 'a'" },
+	{ "cluster-gpu-types-array.json", "field 'gpu_types' must be a non-empty object" },
+	{ "cluster-peak-string.json", "field 'gpu_types.A100-SXM4-80GB.peak_bf16_tflops' must be a number" },
+	{ "cluster-missing-gpu-types.json", "missing field 'gpu_types'" },
+	{ "cluster-too-many-gpus.json", "field 'groups' must hold at most 10000000 GPUs" },
+	{ "cluster-negative-latency.json", "field 'groups[0].intra_node_latency_us' must be a number in [0, " },
+	{ "cluster-absurd-memory.json", "field 'gpu_types.A100-SXM4-80GB.memory_GiB' must be a number in [0.125, " },
+	{ "cluster-duplicate-key.json", "duplicate key 'nodes'" },
 	/* Line 7 is `<TAB><TAB>{"name": "a", "nodes" 2, ...`: the two tabs
 	 * are columns 1-2, '{' 3, `"name"` 4-9, ':' 10, ' ' 11, `"a"` 12-14,
 	 * ',' 15, ' ' 16, `"nodes"` 17-23, ' ' 24, and the '2' where a ':'
 	 * should be is column 25. */
-	{"cluster-malformed.json", "cluster-malformed.json:7:25: malformed JSON"},
+	{ "cluster-malformed.json", "cluster-malformed.json:7:25: malformed JSON" },
 	/* the catalogue: an unknown name lists the known ones */
-	{"cluster-catalogue-unknown.json", ": gpu_types.H100.catalogue: unknown GPU 'H100' (the catalogue has: H100-SXM5-80GB, H200-SXM-141GB, B200-SXM-180GB, GB200-186GB, MI300X-192GB, A100-SXM4-80GB, A100-SXM4-40GB, L40S-48GB, V100-SXM2-32GB, V100-SXM2-16GB, T4-16GB)"},
+	{ "cluster-catalogue-unknown.json", ": gpu_types.H100.catalogue: unknown GPU 'H100' (the catalogue has: H100-SXM5-80GB, H200-SXM-141GB, B200-SXM-180GB, GB200-186GB, MI300X-192GB, A100-SXM4-80GB, A100-SXM4-40GB, L40S-48GB, V100-SXM2-32GB, V100-SXM2-16GB, T4-16GB)" },
 	/* a name that fills the message: cut, never written past its end */
-	{"cluster-catalogue-long-name.json", ": gpu_types.H100.catalogue: unknown GPU 'HHHHHHHH"},
-	{"cluster-catalogue-uncalibrated.json", "missing field 'gpu_types.B200.efficiency_max': catalogue GPU 'B200-SXM-180GB' is not calibrated"},
+	{ "cluster-catalogue-long-name.json", ": gpu_types.H100.catalogue: unknown GPU 'HHHHHHHH" },
+	{ "cluster-catalogue-uncalibrated.json", "missing field 'gpu_types.B200.efficiency_max': catalogue GPU 'B200-SXM-180GB' is not calibrated" },
 	/* NVIDIA and AMD: refused, naming the groups of each */
-	{"cluster-vendor-mix.json", ": groups: NVIDIA GPUs in 'h100', 'h100-b' and AMD GPUs in 'mi300x': NCCL and RCCL do not form one job (one collective library per job); plan each vendor's groups as a cluster of its own"},
-	{"cluster-price-negative.json", "field 'groups[0].price_per_gpu_hour' must be a number in [0.001, 10000]"},
+	{ "cluster-vendor-mix.json", ": groups: NVIDIA GPUs in 'h100', 'h100-b' and AMD GPUs in 'mi300x': NCCL and RCCL do not form one job (one collective library per job); plan each vendor's groups as a cluster of its own" },
+	{ "cluster-price-negative.json", "field 'groups[0].price_per_gpu_hour' must be a number in [0.001, 10000]" },
 };
 
 START_TEST(test_bad_file)
 {
 	char path[256];
 	struct cluster *c = (struct cluster *)&c;
-	struct err e = {""};
+	struct err e = { "" };
 
 	snprintf(path, sizeof path, "tests/data/bad/%s", bad[_i].file);
 	ck_assert_int_eq(cluster_load(&c, path, &e), -1);
@@ -252,12 +252,12 @@ END_TEST
 START_TEST(test_missing_file)
 {
 	struct cluster *c = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_int_eq(cluster_load(&c, "clusters/no-such.json", &e), -1);
 	ck_assert_ptr_null(c);
 	ck_assert_str_eq(e.msg, "cannot open 'clusters/no-such.json': "
-			 "No such file or directory");
+				"No such file or directory");
 	cluster_free(NULL);
 }
 END_TEST
@@ -364,7 +364,8 @@ static struct cluster *load_one(const char *type, const char *group)
 		 "{\"name\": \"one\", \"gpu_types\": {\"G\": {%s}},\n"
 		 " \"groups\": [{\"name\": \"g\", \"nodes\": 1, \"gpus_per_node\": 8, \"gpu\": \"G\",\n"
 		 "   \"intra_node_latency_us\": 2, \"inter_node_Gbps\": 400,\n"
-		 "   \"inter_node_latency_us\": 5%s}]}\n", type, group);
+		 "   \"inter_node_latency_us\": 5%s}]}\n",
+		 type, group);
 	write_temp(path, text);
 	c = load_ok(path);
 	remove(path);
@@ -379,8 +380,14 @@ static struct cluster *load_one(const char *type, const char *group)
  * one direction) where the file gives a number. Each is loaded through a
  * cluster file that references it by name. */
 static const char *const reference_types[] = {
-	"V100-SXM2-16GB", "V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB",
-	"H100-SXM5-80GB", "H200-SXM-141GB", "T4-16GB", "MI300X-192GB",
+	"V100-SXM2-16GB",
+	"V100-SXM2-32GB",
+	"A100-SXM4-40GB",
+	"A100-SXM4-80GB",
+	"H100-SXM5-80GB",
+	"H200-SXM-141GB",
+	"T4-16GB",
+	"MI300X-192GB",
 };
 
 START_TEST(test_catalogue_matches_reference)
@@ -404,7 +411,7 @@ START_TEST(test_catalogue_matches_reference)
 	c = load_one(type, "");
 	g = &c->gpu[0];
 	bf16 = table_num(t, row, "dense_bf16_tflops");
-	if (isnan(bf16))	/* "none (no BF16)" */
+	if (isnan(bf16)) /* "none (no BF16)" */
 		bf16 = table_num(t, row, "dense_fp16_tensor_tflops");
 	ck_assert_rel(g->peak_flops, bf16 * 1e12, 1e-12);
 	ck_assert_rel(g->mem_bytes, table_num(t, row, "mem_GB") * GiB, 1e-12);
@@ -416,7 +423,7 @@ START_TEST(test_catalogue_matches_reference)
 		ck_assert_rel(c->group[0].intra_bw, g->link_bw, 0);
 	}
 	ck_assert_int_eq(g->vendor, strncmp(reference_types[_i], "MI", 2) == 0 ? VENDOR_AMD
-								      : VENDOR_NVIDIA);
+									       : VENDOR_NVIDIA);
 	cluster_free(c);
 	table_free(t);
 	free(text);
@@ -434,15 +441,27 @@ START_TEST(test_catalogue_complete)
 		const char *name, *vendor;
 		bool fp8, calibrated;
 	} want[] = {
-		{"H100-SXM5-80GB", "nvidia", true, true}, {"H200-SXM-141GB", "nvidia", true, false},
-		{"B200-SXM-180GB", "nvidia", true, false}, {"GB200-186GB", "nvidia", true, false},
-		{"MI300X-192GB", "amd", true, false}, {"A100-SXM4-80GB", "nvidia", false, true},
-		{"A100-SXM4-40GB", "nvidia", false, true}, {"L40S-48GB", "nvidia", true, false},
-		{"V100-SXM2-32GB", "nvidia", false, false}, {"T4-16GB", "nvidia", false, true},
+		{ "H100-SXM5-80GB", "nvidia", true, true },
+		{ "H200-SXM-141GB", "nvidia", true, false },
+		{ "B200-SXM-180GB", "nvidia", true, false },
+		{ "GB200-186GB", "nvidia", true, false },
+		{ "MI300X-192GB", "amd", true, false },
+		{ "A100-SXM4-80GB", "nvidia", false, true },
+		{ "A100-SXM4-40GB", "nvidia", false, true },
+		{ "L40S-48GB", "nvidia", true, false },
+		{ "V100-SXM2-32GB", "nvidia", false, false },
+		{ "T4-16GB", "nvidia", false, true },
 	};
 	static const char *const figures[] = {
-		"peak_bf16_tflops", "peak_fp8_tflops", "memory_GiB", "hbm_GBps", "link_GBps",
-		"efficiency_max", "efficiency_half_gflop", "fp8_efficiency_max", "flash_efficiency",
+		"peak_bf16_tflops",
+		"peak_fp8_tflops",
+		"memory_GiB",
+		"hbm_GBps",
+		"link_GBps",
+		"efficiency_max",
+		"efficiency_half_gflop",
+		"fp8_efficiency_max",
+		"flash_efficiency",
 	};
 	char *text = read_file(CLUSTER_CATALOGUE);
 	cJSON *doc, *gpus;
@@ -487,11 +506,12 @@ END_TEST
 START_TEST(test_catalogue_override)
 {
 	struct cluster *c = load_one("\"catalogue\": \"H100-SXM5-80GB\", \"memory_GiB\": 94,"
-				     " \"efficiency_max\": 0.5, \"link_GBps\": 400", "");
+				     " \"efficiency_max\": 0.5, \"link_GBps\": 400",
+				     "");
 	const struct gpu_type *g = &c->gpu[0];
 
-	ck_assert_str_eq(g->name, "G");		/* the cluster's name for it */
-	ck_assert_rel(g->mem_bytes, 94 * GiB, 1e-15);	/* overridden */
+	ck_assert_str_eq(g->name, "G");		      /* the cluster's name for it */
+	ck_assert_rel(g->mem_bytes, 94 * GiB, 1e-15); /* overridden */
 	ck_assert_rel(g->eff_max, 0.5, 1e-15);
 	ck_assert_rel(g->link_bw, 400e9, 1e-15);
 	ck_assert_rel(c->group[0].intra_bw, 400e9, 1e-15);
@@ -509,18 +529,18 @@ START_TEST(test_catalogue_override)
 	c = load_one("\"catalogue\": \"A100-SXM4-40GB\"", ", \"intra_node_GBps\": 31.5");
 	ck_assert_rel(c->group[0].intra_bw, 31.5e9, 1e-15);
 	ck_assert_rel(c->gpu[0].link_bw, 300e9, 1e-15);
-	ck_assert_rel(c->gpu[0].eff_max, 0.75, 1e-15);	/* calibrated A100 */
-	ck_assert_rel(c->gpu[0].peak_fp8_flops, 0, 0);	/* no FP8 */
+	ck_assert_rel(c->gpu[0].eff_max, 0.75, 1e-15); /* calibrated A100 */
+	ck_assert_rel(c->gpu[0].peak_fp8_flops, 0, 0); /* no FP8 */
 	cluster_free(c);
 	/* uncalibrated: the defaults of a cluster file's type (half point 0,
 	 * FP8 efficiency = efficiency_max, flash 0: the compute model's) */
 	c = load_one("\"catalogue\": \"MI300X-192GB\", \"efficiency_max\": 0.4", "");
-	ck_assert_int_eq(c->gpu[0].vendor, VENDOR_AMD);	/* AMD alone is fine */
+	ck_assert_int_eq(c->gpu[0].vendor, VENDOR_AMD); /* AMD alone is fine */
 	ck_assert_rel(c->gpu[0].eff_half_flop, 0, 0);
 	ck_assert_rel(c->gpu[0].fp8_eff_max, 0.4, 1e-15);
 	ck_assert_rel(c->gpu[0].flash_eff, 0, 0);
 	ck_assert_rel(c->gpu[0].peak_fp8_flops, 2614.9e12, 1e-15);
-	ck_assert_rel(c->group[0].price_gpu_hour, 0, 0);	/* no price */
+	ck_assert_rel(c->group[0].price_gpu_hour, 0, 0); /* no price */
 	cluster_free(c);
 }
 END_TEST
@@ -549,7 +569,7 @@ START_TEST(test_catalogue_beside)
 	ck_assert_ptr_nonnull(f = fopen(path, "w"));
 	fputs(mixed, f);
 	fclose(f);
-	ck_assert_int_eq(chdir("/"), 0);	/* no gpus/ here */
+	ck_assert_int_eq(chdir("/"), 0); /* no gpus/ here */
 	c = load_ok(path);
 	ck_assert_int_eq(chdir(cwd), 0);
 	ck_assert_rel(c->gpu[0].peak_flops, 989.4e12, 1e-15);
@@ -568,18 +588,18 @@ START_TEST(test_catalogue_bad)
 	static const struct {
 		const char *entry, *want;
 	} bad_entries[] = {
-		{"\"vendor\": \"nvidia\", \"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": \"fast\", \"source\": {}",
-		 "field 'gpus.X.hbm_GBps' must be a number"},
-		{"\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"efficiency_max\": 0.5, \"source\": {}",
-		 "field 'gpus.X.efficiency_max' needs \"calibrated\": true"},
-		{"\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"source\": \"a datasheet\"",
-		 "field 'gpus.X.source' must be an object"},
-		{"\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"tflops\": 2, \"source\": {}",
-		 "unknown field 'gpus.X.tflops'"},
+		{ "\"vendor\": \"nvidia\", \"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": \"fast\", \"source\": {}",
+		  "field 'gpus.X.hbm_GBps' must be a number" },
+		{ "\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"efficiency_max\": 0.5, \"source\": {}",
+		  "field 'gpus.X.efficiency_max' needs \"calibrated\": true" },
+		{ "\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"source\": \"a datasheet\"",
+		  "field 'gpus.X.source' must be an object" },
+		{ "\"peak_bf16_tflops\": 1, \"memory_GiB\": 1, \"hbm_GBps\": 1, \"tflops\": 2, \"source\": {}",
+		  "unknown field 'gpus.X.tflops'" },
 	};
 	char dir[] = "/tmp/check_cluster-dir-XXXXXX", path[128], cat[128], cmd[160], want[512];
 	struct cluster *c = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	FILE *f;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -596,7 +616,8 @@ START_TEST(test_catalogue_bad)
 	fputs("{\"name\": \"x\", \"gpu_types\": {\"G\": {\"catalogue\": \"X\", \"efficiency_max\": 0.5}},\n"
 	      " \"groups\": [{\"name\": \"g\", \"nodes\": 1, \"gpus_per_node\": 8, \"gpu\": \"G\",\n"
 	      "   \"intra_node_GBps\": 100, \"intra_node_latency_us\": 2, \"inter_node_Gbps\": 400,\n"
-	      "   \"inter_node_latency_us\": 5}]}\n", f);
+	      "   \"inter_node_latency_us\": 5}]}\n",
+	      f);
 	fclose(f);
 	ck_assert_int_eq(cluster_load(&c, path, &e), -1);
 	ck_assert_ptr_null(c);
@@ -616,8 +637,7 @@ START_TEST(test_price_per_hour)
 {
 	char path[32];
 	struct cluster *c;
-	struct strategy s = { .tp = 2, .cp = 1, .dp = 2, .pp = 3, .vp = 1, .n_stages = 3,
-			      .group = { 0, 1, 1 } };
+	struct strategy s = { .tp = 2, .cp = 1, .dp = 2, .pp = 3, .vp = 1, .n_stages = 3, .group = { 0, 1, 1 } };
 
 	write_temp(path,
 		   "{\"name\": \"priced\", \"gpu_types\": {\"A\": {\"catalogue\": \"A100-SXM4-80GB\"}},\n"
@@ -726,7 +746,8 @@ START_TEST(test_objective_cost)
 	thr = run_csv("--model profiles/llama2-7b.json --gbs 64 --seq 2048 --cluster %s --csv -",
 		      path);
 	cost = run_csv("--model profiles/llama2-7b.json --gbs 64 --seq 2048 --cluster %s --csv - "
-		       "--objective cost", path);
+		       "--objective cost",
+		       path);
 	gr = table_col(thr, "groups_per_rank");
 	ck_assert_rel(table_num(thr, 1, "gpus_used"), 8, 0);
 	ck_assert_rel(table_num(cost, 1, "gpus_used"), 4, 0);
@@ -763,13 +784,15 @@ START_TEST(test_objective_cost_unpriced)
 	char *out = NULL, *err = NULL;
 
 	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster clusters/mixed.json --objective cost",
-				     &out, &err), 2);
+				     &out, &err),
+			 2);
 	ck_assert_msg(strstr(err, "ampplan: error: --objective cost needs a price per GPU-hour on every node group, but group 'h100' has none (its 'price_per_gpu_hour')"),
 		      "%s", err);
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster clusters/mixed.json --objective money",
-				     &out, &err), 2);
+				     &out, &err),
+			 2);
 	ck_assert_msg(strstr(err, "--objective needs throughput or cost, not 'money'"), "%s", err);
 	free(out);
 	free(err);

@@ -16,7 +16,7 @@
  * efficiency (240 GB/s), 8 x 200 Gb/s = 200 GB/s per node at 50% (100 GB/s),
  * no latency unless a test sets it. Group 1: another fabric, 8 GPUs,
  * 50 GB/s per node at 100%. fabric_bw 25 GB/s. */
-static struct gpu_type gpus[1] = {{.name = "A100", .peak_flops = 312e12}};
+static struct gpu_type gpus[1] = { { .name = "A100", .peak_flops = 312e12 } };
 static struct node_group groups[2];
 static struct cluster clu;
 
@@ -26,35 +26,28 @@ static struct model mod;
 
 static void setup(void)
 {
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .out_bytes_per_token = 2 * 4096};
-	lay[1] = (struct layer){.kind = LAYER_BLOCK, .params = 1e8,
-				.out_bytes_per_token = 2 * 4096};
-	lay[2] = (struct layer){.kind = LAYER_HEAD};
-	mod = (struct model){.hidden = 4096, .heads = 32, .kv_heads = 8,
-			     .head_dim = 128, .vocab = 32000, .seq = 2048,
-			     .dtype_bytes = 2, .layer = lay, .n_layer = 3};
+	lay[0] = (struct layer){ .kind = LAYER_EMBEDDING, .out_bytes_per_token = 2 * 4096 };
+	lay[1] = (struct layer){ .kind = LAYER_BLOCK, .params = 1e8, .out_bytes_per_token = 2 * 4096 };
+	lay[2] = (struct layer){ .kind = LAYER_HEAD };
+	mod = (struct model){ .hidden = 4096, .heads = 32, .kv_heads = 8, .head_dim = 128, .vocab = 32000, .seq = 2048, .dtype_bytes = 2, .layer = lay, .n_layer = 3 };
 	groups[0] = (struct node_group){
-		.name = "a", .nodes = 4, .gpus_per_node = 8, .gpu = 0,
-		.intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 200e9,
-		.inter_eff = 0.5, .fabric = 0};
+		.name = "a", .nodes = 4, .gpus_per_node = 8, .gpu = 0, .intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 200e9, .inter_eff = 0.5, .fabric = 0
+	};
 	groups[1] = (struct node_group){
-		.name = "b", .nodes = 4, .gpus_per_node = 8, .gpu = 0,
-		.intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 50e9,
-		.inter_eff = 1.0, .fabric = 0};
-	clu = (struct cluster){.gpu = gpus, .n_gpu = 1, .group = groups,
-			       .n_group = 2, .fabric_bw = 25e9, .total_gpus = 64};
+		.name = "b", .nodes = 4, .gpus_per_node = 8, .gpu = 0, .intra_bw = 300e9, .intra_eff = 0.8, .inter_bw = 50e9, .inter_eff = 1.0, .fabric = 0
+	};
+	clu = (struct cluster){ .gpu = gpus, .n_gpu = 1, .group = groups, .n_group = 2, .fabric_bw = 25e9, .total_gpus = 64 };
 }
 
 static struct strategy strat(int tp, int cp, int dp, int ep, int seq, bool sp)
 {
-	struct strategy s = {.tp = tp, .cp = cp, .pp = 1, .dp = dp, .ep = ep,
-			     .vp = 1, .mbs = 1, .seq = seq, .sp = sp};
+	struct strategy s = { .tp = tp, .cp = cp, .pp = 1, .dp = dp, .ep = ep, .vp = 1, .mbs = 1, .seq = seq, .sp = sp };
 	return s;
 }
 
 START_TEST(test_allreduce)
 {
-	struct link l = {300e9, 0};
+	struct link l = { 300e9, 0 };
 
 	/* 1 GiB over 8 GPUs at 300 GB/s: 2 * 7/8 * 2^30 / 3e11
 	 * = 1879048192 / 3e11 = 6.26349397e-3 s. */
@@ -70,7 +63,7 @@ END_TEST
 
 START_TEST(test_gather_scatter_alltoall_p2p)
 {
-	struct link l = {300e9, 5e-6};
+	struct link l = { 300e9, 5e-6 };
 
 	/* 7/8 * 2^30 / 3e11 + 7 * 5 us = 939524096 / 3e11 + 35e-6. */
 	ck_assert_rel(coll_allgather(8, GiB, l), 939524096.0 / 3e11 + 35e-6, 1e-12);
@@ -80,7 +73,7 @@ START_TEST(test_gather_scatter_alltoall_p2p)
 	ck_assert_rel(coll_reducescatter(8, GiB, l) + coll_allgather(8, GiB, l),
 		      coll_allreduce(8, GiB, l), 1e-12);
 	/* 100 MB at 25 GB/s + 10 us = 4 ms + 10 us. */
-	l = (struct link){25e9, 10e-6};
+	l = (struct link){ 25e9, 10e-6 };
 	ck_assert_rel(coll_p2p(100e6, l), 4e-3 + 10e-6, 1e-12);
 	ck_assert_rel(coll_p2p(0, l), 0, 0);
 }

@@ -23,9 +23,9 @@
 #include "testutil.h"
 #include "util.h"
 
-#define GiB 1073741824.0
+#define GiB  1073741824.0
 #define MAXL 200
-#define O LAYER_OVERHEAD_S
+#define O    LAYER_OVERHEAD_S
 
 static struct layer lay[MAXL];
 static struct model mod;
@@ -44,25 +44,21 @@ static void gpt(int L, int h, int a, int V, int s)
 {
 	double hh = h;
 
-	mod = (struct model){.name = "gpt", .hidden = h, .layers = L, .heads = a,
-			     .kv_heads = a, .head_dim = h / a, .ffn = 4 * h,
-			     .ffn_kind = FFN_GELU, .vocab = V, .seq = s,
-			     .dtype_bytes = 2, .tied = true, .learned_pos = true,
-			     .layer = lay, .n_layer = L + 2};
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING,
-				.params = ((double)V + s) * hh,
-				.out_bytes_per_token = 2 * hh};
+	mod = (struct model){ .name = "gpt", .hidden = h, .layers = L, .heads = a, .kv_heads = a, .head_dim = h / a, .ffn = 4 * h, .ffn_kind = FFN_GELU, .vocab = V, .seq = s, .dtype_bytes = 2, .tied = true, .learned_pos = true, .layer = lay, .n_layer = L + 2 };
+	lay[0] = (struct layer){ .kind = LAYER_EMBEDDING,
+				 .params = ((double)V + s) * hh,
+				 .out_bytes_per_token = 2 * hh };
 	for (int i = 1; i <= L; i++)
-		lay[i] = (struct layer){.kind = LAYER_BLOCK,
-					.params = 12 * hh * hh + 13 * hh,
-					.flops_per_token = 24 * hh * hh + 4.0 * s * hh,
-					.act_bytes_per_token = 34 * hh,
-					.out_bytes_per_token = 2 * hh};
-	lay[L + 1] = (struct layer){.kind = LAYER_HEAD,
-				    .params = (double)V * hh,
-				    .flops_per_token = 2 * hh * V,
-				    .act_bytes_per_token = 4 * hh,
-				    .out_bytes_per_token = 2 * hh};
+		lay[i] = (struct layer){ .kind = LAYER_BLOCK,
+					 .params = 12 * hh * hh + 13 * hh,
+					 .flops_per_token = 24 * hh * hh + 4.0 * s * hh,
+					 .act_bytes_per_token = 34 * hh,
+					 .out_bytes_per_token = 2 * hh };
+	lay[L + 1] = (struct layer){ .kind = LAYER_HEAD,
+				     .params = (double)V * hh,
+				     .flops_per_token = 2 * hh * V,
+				     .act_bytes_per_token = 4 * hh,
+				     .out_bytes_per_token = 2 * hh };
 }
 
 /* A toy with round numbers: h = 1000 (8 heads of 125, 8 KV heads), f =
@@ -73,21 +69,11 @@ static void gpt(int L, int h, int a, int V, int s)
  * toy_cluster a block's GEMMs take 1 s per sequence of 1000 tokens. */
 static void toy(void)
 {
-	mod = (struct model){.name = "toy", .hidden = 1000, .layers = 4,
-			     .heads = 8, .kv_heads = 8, .head_dim = 125,
-			     .ffn = 4000, .ffn_kind = FFN_GELU, .vocab = 1000,
-			     .seq = 1000, .dtype_bytes = 2, .layer = lay,
-			     .n_layer = 6};
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .params = 5e6,
-				.out_bytes_per_token = 2e3};
+	mod = (struct model){ .name = "toy", .hidden = 1000, .layers = 4, .heads = 8, .kv_heads = 8, .head_dim = 125, .ffn = 4000, .ffn_kind = FFN_GELU, .vocab = 1000, .seq = 1000, .dtype_bytes = 2, .layer = lay, .n_layer = 6 };
+	lay[0] = (struct layer){ .kind = LAYER_EMBEDDING, .params = 5e6, .out_bytes_per_token = 2e3 };
 	for (int i = 1; i <= 4; i++)
-		lay[i] = (struct layer){.kind = LAYER_BLOCK, .params = 1e7,
-					.flops_per_token = 1.004e9,
-					.act_bytes_per_token = 34e3,
-					.out_bytes_per_token = 2e3};
-	lay[5] = (struct layer){.kind = LAYER_HEAD, .params = 5e6,
-				.flops_per_token = 5e8,
-				.act_bytes_per_token = 4e3};
+		lay[i] = (struct layer){ .kind = LAYER_BLOCK, .params = 1e7, .flops_per_token = 1.004e9, .act_bytes_per_token = 34e3, .out_bytes_per_token = 2e3 };
+	lay[5] = (struct layer){ .kind = LAYER_HEAD, .params = 5e6, .flops_per_token = 5e8, .act_bytes_per_token = 4e3 };
 }
 
 /* Group 0: A100-like (312 TFLOP/s, 80 GiB) at constant efficiency 1, NVLink
@@ -97,21 +83,13 @@ static void toy(void)
 static void setup(void)
 {
 	memset(lay, 0, sizeof lay);
-	gpus[0] = (struct gpu_type){.name = "A100", .peak_flops = 312e12,
-				    .mem_bytes = 80 * GiB, .hbm_bw = 2e12,
-				    .eff_max = 1};
-	gpus[1] = (struct gpu_type){.name = "half", .peak_flops = 156e12,
-				    .mem_bytes = 80 * GiB, .hbm_bw = 2e12,
-				    .eff_max = 1};
+	gpus[0] = (struct gpu_type){ .name = "A100", .peak_flops = 312e12, .mem_bytes = 80 * GiB, .hbm_bw = 2e12, .eff_max = 1 };
+	gpus[1] = (struct gpu_type){ .name = "half", .peak_flops = 156e12, .mem_bytes = 80 * GiB, .hbm_bw = 2e12, .eff_max = 1 };
 	for (int g = 0; g < 2; g++)
 		groups[g] = (struct node_group){
-			.name = g ? "b" : "a", .nodes = 128, .gpus_per_node = 8,
-			.gpu = g, .intra_bw = 300e9, .intra_eff = 1,
-			.inter_bw = 200e9, .inter_eff = 1, .fabric = 0};
-	clu = (struct cluster){.name = "test", .gpu = gpus, .n_gpu = 2,
-			       .group = groups, .n_group = 2,
-			       .fabric_bw = 25e9, .total_gpus = 2048,
-			       .mem_allowance = 0};
+			.name = g ? "b" : "a", .nodes = 128, .gpus_per_node = 8, .gpu = g, .intra_bw = 300e9, .intra_eff = 1, .inter_bw = 200e9, .inter_eff = 1, .fabric = 0
+		};
+	clu = (struct cluster){ .name = "test", .gpu = gpus, .n_gpu = 2, .group = groups, .n_group = 2, .fabric_bw = 25e9, .total_gpus = 2048, .mem_allowance = 0 };
 }
 
 /* For the toy: a 1 TFLOP/s GPU with 1 TB/s HBM, links of 100 GB/s. */
@@ -130,11 +108,7 @@ static void toy_cluster(void)
 static struct strategy strat(int tp, int cp, int pp, int dp, int mbs, int gbs,
 			     int seq)
 {
-	struct strategy s = {.tp = tp, .cp = cp, .pp = pp, .dp = dp, .ep = 1,
-			     .vp = 1, .mbs = mbs, .gbs = gbs, .seq = seq,
-			     .micro_batches = gbs / (dp * mbs),
-			     .schedule = SCHED_1F1B, .recompute = RECOMPUTE_NONE,
-			     .attn = ATTN_FLASH, .n_stages = pp};
+	struct strategy s = { .tp = tp, .cp = cp, .pp = pp, .dp = dp, .ep = 1, .vp = 1, .mbs = mbs, .gbs = gbs, .seq = seq, .micro_batches = gbs / (dp * mbs), .schedule = SCHED_1F1B, .recompute = RECOMPUTE_NONE, .attn = ATTN_FLASH, .n_stages = pp };
 	return s;
 }
 
@@ -171,19 +145,20 @@ static struct part finish(struct part x)
 static struct part toy_block(double P, double hbm, int t, int c, bool sp)
 {
 	double tok = 1000.0 / c, n = tok / t, rows = (sp || t == 1) ? 1.0 / t : 1;
-	struct part x = {0};
+	struct part x = { 0 };
 
 	x.gemm = 1e9 * n / P;
 	x.attn = CAUSAL_SHARE * 4e6 * n / (P * FLASH_RATE);
 	x.mem = ((2 * NORM_FUSED + 2 * RESIDUAL) * 2000 * rows + 16000.0 / t +
-		 8000.0 / t) * tok / (hbm * COMPUTE_HBM_EFF);
+		 8000.0 / t) *
+		tok / (hbm * COMPUTE_HBM_EFF);
 	return finish(x);
 }
 
 static struct part toy_head(double P, double hbm, int t, int c, bool sp)
 {
 	double tok = 1000.0 / c, n = tok / t, rows = (sp || t == 1) ? 1.0 / t : 1;
-	struct part x = {0};
+	struct part x = { 0 };
 
 	x.gemm = 5e8 * n / P;
 	x.mem = (NORM_FUSED * 2000 * rows + CE_BYTES_PER_LOGIT * 1000.0 / t) *
@@ -193,7 +168,7 @@ static struct part toy_head(double P, double hbm, int t, int c, bool sp)
 
 static struct part toy_emb(double hbm, int c)
 {
-	struct part x = {0};
+	struct part x = { 0 };
 
 	x.mem = 4000.0 * (1000.0 / c) / (hbm * COMPUTE_HBM_EFF);
 	return finish(x);
@@ -216,7 +191,7 @@ static double fb(struct part x)
 static struct part gpt_block_tp2(double e, bool sp)
 {
 	double P = gpus[0].peak_flops, bw = gpus[0].hbm_bw * COMPUTE_HBM_EFF;
-	struct part x = {0};
+	struct part x = { 0 };
 
 	x.gemm = 402653184.0 * 1024 / (P * e);
 	x.attn = CAUSAL_SHARE * 33554432.0 * 1024 / (P * FLASH_RATE * e);
@@ -302,13 +277,15 @@ END_TEST
 START_TEST(test_compute_measured)
 {
 	struct layer_measure pts[5] = {
-		{"A100", 2, 1, 2048, 1.0, 2.2}, {"A100", 2, 4, 2048, 3.4, 7.0},
-		{"A100", 4, 1, 2048, 9.0, 9.0}, {"H100", 2, 2, 2048, 5.0, 5.0},
-		{"A100", 2, 16, 2048, 10.0, 0},
+		{ "A100", 2, 1, 2048, 1.0, 2.2 },
+		{ "A100", 2, 4, 2048, 3.4, 7.0 },
+		{ "A100", 4, 1, 2048, 9.0, 9.0 },
+		{ "H100", 2, 2, 2048, 5.0, 5.0 },
+		{ "A100", 2, 16, 2048, 10.0, 0 },
 	};
 	struct strategy s = strat(2, 1, 1, 1, 2, 2, 2048);
 	struct layer_time t;
-	struct err e = {""};
+	struct err e = { "" };
 	/* The analytic split at eff_max 1: GEMMs (F - A) n / P, flash
 	 * attention CAUSAL_SHARE A n / (P FLASH_RATE), A / (F - A) = 4sh /
 	 * 24h^2 = 1/12: the attention core is CAUSAL_SHARE / (12 FLASH_RATE +
@@ -420,7 +397,7 @@ END_TEST
 START_TEST(test_mixed_replicas)
 {
 	struct strategy s = strat(8, 1, 1, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result ra, rb, rm;
 	struct cluster *x;
 
@@ -568,7 +545,7 @@ END_TEST
 START_TEST(test_uneven_mixed_stage)
 {
 	struct strategy s = strat(8, 1, 1, 2, 1, 12, 1000);
-	struct layer_costs lc = {0}, lu = {0};
+	struct layer_costs lc = { 0 }, lu = { 0 };
 	struct cost_result rm, ru;
 	unsigned short out[MAX_GROUPS];
 	struct cluster *x;
@@ -632,7 +609,7 @@ END_TEST
 START_TEST(test_uneven_inflight)
 {
 	struct strategy s = strat(8, 1, 4, 2, 1, 4, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame fe, fu;
 	struct cluster *x;
 	const double even[] = { 2, 2, 2, 1 }, uneven[] = { 3, 3, 2, 1 };
@@ -674,7 +651,7 @@ END_TEST
 START_TEST(test_eq3_time)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 512, 2048);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	double L = 24, h = 2304, V = 51200, S = 2048, B = 512;
 	double eq3 = 96 * B * S * L * h * h * (1 + S / (6 * h) + V / (16 * L * h));
@@ -708,7 +685,7 @@ END_TEST
 START_TEST(test_memory_gpt3)
 {
 	struct strategy s = strat(8, 1, 8, 8, 1, 512, 2048);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct layer_mem lm;
 	double P = 226512384.0;
@@ -719,7 +696,8 @@ START_TEST(test_memory_gpt3)
 	s.recompute = RECOMPUTE_SELECTIVE;
 	s.zero = 1;
 	for (int k = 0; k <= 8; k++)
-		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98 : 1 + 12 * k);
+		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98
+								  : 1 + 12 * k);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	/* Distributed optimizer: 2 + 4 + 12/8 = 7.5 bytes per parameter. */
 	ck_assert_rel(lc.state_bytes[1], 7.5 * P, 1e-12);
@@ -809,7 +787,7 @@ END_TEST
 START_TEST(test_memory_overflow)
 {
 	struct strategy s = strat(8, 1, 8, 8, 1, 512, 2048);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 
@@ -818,7 +796,8 @@ START_TEST(test_memory_overflow)
 	s.sp = true;
 	s.attn = ATTN_FUSED_SOFTMAX;
 	for (int k = 0; k <= 8; k++)
-		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98 : 1 + 12 * k);
+		s.first[k] = (unsigned short)(k == 0 ? 0 : k == 8 ? 98
+								  : 1 + 12 * k);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
 	ck_assert_rel(f.cap[0], 83751862272.0, 1e-12);
@@ -909,7 +888,7 @@ END_TEST
 START_TEST(test_evaluate_toy)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part H = toy_head(1e12, 1e12, 1, 1, false);
@@ -1009,7 +988,7 @@ END_TEST
 START_TEST(test_ranks_toy)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct cost_rank x[2];
 	struct cost_stage st[2];
@@ -1103,7 +1082,7 @@ END_TEST
 START_TEST(test_ranks_interleaved)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_rank x[2];
 	struct cost_stage st[4];
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
@@ -1157,7 +1136,7 @@ END_TEST
 START_TEST(test_evaluate_pp_rank0_bottleneck)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part H = toy_head(1e12, 1e12, 1, 1, false);
@@ -1212,7 +1191,7 @@ END_TEST
 START_TEST(test_evaluate_dp_tail)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part E = toy_emb(1e12, 1);
@@ -1318,7 +1297,7 @@ END_TEST
 START_TEST(test_layers_tp)
 {
 	struct strategy s = strat(2, 1, 1, 1, 1, 1, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct part B = toy_block(1e12, 1e12, 2, 1, true);
 
 	toy();
@@ -1349,7 +1328,7 @@ END_TEST
 START_TEST(test_tp_overlap)
 {
 	struct strategy s = strat(2, 1, 1, 1, 1, 1, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 2, 1, true);
 	struct part E = toy_emb(1e12, 1);
@@ -1406,7 +1385,7 @@ END_TEST
 START_TEST(test_layers_cp)
 {
 	struct strategy s = strat(1, 2, 1, 1, 1, 1, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct part B = toy_block(1e12, 1e12, 1, 2, false);
 	double a = B.attn, ab = a * FLASH_BWD_FLOPS / FLASH_BWD_RATE;
 
@@ -1456,8 +1435,7 @@ START_TEST(test_attention_kernels)
 	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
 	ck_assert_rel(t.attn_fwd, CAUSAL_SHARE * wa / (P * FLASH_RATE * 0.5), 1e-12);
 	ck_assert_rel(t.attn_fwd * FLASH_RATE / CAUSAL_SHARE, core, 1e-12);
-	ck_assert_rel(t.bwd, 2 * x.gemm + t.attn_fwd * FLASH_BWD_FLOPS / FLASH_BWD_RATE +
-				     MEM_BWD * (x.mem + O), 1e-12);
+	ck_assert_rel(t.bwd, 2 * x.gemm + t.attn_fwd * FLASH_BWD_FLOPS / FLASH_BWD_RATE + MEM_BWD * (x.mem + O), 1e-12);
 	s.attn = ATTN_FLASH1;
 	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
 	ck_assert_rel(t.attn_fwd, CAUSAL_SHARE * wa / (P * FLASH1_RATE * 0.5), 1e-12);
@@ -1629,19 +1607,11 @@ END_TEST
  * FLOPs takes (24e9 + 1e9) / 1e12 = 0.025 s. */
 static void gemm_model(void)
 {
-	mod = (struct model){.name = "g", .hidden = 1000, .layers = 1,
-			     .heads = 8, .kv_heads = 8, .head_dim = 125,
-			     .ffn = 4000, .ffn_kind = FFN_GELU, .vocab = 1000,
-			     .seq = 1000, .dtype_bytes = 2, .layer = lay,
-			     .n_layer = 3};
-	lay[0] = (struct layer){.kind = LAYER_EMBEDDING, .params = 1e6};
-	lay[1] = (struct layer){.kind = LAYER_BLOCK, .params = 12e6,
-				.flops_per_token = 28e6};
-	lay[2] = (struct layer){.kind = LAYER_HEAD, .params = 1e6,
-				.flops_per_token = 2e6};
-	gpus[0] = (struct gpu_type){.name = "G", .peak_flops = 1e12,
-				    .mem_bytes = 80 * GiB, .eff_max = 1,
-				    .eff_half_flop = 1e9};
+	mod = (struct model){ .name = "g", .hidden = 1000, .layers = 1, .heads = 8, .kv_heads = 8, .head_dim = 125, .ffn = 4000, .ffn_kind = FFN_GELU, .vocab = 1000, .seq = 1000, .dtype_bytes = 2, .layer = lay, .n_layer = 3 };
+	lay[0] = (struct layer){ .kind = LAYER_EMBEDDING, .params = 1e6 };
+	lay[1] = (struct layer){ .kind = LAYER_BLOCK, .params = 12e6, .flops_per_token = 28e6 };
+	lay[2] = (struct layer){ .kind = LAYER_HEAD, .params = 1e6, .flops_per_token = 2e6 };
+	gpus[0] = (struct gpu_type){ .name = "G", .peak_flops = 1e12, .mem_bytes = 80 * GiB, .eff_max = 1, .eff_half_flop = 1e9 };
 }
 
 START_TEST(test_gemm_efficiency)
@@ -1661,8 +1631,7 @@ START_TEST(test_gemm_efficiency)
 	 * CAUSAL_SHARE * 4e9 / (1e12 * FLASH_RATE) */
 	ck_assert_rel(t.attn_fwd, CAUSAL_SHARE * 4e9 / (1e12 * FLASH_RATE), 1e-12);
 	ck_assert_rel(t.fwd, 0.028 + t.attn_fwd + O, 1e-12);
-	ck_assert_rel(t.bwd, 0.056 + t.attn_fwd * FLASH_BWD_FLOPS / FLASH_BWD_RATE +
-				     MEM_BWD * O, 1e-12);
+	ck_assert_rel(t.bwd, 0.056 + t.attn_fwd * FLASH_BWD_FLOPS / FLASH_BWD_RATE + MEM_BWD * O, 1e-12);
 	/* the head with the block's 24e6 FLOPs per token is one GEMM of
 	 * 24e9: faster than the block's four smaller ones. */
 	compute_layer(&t, &mod, 2, &gpus[0], &s, NULL);
@@ -1772,7 +1741,7 @@ END_TEST
 START_TEST(test_allowance)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 4, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 	double body = 9e8 + 1.4e8 + 6e6;
@@ -1845,7 +1814,7 @@ END_TEST
 START_TEST(test_zb_v_placement)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 	struct cost_rank x[2];
@@ -1897,7 +1866,7 @@ END_TEST
 START_TEST(test_fit_interleaved_chunks)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 
@@ -1956,7 +1925,7 @@ END_TEST
 START_TEST(test_tied_single_stage)
 {
 	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 	double P = 4.1001e7, opt = P * COMPUTE_ADAM_BYTES / 1e12;
@@ -2028,7 +1997,7 @@ END_TEST
 START_TEST(test_frame_interleaved)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 
 	toy();
@@ -2070,7 +2039,7 @@ END_TEST
 START_TEST(test_layers_alike)
 {
 	struct strategy s;
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	double P = 1e12, A = 4e6, k = 500.0 * 1501 / 1001 / 1000;
 	double d = (1 - k) * A * 1000 / P *
 		   (CAUSAL_SHARE * (1 + FLASH_BWD_FLOPS / FLASH_BWD_RATE) / FLASH_RATE - 3);
@@ -2098,7 +2067,7 @@ END_TEST
 START_TEST(test_frame_links)
 {
 	struct strategy s = strat(8, 1, 2, 1, 1, 8, 2048), t;
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f, g;
 
 	gpt(4, 1024, 16, 1000, 2048);
@@ -2124,7 +2093,7 @@ END_TEST
 START_TEST(test_frame_zb_h1)
 {
 	struct strategy s = strat(1, 1, 2, 1, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part H = toy_head(1e12, 1e12, 1, 1, false);
@@ -2173,7 +2142,7 @@ END_TEST
 START_TEST(test_vocab_parallel)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
@@ -2235,7 +2204,7 @@ END_TEST
 START_TEST(test_slimpipe)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct pipeline_frame f;
 	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
@@ -2281,7 +2250,7 @@ END_TEST
 START_TEST(test_doc_masking)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
-	struct layer_costs lc = {0};
+	struct layer_costs lc = { 0 };
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	double fwd_unmasked;
 
@@ -2293,8 +2262,8 @@ START_TEST(test_doc_masking)
 	fwd_unmasked = lc.fwd[1];
 	cost_layers_free(&lc);
 	mod.n_doc = 2;
-	mod.doc[0] = (struct doc_bin){.tokens = 250, .share = 0.5};
-	mod.doc[1] = (struct doc_bin){.tokens = 2000, .share = 0.5};
+	mod.doc[0] = (struct doc_bin){ .tokens = 250, .share = 0.5 };
+	mod.doc[1] = (struct doc_bin){ .tokens = 2000, .share = 0.5 };
 	ck_assert_double_eq(model_doc_share(&mod, 1000), 0.625);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_rel(lc.fwd[1], fwd_unmasked, 1e-12);
@@ -2311,9 +2280,9 @@ END_TEST
 START_TEST(test_errors)
 {
 	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
-	struct layer_measure bad = {"A100", 1, 1, 1000, -1.0, 1.0};
-	struct layer_costs lc = {0};
-	struct err e = {""};
+	struct layer_measure bad = { "A100", 1, 1, 1000, -1.0, 1.0 };
+	struct layer_costs lc = { 0 };
+	struct err e = { "" };
 
 	toy();
 	s.tp = 0;

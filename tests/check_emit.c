@@ -54,7 +54,15 @@ struct fix {
  * cluster with 1F1B), MOE a MoE plan with EP, LONG a long-context plan with
  * CP, INTERLEAVED interleaved 1F1B, ZERO3 ZeRO-3 data parallelism, ZBV the
  * ZB-V schedule (torchtitan only). */
-enum { HOMO, HETERO, INTERLEAVED, OVERLAP_FP8, MOE, LONG, ZERO3, ZBV, N_CASE };
+enum { HOMO,
+       HETERO,
+       INTERLEAVED,
+       OVERLAP_FP8,
+       MOE,
+       LONG,
+       ZERO3,
+       ZBV,
+       N_CASE };
 static const char *const case_names[N_CASE] = { "homo", "hetero", "interleaved", "overlap-fp8",
 						"moe", "long", "zero3", "zb-v" };
 
@@ -64,10 +72,23 @@ static const char *const case_names[N_CASE] = { "homo", "hetero", "interleaved",
 static void llama3(struct model *m, const char *name, int hidden, int layers, int heads, int ffn)
 {
 	*m = (struct model){
-		.name = (char *)name, .hidden = hidden, .layers = layers, .heads = heads,
-		.kv_heads = 8, .head_dim = 128, .ffn = ffn, .vocab = 128256, .seq = 8192,
-		.gbs = 512, .ffn_kind = FFN_SWIGLU, .max_pos = 8192, .dtype_bytes = 2,
-		.model_type = "llama", .norm = NORM_RMS, .norm_eps = 1e-5, .rope_theta = 500000,
+		.name = (char *)name,
+		.hidden = hidden,
+		.layers = layers,
+		.heads = heads,
+		.kv_heads = 8,
+		.head_dim = 128,
+		.ffn = ffn,
+		.vocab = 128256,
+		.seq = 8192,
+		.gbs = 512,
+		.ffn_kind = FFN_SWIGLU,
+		.max_pos = 8192,
+		.dtype_bytes = 2,
+		.model_type = "llama",
+		.norm = NORM_RMS,
+		.norm_eps = 1e-5,
+		.rope_theta = 500000,
 	};
 }
 
@@ -77,19 +98,34 @@ static void llama3(struct model *m, const char *name, int hidden, int layers, in
 static void qwen3_moe(struct model *m)
 {
 	*m = (struct model){
-		.name = (char *)"qwen3-30b-a3b", .hidden = 2048, .layers = 48, .heads = 32,
-		.kv_heads = 4, .head_dim = 128, .ffn = 6144, .vocab = 151936, .seq = 4096,
-		.gbs = 256, .ffn_kind = FFN_SWIGLU, .max_pos = 40960, .dtype_bytes = 2,
-		.experts = 128, .top_k = 8, .moe_ffn = 768, .model_type = "qwen3_moe",
-		.norm = NORM_RMS, .norm_eps = 1e-6, .rope_theta = 1e6, .qk_norm = true,
+		.name = (char *)"qwen3-30b-a3b",
+		.hidden = 2048,
+		.layers = 48,
+		.heads = 32,
+		.kv_heads = 4,
+		.head_dim = 128,
+		.ffn = 6144,
+		.vocab = 151936,
+		.seq = 4096,
+		.gbs = 256,
+		.ffn_kind = FFN_SWIGLU,
+		.max_pos = 40960,
+		.dtype_bytes = 2,
+		.experts = 128,
+		.top_k = 8,
+		.moe_ffn = 768,
+		.model_type = "qwen3_moe",
+		.norm = NORM_RMS,
+		.norm_eps = 1e-6,
+		.rope_theta = 1e6,
+		.qk_norm = true,
 		.moe_every = 1,
 	};
 }
 
 static void group(struct fix *f, int i, const char *name, int nodes, int gpn, int gpu)
 {
-	f->g[i] = (struct node_group){ .name = (char *)name, .nodes = nodes,
-				       .gpus_per_node = gpn, .gpu = gpu };
+	f->g[i] = (struct node_group){ .name = (char *)name, .nodes = nodes, .gpus_per_node = gpn, .gpu = gpu };
 	if (f->c.n_group < i + 1)
 		f->c.n_group = i + 1;
 	f->c.total_gpus = 0;
@@ -110,10 +146,22 @@ static void plan(struct fix *f, int tp, int cp, int pp, int vp, int dp, int mbs,
 	struct strategy *s = &f->s;
 
 	*s = (struct strategy){
-		.tp = tp, .cp = cp, .pp = pp, .dp = dp, .ep = 1, .vp = vp, .mbs = mbs,
-		.gbs = gbs, .seq = 8192, .micro_batches = gbs / (mbs * dp),
-		.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B, .zero = 1,
-		.sp = tp > 1, .attn = ATTN_FLASH, .grad_overlap = true, .grad_bytes = 4,
+		.tp = tp,
+		.cp = cp,
+		.pp = pp,
+		.dp = dp,
+		.ep = 1,
+		.vp = vp,
+		.mbs = mbs,
+		.gbs = gbs,
+		.seq = 8192,
+		.micro_batches = gbs / (mbs * dp),
+		.schedule = vp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B,
+		.zero = 1,
+		.sp = tp > 1,
+		.attn = ATTN_FLASH,
+		.grad_overlap = true,
+		.grad_bytes = 4,
 		.n_stages = pp * vp,
 	};
 	for (int k = 0; k < s->n_stages; k++)
@@ -195,7 +243,10 @@ static void fixture(struct fix *f, int which)
 	}
 }
 
-static int world(const struct strategy *s) { return s->tp * s->cp * s->pp * s->dp; }
+static int world(const struct strategy *s)
+{
+	return s->tp * s->cp * s->pp * s->dp;
+}
 
 /* ---- files ---- */
 
@@ -336,7 +387,8 @@ static void compare_dirs(const char *got, const char *want)
 		for (; a[i] && a[i] == b[i]; i++)
 			line += a[i] == '\n';
 		ck_assert_msg(a[i] == b[i], "%s/%s differs from the golden file at line %d "
-			      "(AMPPLAN_UPDATE_GOLDEN=1 rewrites it)", want, name, line);
+					    "(AMPPLAN_UPDATE_GOLDEN=1 rewrites it)",
+			      want, name, line);
 		free(a);
 		free(b);
 	}
@@ -346,8 +398,10 @@ static void compare_dirs(const char *got, const char *want)
 
 /* The trainer of each format, for trainer_check. */
 static const enum trainer format_trainer[EMIT_COUNT] = {
-	[EMIT_MEGATRON] = TRAINER_MEGATRON, [EMIT_TORCHTITAN] = TRAINER_TORCHTITAN,
-	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED, [EMIT_NEMO] = TRAINER_NEMO,
+	[EMIT_MEGATRON] = TRAINER_MEGATRON,
+	[EMIT_TORCHTITAN] = TRAINER_TORCHTITAN,
+	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED,
+	[EMIT_NEMO] = TRAINER_NEMO,
 	[EMIT_SLURM] = TRAINER_MEGATRON,
 };
 
@@ -403,7 +457,8 @@ START_TEST(test_golden)
 		if (update && strcmp(update, "1") == 0)
 			rm_tree(want);
 		ck_assert_msg(stat(want, &st) != 0, "%s: %s refuses the plan, but the golden "
-			      "directory exists (AMPPLAN_UPDATE_GOLDEN=1 removes it)", want, format);
+						    "directory exists (AMPPLAN_UPDATE_GOLDEN=1 removes it)",
+			      want, format);
 		free(sub);
 		rm_tree(dir);
 		free(dir);
@@ -656,13 +711,14 @@ static void check_megatron(const struct fix *f, const char *dir)
 		free(copy);
 	} else {
 		int vp = has(w, "--num-virtual-stages-per-pipeline-rank")
-				 ? ivalue(w, "--num-virtual-stages-per-pipeline-rank") : 1;
+				 ? ivalue(w, "--num-virtual-stages-per-pipeline-rank")
+				 : 1;
 
 		ck_assert_int_eq(vp, s->vp);
 		ck_assert_int_eq(layers % (pp * vp), 0);
 		for (int k = 0; k < s->n_stages; k++)
 			ck_assert_int_eq(stage_layers(s, k), layers / (pp * vp) + (k == 0) +
-					 (k == s->n_stages - 1));
+								     (k == s->n_stages - 1));
 	}
 	check_nodes(f, dir, nproc, n);
 	words_free(w);
@@ -816,7 +872,7 @@ START_TEST(test_titan_read_back)
 
 	fixture(&f, _i);
 	if (trainer_check(TRAINER_TORCHTITAN, &f.m, &f.c, &f.s, &e)) {
-		ck_assert_int_eq(_i, OVERLAP_FP8);	/* the others run */
+		ck_assert_int_eq(_i, OVERLAP_FP8); /* the others run */
 		return;
 	}
 	char *dir = emit_fix("torchtitan", &f), *toml = read_in(dir, "train.toml");
@@ -868,8 +924,8 @@ START_TEST(test_titan_read_back)
 	ck_assert_int_eq(lists, f.s.n_stages);
 	ck_assert_int_eq(blocks, f.m.layers);
 	ck_assert_ptr_nonnull(strstr(toml, f.s.schedule == SCHED_ZB_V ? "\"ZBVZeroBubble\""
-					   : f.s.vp > 1		  ? "\"Interleaved1F1B\""
-								  : "\"1F1B\""));
+					   : f.s.vp > 1		      ? "\"Interleaved1F1B\""
+								      : "\"1F1B\""));
 	free(parts);
 done:
 	free(script);
@@ -927,21 +983,69 @@ START_TEST(test_dualpipev_titan)
 END_TEST
 
 #define F(name) static void name(struct fix *f)
-F(f_base) { (void)f; }
-F(f_tp_overlap) { f->s.tp_overlap = true; }
-F(f_tp_overlap_no_sp) { f->s.tp_overlap = true; f->s.sp = false; }
-F(f_no_grad_overlap) { f->s.grad_overlap = false; }
-F(f_param_overlap) { f->s.param_overlap = true; }
-F(f_param_overlap_zero0) { f->s.param_overlap = true; f->s.zero = 0; }
-F(f_param_overlap_alone) { f->s.param_overlap = true; f->s.grad_overlap = false; }
-F(f_fp8) { f->s.fp8 = true; }
-F(f_grad_bf16) { f->s.grad_bytes = 2; }
-F(f_grad_unset) { f->s.grad_bytes = 0; }
-F(f_unfused) { f->s.attn = ATTN_UNFUSED; }
-F(f_fused_softmax) { f->s.attn = ATTN_FUSED_SOFTMAX; }
-F(f_flash1) { f->s.attn = ATTN_FLASH1; }
-F(f_unfused_norm) { f->s.unfused_norm = true; }
-F(f_grad_acc_unfused) { f->s.grad_acc_unfused = true; }
+F(f_base)
+{
+	(void)f;
+}
+F(f_tp_overlap)
+{
+	f->s.tp_overlap = true;
+}
+F(f_tp_overlap_no_sp)
+{
+	f->s.tp_overlap = true;
+	f->s.sp = false;
+}
+F(f_no_grad_overlap)
+{
+	f->s.grad_overlap = false;
+}
+F(f_param_overlap)
+{
+	f->s.param_overlap = true;
+}
+F(f_param_overlap_zero0)
+{
+	f->s.param_overlap = true;
+	f->s.zero = 0;
+}
+F(f_param_overlap_alone)
+{
+	f->s.param_overlap = true;
+	f->s.grad_overlap = false;
+}
+F(f_fp8)
+{
+	f->s.fp8 = true;
+}
+F(f_grad_bf16)
+{
+	f->s.grad_bytes = 2;
+}
+F(f_grad_unset)
+{
+	f->s.grad_bytes = 0;
+}
+F(f_unfused)
+{
+	f->s.attn = ATTN_UNFUSED;
+}
+F(f_fused_softmax)
+{
+	f->s.attn = ATTN_FUSED_SOFTMAX;
+}
+F(f_flash1)
+{
+	f->s.attn = ATTN_FLASH1;
+}
+F(f_unfused_norm)
+{
+	f->s.unfused_norm = true;
+}
+F(f_grad_acc_unfused)
+{
+	f->s.grad_acc_unfused = true;
+}
 
 /* Megatron flags (TRAINERS.md, "overlap and precision"; Megatron-LM's
  * arguments.py) and NeMo / Megatron Bridge fields (the same names as
@@ -953,66 +1057,29 @@ F(f_grad_acc_unfused) { f->s.grad_acc_unfused = true; }
 static const struct feature {
 	const char *what;
 	void (*mutate)(struct fix *f);
-	bool refusable;			/* the trainer rules may refuse it */
-	const char *on[5], *off[6];	/* launch.sh ARGS */
-	const char *nemo_on[5];		/* overrides.txt lines */
-	const char *nemo_off[2];	/* overrides.txt line prefixes */
-	const char *note;		/* a comment of launch.sh, or NULL */
+	bool refusable;		    /* the trainer rules may refuse it */
+	const char *on[5], *off[6]; /* launch.sh ARGS */
+	const char *nemo_on[5];	    /* overrides.txt lines */
+	const char *nemo_off[2];    /* overrides.txt line prefixes */
+	const char *note;	    /* a comment of launch.sh, or NULL */
 } features[] = {
-	{ "base", f_base, false,
-	  { "--use-distributed-optimizer", "--overlap-grad-reduce", "--attention-backend=flash", "--bf16" },
-	  { "--tp-comm-overlap", "--overlap-param-gather", "--fp8-format", "--fp8-recipe",
-	    "--grad-reduce-in-bf16", "--no-masked-softmax-fusion" },
-	  { "ddp.overlap_grad_reduce=true", "ddp.overlap_param_gather=false",
-	    "ddp.grad_reduce_in_fp32=true", "model.tp_comm_overlap=false",
-	    "model.attention_backend=flash" },
-	  { "model.fp8", "model.masked_softmax_fusion" }, NULL },
+	{ "base", f_base, false, { "--use-distributed-optimizer", "--overlap-grad-reduce", "--attention-backend=flash", "--bf16" }, { "--tp-comm-overlap", "--overlap-param-gather", "--fp8-format", "--fp8-recipe", "--grad-reduce-in-bf16", "--no-masked-softmax-fusion" }, { "ddp.overlap_grad_reduce=true", "ddp.overlap_param_gather=false", "ddp.grad_reduce_in_fp32=true", "model.tp_comm_overlap=false", "model.attention_backend=flash" }, { "model.fp8", "model.masked_softmax_fusion" }, NULL },
 	/* Megatron's --gradient-accumulation-fusion is on by default; NeMo's
 	 * field TransformerConfig.gradient_accumulation_fusion */
-	{ "unfused gradient accumulation", f_grad_acc_unfused, false,
-	  { "--no-gradient-accumulation-fusion" }, { NULL },
-	  { "model.gradient_accumulation_fusion=false" }, { NULL }, NULL },
-	{ "tp overlap", f_tp_overlap, false,
-	  { "--tp-comm-overlap", "--sequence-parallel" }, { NULL },
-	  { "model.tp_comm_overlap=true", "model.sequence_parallel=true" }, { NULL }, NULL },
-	{ "tp overlap without sp", f_tp_overlap_no_sp, true,
-	  { NULL }, { "--tp-comm-overlap", "--sequence-parallel" },
-	  { "model.tp_comm_overlap=false" }, { NULL }, "needs tp > 1 and sequence parallelism" },
-	{ "no grad overlap", f_no_grad_overlap, false,
-	  { NULL }, { "--overlap-grad-reduce", "--overlap-param-gather" },
-	  { "ddp.overlap_grad_reduce=false" }, { NULL }, NULL },
-	{ "param overlap", f_param_overlap, false,
-	  { "--overlap-param-gather", "--use-distributed-optimizer", "--overlap-grad-reduce" }, { NULL },
-	  { "ddp.overlap_param_gather=true", "ddp.use_distributed_optimizer=true",
-	    "ddp.overlap_grad_reduce=true" }, { NULL }, NULL },
-	{ "param overlap, zero 0", f_param_overlap_zero0, true,
-	  { "--overlap-grad-reduce" }, { "--overlap-param-gather", "--use-distributed-optimizer" },
-	  { "ddp.overlap_param_gather=false" }, { NULL }, "needs the distributed optimizer" },
-	{ "param overlap alone", f_param_overlap_alone, true,
-	  { "--use-distributed-optimizer" }, { "--overlap-param-gather", "--overlap-grad-reduce" },
-	  { "ddp.overlap_param_gather=false" }, { NULL }, "needs --overlap-grad-reduce" },
-	{ "fp8", f_fp8, false,
-	  { "--fp8-format=hybrid", "--fp8-recipe=delayed", "--bf16" }, { NULL },
-	  { "model.fp8=hybrid", "model.fp8_recipe=delayed" }, { NULL }, NULL },
-	{ "bf16 gradients", f_grad_bf16, false,
-	  { "--grad-reduce-in-bf16", "--bf16" }, { NULL },
-	  { "ddp.grad_reduce_in_fp32=false" }, { NULL }, NULL },
-	{ "gradient bytes unset", f_grad_unset, false,
-	  { NULL }, { "--grad-reduce-in-bf16" },
-	  { "ddp.grad_reduce_in_fp32=true" }, { NULL }, NULL },
-	{ "unfused attention", f_unfused, false,
-	  { "--attention-backend=unfused", "--no-masked-softmax-fusion" }, { NULL },
-	  { "model.attention_backend=unfused", "model.masked_softmax_fusion=false" }, { NULL },
-	  "NVTE_MASKED_SOFTMAX_FUSION=0" },
-	{ "fused softmax", f_fused_softmax, false,
-	  { "--attention-backend=unfused" }, { "--no-masked-softmax-fusion" },
-	  { "model.attention_backend=unfused" }, { "model.masked_softmax_fusion" },
-	  "attention 'fused-softmax'" },
-	{ "flash1", f_flash1, true,
-	  { "--attention-backend=flash" }, { NULL },
-	  { "model.attention_backend=flash" }, { NULL }, "FlashAttention 1 cannot be chosen" },
-	{ "unfused norms", f_unfused_norm, true,
-	  { NULL }, { NULL }, { NULL }, { NULL }, "norms 'unfused'" },
+	{ "unfused gradient accumulation", f_grad_acc_unfused, false, { "--no-gradient-accumulation-fusion" }, { NULL }, { "model.gradient_accumulation_fusion=false" }, { NULL }, NULL },
+	{ "tp overlap", f_tp_overlap, false, { "--tp-comm-overlap", "--sequence-parallel" }, { NULL }, { "model.tp_comm_overlap=true", "model.sequence_parallel=true" }, { NULL }, NULL },
+	{ "tp overlap without sp", f_tp_overlap_no_sp, true, { NULL }, { "--tp-comm-overlap", "--sequence-parallel" }, { "model.tp_comm_overlap=false" }, { NULL }, "needs tp > 1 and sequence parallelism" },
+	{ "no grad overlap", f_no_grad_overlap, false, { NULL }, { "--overlap-grad-reduce", "--overlap-param-gather" }, { "ddp.overlap_grad_reduce=false" }, { NULL }, NULL },
+	{ "param overlap", f_param_overlap, false, { "--overlap-param-gather", "--use-distributed-optimizer", "--overlap-grad-reduce" }, { NULL }, { "ddp.overlap_param_gather=true", "ddp.use_distributed_optimizer=true", "ddp.overlap_grad_reduce=true" }, { NULL }, NULL },
+	{ "param overlap, zero 0", f_param_overlap_zero0, true, { "--overlap-grad-reduce" }, { "--overlap-param-gather", "--use-distributed-optimizer" }, { "ddp.overlap_param_gather=false" }, { NULL }, "needs the distributed optimizer" },
+	{ "param overlap alone", f_param_overlap_alone, true, { "--use-distributed-optimizer" }, { "--overlap-param-gather", "--overlap-grad-reduce" }, { "ddp.overlap_param_gather=false" }, { NULL }, "needs --overlap-grad-reduce" },
+	{ "fp8", f_fp8, false, { "--fp8-format=hybrid", "--fp8-recipe=delayed", "--bf16" }, { NULL }, { "model.fp8=hybrid", "model.fp8_recipe=delayed" }, { NULL }, NULL },
+	{ "bf16 gradients", f_grad_bf16, false, { "--grad-reduce-in-bf16", "--bf16" }, { NULL }, { "ddp.grad_reduce_in_fp32=false" }, { NULL }, NULL },
+	{ "gradient bytes unset", f_grad_unset, false, { NULL }, { "--grad-reduce-in-bf16" }, { "ddp.grad_reduce_in_fp32=true" }, { NULL }, NULL },
+	{ "unfused attention", f_unfused, false, { "--attention-backend=unfused", "--no-masked-softmax-fusion" }, { NULL }, { "model.attention_backend=unfused", "model.masked_softmax_fusion=false" }, { NULL }, "NVTE_MASKED_SOFTMAX_FUSION=0" },
+	{ "fused softmax", f_fused_softmax, false, { "--attention-backend=unfused" }, { "--no-masked-softmax-fusion" }, { "model.attention_backend=unfused" }, { "model.masked_softmax_fusion" }, "attention 'fused-softmax'" },
+	{ "flash1", f_flash1, true, { "--attention-backend=flash" }, { NULL }, { "model.attention_backend=flash" }, { NULL }, "FlashAttention 1 cannot be chosen" },
+	{ "unfused norms", f_unfused_norm, true, { NULL }, { NULL }, { NULL }, { NULL }, "norms 'unfused'" },
 };
 
 /* True if words w hold want: "--flag" or "--flag=value". */
@@ -1092,9 +1159,9 @@ START_TEST(test_feature_header)
 		char *text = emit_text(format, &f, "nodes.txt", false);
 
 		ck_assert_msg(strstr(text, "\n# the plan costed: attention fused-softmax, norms fused, "
-				     "FP8 GEMMs on,\n"
-				     "#   gradients bf16 accumulated in a pass of their own,\n"
-				     "#   overlapped: TP comm yes, gradient reduction no, parameter gather yes\n"),
+					   "FP8 GEMMs on,\n"
+					   "#   gradients bf16 accumulated in a pass of their own,\n"
+					   "#   overlapped: TP comm yes, gradient reduction no, parameter gather yes\n"),
 			      "%s: %s", format, text);
 		free(text);
 	}
@@ -1141,7 +1208,7 @@ START_TEST(test_feature_titan)
 	struct fix f;
 	char *t;
 
-	fixture(&f, HOMO);	/* tp 2, FSDP over dp 4, fused norms */
+	fixture(&f, HOMO); /* tp 2, FSDP over dp 4, fused norms */
 	t = emit_text("torchtitan", &f, "train.toml", false);
 	want_toml(t, "parallelism", "enable_async_tensor_parallel", NULL);
 	want_toml(t, "model", "converters", NULL);
@@ -1243,7 +1310,7 @@ START_TEST(test_feature_deepspeed)
 	char *t;
 	cJSON *doc, *zero;
 
-	fixture(&f, HOMO);	/* zero 1, grad_overlap */
+	fixture(&f, HOMO); /* zero 1, grad_overlap */
 	for (int on = 1; on >= 0; on--) {
 		f.s.grad_overlap = on;
 		t = emit_text("deepspeed", &f, "ds_config.json", false);
@@ -1293,9 +1360,9 @@ END_TEST
  *   --use-rope-scaling fixes. */
 static const struct fidelity {
 	int cs;
-	const char *on[14];	/* launch.sh ARGS: "--flag" or "--flag=value" */
+	const char *on[14]; /* launch.sh ARGS: "--flag" or "--flag=value" */
 	const char *off[6];
-	const char *nemo[12];	/* overrides.txt lines */
+	const char *nemo[12]; /* overrides.txt lines */
 } fidelity[] = {
 	{ HOMO,
 	  { "--rotary-base=500000", "--norm-epsilon=1e-05", "--make-vocab-size-divisible-by=128",
@@ -1376,14 +1443,14 @@ START_TEST(test_fidelity_header)
 		char *text = emit_text(emit_format_name(fm), &f, "nodes.txt", false);
 
 		ck_assert_msg(strstr(text, "\n# layers/stage E+80+L on node groups h100 (pipeline ranks 0 to 0)\n"
-				     "# the model as costed (the trainer must build the same):\n"
-				     "#   norm RMSNorm, eps 1e-05\n"
-				     "#   positions rotary, base 500000, scaling llama3 x8 (low 1, high 4, original 8192)\n"
-				     "#   dropout 0 (attention and hidden)\n"
-				     "#   biases none, q/k norm no\n"
-				     "#   attention 64 heads, 8 kv heads\n"
-				     "#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded\n"
-				     "# the plan costed: attention flash,"),
+					   "# the model as costed (the trainer must build the same):\n"
+					   "#   norm RMSNorm, eps 1e-05\n"
+					   "#   positions rotary, base 500000, scaling llama3 x8 (low 1, high 4, original 8192)\n"
+					   "#   dropout 0 (attention and hidden)\n"
+					   "#   biases none, q/k norm no\n"
+					   "#   attention 64 heads, 8 kv heads\n"
+					   "#   MLP SwiGLU, embeddings untied, vocabulary 128256 unpadded\n"
+					   "# the plan costed: attention flash,"),
 			      "%s: %s", emit_format_name(fm), text);
 		free(text);
 	}
@@ -1395,7 +1462,7 @@ START_TEST(test_fidelity_header)
 	 * / 32768), z = Phi^-1(3.625 / 4.25) = 1.04913 (Blom; Python's
 	 * NormalDist), 1.00502 */
 	ck_assert_ptr_nonnull(strstr(text, "all-to-all token dispatch, aux_loss balancing,\n"
-				     "#   the busiest EP rank at 1.005 x the mean load\n"));
+					   "#   the busiest EP rank at 1.005 x the mean load\n"));
 	ck_assert_ptr_nonnull(strstr(text, "MoE(num_experts=128, ep_size=4, k=8,\n#   drop_tokens=False, enable_expert_tensor_parallelism=True)"));
 	free(text);
 }
@@ -1417,14 +1484,34 @@ START_TEST(test_fidelity_mla)
 
 	memset(&f, 0, sizeof f);
 	f.m = (struct model){
-		.name = (char *)"deepseek-v3", .hidden = 7168, .layers = 61, .heads = 128,
-		.kv_heads = 128, .head_dim = 192, .ffn = 18432, .vocab = 129280, .seq = 4096,
-		.gbs = 512, .ffn_kind = FFN_SWIGLU, .max_pos = 163840, .dtype_bytes = 2,
-		.experts = 256, .top_k = 8, .moe_ffn = 2048, .model_type = "deepseek_v3",
-		.norm_eps = 1e-6, .rope_theta = 10000,
+		.name = (char *)"deepseek-v3",
+		.hidden = 7168,
+		.layers = 61,
+		.heads = 128,
+		.kv_heads = 128,
+		.head_dim = 192,
+		.ffn = 18432,
+		.vocab = 129280,
+		.seq = 4096,
+		.gbs = 512,
+		.ffn_kind = FFN_SWIGLU,
+		.max_pos = 163840,
+		.dtype_bytes = 2,
+		.experts = 256,
+		.top_k = 8,
+		.moe_ffn = 2048,
+		.model_type = "deepseek_v3",
+		.norm_eps = 1e-6,
+		.rope_theta = 10000,
 		.rope_scaling = { "yarn", 40, 0, 0, 4096 },
-		.shared_experts = 1, .shared_ffn = 2048, .dense_layers = 3, .moe_every = 1,
-		.q_lora_rank = 1536, .kv_lora_rank = 512, .qk_rope_dim = 64, .qk_nope_dim = 128,
+		.shared_experts = 1,
+		.shared_ffn = 2048,
+		.dense_layers = 3,
+		.moe_every = 1,
+		.q_lora_rank = 1536,
+		.kv_lora_rank = 512,
+		.qk_rope_dim = 64,
+		.qk_nope_dim = 128,
 		.v_head_dim = 128,
 	};
 	cluster(&f, "dgx-h100");
@@ -1440,12 +1527,20 @@ START_TEST(test_fidelity_mla)
 	char *args = between(script, "ARGS=(\n", "\n)\n");
 	char **w = words(args);
 	static const char *const on[] = {
-		"--multi-latent-attention", "--q-lora-rank=1536", "--kv-lora-rank=512",
-		"--qk-head-dim=128", "--qk-pos-emb-head-dim=64", "--v-head-dim=128",
-		"--rotary-scaling-factor=40", "--rotary-base=10000", "--norm-epsilon=1e-06",
+		"--multi-latent-attention",
+		"--q-lora-rank=1536",
+		"--kv-lora-rank=512",
+		"--qk-head-dim=128",
+		"--qk-pos-emb-head-dim=64",
+		"--v-head-dim=128",
+		"--rotary-scaling-factor=40",
+		"--rotary-base=10000",
+		"--norm-epsilon=1e-06",
 		"--moe-shared-expert-intermediate-size=2048",
-		"--moe-router-load-balancing-type=seq_aux_loss", "--make-vocab-size-divisible-by=101",
-		"--ffn-hidden-size=18432", "--moe-ffn-hidden-size=2048",
+		"--moe-router-load-balancing-type=seq_aux_loss",
+		"--make-vocab-size-divisible-by=101",
+		"--ffn-hidden-size=18432",
+		"--moe-ffn-hidden-size=2048",
 	};
 
 	for (size_t i = 0; i < sizeof on / sizeof *on; i++)
@@ -1525,7 +1620,7 @@ END_TEST
  * biases for Qwen2 and Qwen2-MoE, q/k norms for Qwen3 and OLMo 2, Llama 3
  * rope scaling for type llama3, MLA for DeepSeek. */
 static const struct hf_case {
-	const char *file, *megatron, *titan;	/* refusal substring, or NULL */
+	const char *file, *megatron, *titan; /* refusal substring, or NULL */
 } hf_cases[] = {
 	{ "EleutherAI_gpt-j-6b", "parallel attention and MLP blocks have no flag", "ships no model" },
 	{ "Qwen_Qwen1.5-MoE-A2.7B", NULL, "ships no model" },
@@ -1662,26 +1757,84 @@ END_TEST
 /* The columns of the CSV before cost model v2, in order (README "CSV
  * columns"): they keep their places. */
 static const char *const v1_columns[] = {
-	"rank", "fits", "tp", "pp", "dp", "cp", "ep", "sp", "micro_batch_seqs",
-	"micro_batches", "global_batch_seqs", "seq_tokens", "schedule", "virtual_stages",
-	"recompute", "zero_stage", "layers_per_stage", "groups_per_rank", "gpu_types_per_rank",
-	"iteration_s", "tokens_per_s", "mfu_pct", "peak_mem_GiB", "compute_s", "recompute_s",
-	"bubble_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "ep_comm_s",
-	"optimizer_s", "weights_GiB", "grads_GiB", "optimizer_GiB", "activations_GiB",
-	"logits_GiB", "allowance_GiB", "reason",
+	"rank",
+	"fits",
+	"tp",
+	"pp",
+	"dp",
+	"cp",
+	"ep",
+	"sp",
+	"micro_batch_seqs",
+	"micro_batches",
+	"global_batch_seqs",
+	"seq_tokens",
+	"schedule",
+	"virtual_stages",
+	"recompute",
+	"zero_stage",
+	"layers_per_stage",
+	"groups_per_rank",
+	"gpu_types_per_rank",
+	"iteration_s",
+	"tokens_per_s",
+	"mfu_pct",
+	"peak_mem_GiB",
+	"compute_s",
+	"recompute_s",
+	"bubble_s",
+	"tp_comm_s",
+	"cp_comm_s",
+	"pp_comm_s",
+	"dp_comm_s",
+	"ep_comm_s",
+	"optimizer_s",
+	"weights_GiB",
+	"grads_GiB",
+	"optimizer_GiB",
+	"activations_GiB",
+	"logits_GiB",
+	"allowance_GiB",
+	"reason",
 };
 /* Added since, after them. */
 static const char *const v2_columns[] = {
-	"attention", "norm", "fp8", "tp_comm_overlap", "overlap_grad_reduce",
-	"overlap_param_gather", "grad_dtype", "tp_comm_hidden_s", "cp_comm_hidden_s",
-	"dp_comm_hidden_s", "grad_acc_fusion",
+	"attention",
+	"norm",
+	"fp8",
+	"tp_comm_overlap",
+	"overlap_grad_reduce",
+	"overlap_param_gather",
+	"grad_dtype",
+	"tp_comm_hidden_s",
+	"cp_comm_hidden_s",
+	"dp_comm_hidden_s",
+	"grad_acc_fusion",
 	/* then the fullest and slowest pipeline ranks, the price, the trainers */
-	"fullest_rank", "fullest_gpu", "fullest_mem_GiB", "fullest_capacity_GiB",
-	"slowest_rank", "slowest_fwd_ms", "slowest_bwd_ms", "slowest_p2p_ms", "bubble_pct",
-	"gpus_used", "cost_per_iteration_usd", "cost_per_million_tokens_usd", "trainers",
-	"cp_comm_type", "cp_a2a_size", "moe_balance", "moe_capacity_factor", "moe_load_factor", "etp",
-	"vocab_parallel", "vocab_comm_s", "slimpipe_slices",
-	"ep_comm_hidden_s", "uneven_batches",
+	"fullest_rank",
+	"fullest_gpu",
+	"fullest_mem_GiB",
+	"fullest_capacity_GiB",
+	"slowest_rank",
+	"slowest_fwd_ms",
+	"slowest_bwd_ms",
+	"slowest_p2p_ms",
+	"bubble_pct",
+	"gpus_used",
+	"cost_per_iteration_usd",
+	"cost_per_million_tokens_usd",
+	"trainers",
+	"cp_comm_type",
+	"cp_a2a_size",
+	"moe_balance",
+	"moe_capacity_factor",
+	"moe_load_factor",
+	"etp",
+	"vocab_parallel",
+	"vocab_comm_s",
+	"slimpipe_slices",
+	"ep_comm_hidden_s",
+	"uneven_batches",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -1693,7 +1846,7 @@ static const char *const v2_columns[] = {
 static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 {
 	fixture(f, HOMO);
-	model_derive_layers(&f->m);	/* the JSON's stages are costed (caller frees layer) */
+	model_derive_layers(&f->m); /* the JSON's stages are costed (caller frees layer) */
 	memset(rows, 0, 2 * sizeof *rows);
 	rows[0].s = f->s;
 	rows[0].s.attn = ATTN_UNFUSED;
@@ -1703,10 +1856,8 @@ static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 	rows[0].s.grad_bytes = 2;
 	rows[0].s.grad_acc_unfused = true;
 	rows[0].trainers = 1u << TRAINER_MEGATRON | 1u << TRAINER_NEMO;
-	rows[0].r = (struct cost_result){ .iter_s = 10, .tokens_per_s = 419430.4, .fits = true,
-					  .peak_bytes = 60.0 * 1024 * 1024 * 1024 };
-	rows[0].r.time = (struct cost_time){ .compute = 9, .tp = 1, .tp_hidden = 0.5,
-					     .cp_hidden = 0.25, .dp_hidden = 1.5 };
+	rows[0].r = (struct cost_result){ .iter_s = 10, .tokens_per_s = 419430.4, .fits = true, .peak_bytes = 60.0 * 1024 * 1024 * 1024 };
+	rows[0].r.time = (struct cost_time){ .compute = 9, .tp = 1, .tp_hidden = 0.5, .cp_hidden = 0.25, .dp_hidden = 1.5 };
 	rows[1].s = f->s;
 	rows[1].r.iter_s = 12;
 	snprintf(rows[1].why, sizeof rows[1].why, "does not fit, as a test");
@@ -1833,10 +1984,10 @@ START_TEST(test_report_json)
 
 		for (cJSON *k = o->child; k; k = k->next)
 			n++;
-		ck_assert_int_eq(n, N_V1 + N_V2 + 2);	/* + "stages", "gap_pct" */
+		ck_assert_int_eq(n, N_V1 + N_V2 + 2); /* + "stages", "gap_pct" */
 		for (int i = 0; i < N_V1 + N_V2; i++)
 			ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, i < N_V1 ? v1_columns[i]
-								     : v2_columns[i - N_V1]),
+										   : v2_columns[i - N_V1]),
 				      "no key");
 	}
 	cJSON *o = cJSON_GetArrayItem(a, 0), *o1 = cJSON_GetArrayItem(a, 1);
@@ -1883,15 +2034,15 @@ START_TEST(test_report_explain)
 	fclose(out);
 	const char *exposed = strstr(text, "\n    optimizer ");
 	const char *hidden = strstr(text, "\n  communication hidden under compute (not in the iteration):\n"
-				    "    TP comm          0.500 s  with the GEMMs\n"
-				    "    CP comm          0.250 s  with attention (ring)\n"
-				    "    DP comm          1.500 s  with the backward and forward passes\n");
+					  "    TP comm          0.500 s  with the GEMMs\n"
+					  "    CP comm          0.250 s  with attention (ring)\n"
+					  "    DP comm          1.500 s  with the backward and forward passes\n");
 
 	ck_assert_msg(exposed && hidden && exposed < hidden, "%s", text);
 	ck_assert_ptr_nonnull(strstr(text, "\n  iteration 10.000 s, "));
 	ck_assert_ptr_nonnull(strstr(text, "\n  kernels and precision: attention unfused, norms unfused, "
-				     "FP8 GEMMs on, gradients bf16 (accumulated in a pass of their own)\n"
-				     "  overlaps: TP comm on, gradient reduction off, parameter gather on\n"));
+					   "FP8 GEMMs on, gradients bf16 (accumulated in a pass of their own)\n"
+					   "  overlaps: TP comm on, gradient reduction off, parameter gather on\n"));
 	free(text);
 
 	text = NULL;
@@ -2039,56 +2190,217 @@ static void interleave(struct fix *f)
 	f->s.n_stages = 4;
 	f->s.schedule = SCHED_INTERLEAVED;
 	for (int k = 0; k <= 4; k++)
-		f->s.first[k] = (unsigned short)(k == 0 ? 0 : k == 4 ? 34 : 1 + 8 * k);
+		f->s.first[k] = (unsigned short)(k == 0 ? 0 : k == 4 ? 34
+								     : 1 + 8 * k);
 }
 
 #define R(name) static void name(struct fix *f)
-R(r_empty_stage) { f->s.first[1] = 34; }
-R(r_cover) { f->s.first[2] = 33; }
-R(r_n_stages) { f->s.n_stages = 3; }
-R(r_group) { f->s.group[1] = 5; }
-R(r_zero_range) { f->s.zero = 4; }
-R(r_positive) { f->s.mbs = 0; }
-R(r_zb_h1) { f->s.schedule = SCHED_ZB_H1; }
-R(r_zb_h2) { f->s.schedule = SCHED_ZB_H2; }
-R(r_dualpipe) { f->s.schedule = SCHED_DUALPIPE; }
-R(r_gpipe) { f->s.schedule = SCHED_GPIPE; }
-R(r_interleaved_vp1) { f->s.schedule = SCHED_INTERLEAVED; }
-R(r_vp_1f1b) { interleave(f); f->s.schedule = SCHED_1F1B; }
-R(r_vp) { interleave(f); }
-R(r_interleave_mb) { interleave(f); f->s.gbs = 4; f->s.micro_batches = 1; }
-R(r_gbs) { f->s.gbs = 510; }
-R(r_micro_batches) { f->s.micro_batches = 64; }
-R(r_sp) { degrees(f, 1, 1, 2, 8); f->s.sp = true; }
-R(r_heads) { f->m.heads = 31; }
-R(r_kv) { degrees(f, 8, 1, 2, 1); f->m.kv_heads = 12; }
-R(r_kv_titan) { degrees(f, 16, 1, 1, 1); }
-R(r_ffn) { f->m.ffn = 14335; }
-R(r_moe_ffn) { moe(f, 8, 1001); }
-R(r_tp_node) { f->g[0].gpus_per_node = 6; degrees(f, 4, 1, 2, 2); }
-R(r_cp_ds) { degrees(f, 2, 2, 2, 2); }
-R(r_cp_seq) { degrees(f, 2, 2, 2, 2); f->s.seq = 8190; }
-R(r_cp_seq_titan) { degrees(f, 2, 2, 2, 2); f->s.seq = 8196; }
-R(r_ep_dense) { f->s.ep = 2; }
-R(r_ep_experts) { moe(f, 6, 14336); f->s.ep = 4; }
-R(r_ep_world) { moe(f, 8, 14336); f->s.ep = 8; }
-R(r_ep_sp) { moe(f, 8, 14336); f->s.ep = 2; f->s.sp = false; }
-R(r_zero_pp) { f->s.zero = 2; }
-R(r_zero3) { f->s.zero = 3; }
-R(r_zero2) { f->s.zero = 2; }
-R(r_ddp) { f->s.zero = 0; }
-R(r_recompute) { f->m.layers = 1; f->s.first[1] = 2; f->s.first[2] = 3; f->s.recompute = RECOMPUTE_FULL; }
-R(r_learned) { f->m.learned_pos = true; f->m.max_pos = 4096; }
-R(r_world) { f->g[0].nodes = 1; }
-R(r_falcon) { strcpy(f->m.model_type, "falcon"); f->m.parallel_block = true; f->m.block_norms = 1; }
-R(r_gemma2) { strcpy(f->m.model_type, "gemma2"); f->m.sliding_window = 4096; f->m.sliding_every = 2; }
-R(r_gemma2_norms) { strcpy(f->m.model_type, "gemma2"); f->m.block_norms = 4; }
-R(r_yarn) { strcpy(f->m.model_type, "qwen2"); f->m.rope_scaling = (struct rope_scaling){ "yarn", 4, 0, 0, 32768 }; }
+R(r_empty_stage)
+{
+	f->s.first[1] = 34;
+}
+R(r_cover)
+{
+	f->s.first[2] = 33;
+}
+R(r_n_stages)
+{
+	f->s.n_stages = 3;
+}
+R(r_group)
+{
+	f->s.group[1] = 5;
+}
+R(r_zero_range)
+{
+	f->s.zero = 4;
+}
+R(r_positive)
+{
+	f->s.mbs = 0;
+}
+R(r_zb_h1)
+{
+	f->s.schedule = SCHED_ZB_H1;
+}
+R(r_zb_h2)
+{
+	f->s.schedule = SCHED_ZB_H2;
+}
+R(r_dualpipe)
+{
+	f->s.schedule = SCHED_DUALPIPE;
+}
+R(r_gpipe)
+{
+	f->s.schedule = SCHED_GPIPE;
+}
+R(r_interleaved_vp1)
+{
+	f->s.schedule = SCHED_INTERLEAVED;
+}
+R(r_vp_1f1b)
+{
+	interleave(f);
+	f->s.schedule = SCHED_1F1B;
+}
+R(r_vp)
+{
+	interleave(f);
+}
+R(r_interleave_mb)
+{
+	interleave(f);
+	f->s.gbs = 4;
+	f->s.micro_batches = 1;
+}
+R(r_gbs)
+{
+	f->s.gbs = 510;
+}
+R(r_micro_batches)
+{
+	f->s.micro_batches = 64;
+}
+R(r_sp)
+{
+	degrees(f, 1, 1, 2, 8);
+	f->s.sp = true;
+}
+R(r_heads)
+{
+	f->m.heads = 31;
+}
+R(r_kv)
+{
+	degrees(f, 8, 1, 2, 1);
+	f->m.kv_heads = 12;
+}
+R(r_kv_titan)
+{
+	degrees(f, 16, 1, 1, 1);
+}
+R(r_ffn)
+{
+	f->m.ffn = 14335;
+}
+R(r_moe_ffn)
+{
+	moe(f, 8, 1001);
+}
+R(r_tp_node)
+{
+	f->g[0].gpus_per_node = 6;
+	degrees(f, 4, 1, 2, 2);
+}
+R(r_cp_ds)
+{
+	degrees(f, 2, 2, 2, 2);
+}
+R(r_cp_seq)
+{
+	degrees(f, 2, 2, 2, 2);
+	f->s.seq = 8190;
+}
+R(r_cp_seq_titan)
+{
+	degrees(f, 2, 2, 2, 2);
+	f->s.seq = 8196;
+}
+R(r_ep_dense)
+{
+	f->s.ep = 2;
+}
+R(r_ep_experts)
+{
+	moe(f, 6, 14336);
+	f->s.ep = 4;
+}
+R(r_ep_world)
+{
+	moe(f, 8, 14336);
+	f->s.ep = 8;
+}
+R(r_ep_sp)
+{
+	moe(f, 8, 14336);
+	f->s.ep = 2;
+	f->s.sp = false;
+}
+R(r_zero_pp)
+{
+	f->s.zero = 2;
+}
+R(r_zero3)
+{
+	f->s.zero = 3;
+}
+R(r_zero2)
+{
+	f->s.zero = 2;
+}
+R(r_ddp)
+{
+	f->s.zero = 0;
+}
+R(r_recompute)
+{
+	f->m.layers = 1;
+	f->s.first[1] = 2;
+	f->s.first[2] = 3;
+	f->s.recompute = RECOMPUTE_FULL;
+}
+R(r_learned)
+{
+	f->m.learned_pos = true;
+	f->m.max_pos = 4096;
+}
+R(r_world)
+{
+	f->g[0].nodes = 1;
+}
+R(r_falcon)
+{
+	strcpy(f->m.model_type, "falcon");
+	f->m.parallel_block = true;
+	f->m.block_norms = 1;
+}
+R(r_gemma2)
+{
+	strcpy(f->m.model_type, "gemma2");
+	f->m.sliding_window = 4096;
+	f->m.sliding_every = 2;
+}
+R(r_gemma2_norms)
+{
+	strcpy(f->m.model_type, "gemma2");
+	f->m.block_norms = 4;
+}
+R(r_yarn)
+{
+	strcpy(f->m.model_type, "qwen2");
+	f->m.rope_scaling = (struct rope_scaling){ "yarn", 4, 0, 0, 32768 };
+}
 /* Llama 4 Scout's config.json: factor 16, low 1, high 1, original 8192 */
-R(r_rope_scout) { f->m.rope_scaling = (struct rope_scaling){ "llama3", 16, 1, 1, 8192 }; }
-R(r_titan_mixtral) { strcpy(f->m.model_type, "mixtral"); moe(f, 8, 14336); }
-R(r_titan_ffn) { f->m.ffn = 11008; }
-R(r_titan_window) { strcpy(f->m.model_type, "mistral"); f->m.sliding_window = 4096; f->m.sliding_every = 1; }
+R(r_rope_scout)
+{
+	f->m.rope_scaling = (struct rope_scaling){ "llama3", 16, 1, 1, 8192 };
+}
+R(r_titan_mixtral)
+{
+	strcpy(f->m.model_type, "mixtral");
+	moe(f, 8, 14336);
+}
+R(r_titan_ffn)
+{
+	f->m.ffn = 11008;
+}
+R(r_titan_window)
+{
+	strcpy(f->m.model_type, "mistral");
+	f->m.sliding_window = 4096;
+	f->m.sliding_every = 1;
+}
 
 static const struct rule {
 	enum trainer t;

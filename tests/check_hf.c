@@ -21,7 +21,7 @@
 static struct model *load(const char *file)
 {
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	char path[256];
 
 	snprintf(path, sizeof path, DIR "%s", file);
@@ -37,65 +37,65 @@ static struct model *load(const char *file)
  * tied. "pub" is the README table of shared/reference/hf-configs. */
 static const struct {
 	const char *file, *type;
-	double count;	/* by hand, below */
-	double pub;	/* published */
-	double rel;	/* allowed |count - pub| / pub */
+	double count; /* by hand, below */
+	double pub;   /* published */
+	double rel;   /* allowed |count - pub| / pub */
 } configs[] = {
 	/* h 4096, a 32, g 8, d 128, f 14336, L 32, V 128256: block
 	 * 2*4096*4096 + 2*4096*1024 = 41943040, + 3*4096*14336 = 176160768,
 	 * + 8192 = 218112000; x32 = 6979584000; + 2*128256*4096 = 1050673152
 	 * + 4096 = 8030261248. */
-	{"meta-llama_Llama-3.1-8B.json", "llama", 8030261248.0, 8.03e9, 0.005},
+	{ "meta-llama_Llama-3.1-8B.json", "llama", 8030261248.0, 8.03e9, 0.005 },
 	/* h 8192, a 64, g 8, d 128, f 28672, L 80: block 2*8192^2 +
 	 * 2*8192*1024 = 150994944, + 3*8192*28672 = 704643072, + 16384 =
 	 * 855654400; x80 = 68452352000; + 2*128256*8192 = 2101346304 + 8192
 	 * = 70553706496. */
-	{"meta-llama_Llama-3.1-70B.json", "llama", 70553706496.0, 70.6e9, 0.005},
+	{ "meta-llama_Llama-3.1-70B.json", "llama", 70553706496.0, 70.6e9, 0.005 },
 	/* h 2048, a 32, g 8, d 64, f 8192, L 16, tied: block 2*2048*2048 +
 	 * 2*2048*512 = 10485760, + 3*2048*8192 = 50331648, + 4096 = 60821504;
 	 * x16 = 973144064; + 128256*2048 = 262668288 + 2048 = 1235814400. */
-	{"meta-llama_Llama-3.2-1B.json", "llama", 1235814400.0, 1.24e9, 0.005},
+	{ "meta-llama_Llama-3.2-1B.json", "llama", 1235814400.0, 1.24e9, 0.005 },
 	/* Llama-3.1-8B's blocks, 6979584000; V 32768: + 2*32768*4096 =
 	 * 268435456 + 4096 = 7248023552. */
-	{"mistralai_Mistral-7B-v0.3.json", "mistral", 7248023552.0, 7.25e9, 0.005},
+	{ "mistralai_Mistral-7B-v0.3.json", "mistral", 7248023552.0, 7.25e9, 0.005 },
 	/* Block: attention 41943040, 8 experts 8*3*4096*14336 = 1409286144,
 	 * router 4096*8 = 32768, norms 8192: 1451270144; x32 = 46440644608;
 	 * + 2*32000*4096 = 262144000 + 4096 = 46702792704. */
-	{"mistralai_Mixtral-8x7B-v0.1.json", "mixtral", 46702792704.0, 46.7e9, 0.005},
+	{ "mistralai_Mixtral-8x7B-v0.1.json", "mixtral", 46702792704.0, 46.7e9, 0.005 },
 	/* h 3584, a 28, g 4, d 128, f 18944, L 28, V 152064: block
 	 * 2*3584^2 + 2*3584*512 = 29360128, q/k/v biases 3584 + 1024 = 4608,
 	 * 3*3584*18944 = 203685888, 7168: 233057792; x28 = 6525618176; +
 	 * 2*152064*3584 = 1089994752 + 3584 = 7615616512. */
-	{"Qwen_Qwen2-7B.json", "qwen2", 7615616512.0, 7.62e9, 0.005},
+	{ "Qwen_Qwen2-7B.json", "qwen2", 7615616512.0, 7.62e9, 0.005 },
 	/* h 8192, a 64, g 8, d 128, f 29568, L 80, V 152064: block
 	 * 150994944 + biases (64 + 16)*128 = 10240 + 3*8192*29568 = 726663168
 	 * + 16384 = 877684736; x80 = 70214778880; + 2*152064*8192 =
 	 * 2491416576 + 8192 = 72706203648, the safetensors total. */
-	{"Qwen_Qwen2.5-72B-Instruct.json", "qwen2", 72706203648.0, 72706203648.0, 1e-15},
+	{ "Qwen_Qwen2.5-72B-Instruct.json", "qwen2", 72706203648.0, 72706203648.0, 1e-15 },
 	/* h 2048, a 16, g 8, d 128, f 6144, L 28, tied, q/k norms 2*128:
 	 * block 2*2048*2048 + 2*2048*1024 = 12582912, + 3*2048*6144 =
 	 * 37748736, + 4096 + 256 = 50336000; x28 = 1409408000 (the card's
 	 * "1.4B non-embedding"); + 151936*2048 = 311164928 + 2048 =
 	 * 1720574976. The card's "1.7B" is that rounded down to two digits:
 	 * 1.2% below the count. */
-	{"Qwen_Qwen3-1.7B.json", "qwen3", 1720574976.0, 1.7e9, 0.013},
+	{ "Qwen_Qwen3-1.7B.json", "qwen3", 1720574976.0, 1.7e9, 0.013 },
 	/* h 4096, a 32, g 8, d 128, f 12288, L 36: block 41943040 +
 	 * 3*4096*12288 = 150994944 + 8192 + 256 = 192946432; x36 =
 	 * 6946071552; + 2*151936*4096 = 1244659712 + 4096 = 8190735360. */
-	{"Qwen_Qwen3-8B.json", "qwen3", 8190735360.0, 8.2e9, 0.005},
+	{ "Qwen_Qwen3-8B.json", "qwen3", 8190735360.0, 8.2e9, 0.005 },
 	/* h 2048, a 32, g 4, d 128, L 48, 128 experts of 768: block
 	 * 2*2048*4096 + 2*2048*512 = 18874368, q/k norms 256, experts
 	 * 128*3*2048*768 = 603979776, router 2048*128 = 262144, norms 4096:
 	 * 623120640; x48 = 29909790720; + 2*151936*2048 = 622329856 + 2048 =
 	 * 30532122624. */
-	{"Qwen_Qwen3-30B-A3B.json", "qwen3_moe", 30532122624.0, 30.5e9, 0.005},
+	{ "Qwen_Qwen3-30B-A3B.json", "qwen3_moe", 30532122624.0, 30.5e9, 0.005 },
 	/* h 2048, a = g = 16, d 128, L 24, 60 experts of 1408, a shared
 	 * expert of 5632 and its gate 2048: block 4*2048^2 = 16777216, biases
 	 * 3*2048 = 6144, experts 60*3*2048*1408 = 519045120, router 2048*60 =
 	 * 122880, shared 3*2048*5632 = 34603008, gate 2048, norms 4096:
 	 * 570560512; x24 = 13693452288; + 2*151936*2048 = 622329856 + 2048 =
 	 * 14315784192. */
-	{"Qwen_Qwen1.5-MoE-A2.7B.json", "qwen2_moe", 14315784192.0, 14.3e9, 0.005},
+	{ "Qwen_Qwen1.5-MoE-A2.7B.json", "qwen2_moe", 14315784192.0, 14.3e9, 0.005 },
 	/* h 7168, a 128, MLA: q_a 7168*1536 = 11010048, its norm 1536, q_b
 	 * 1536*128*192 = 37748736, kv_a 7168*(512 + 64) = 4128768, its norm
 	 * 512, kv_b 512*128*(128 + 128) = 16777216, o 128*128*7168 =
@@ -107,21 +107,21 @@ static const struct {
 	 * The published 671B is this: the multi-token-prediction module
 	 * (num_nextn_predict_layers 1, about 14B more in the checkpoint's
 	 * 685B) is not counted. */
-	{"deepseek-ai_DeepSeek-R1.json", "deepseek_v3", 671026419200.0, 671e9, 0.005},
+	{ "deepseek-ai_DeepSeek-R1.json", "deepseek_v3", 671026419200.0, 671e9, 0.005 },
 	/* h 3584, a 16, g 8, d 256, f 14336, L 42, tied, four norms: block
 	 * 3584*4096*2 + 3584*2048*2 = 44040192, + 3*3584*14336 = 154140672,
 	 * + 4*3584 = 14336: 198195200; x42 = 8324198400; + 256000*3584 =
 	 * 917504000 + 3584 = 9241705984. */
-	{"google_gemma-2-9b.json", "gemma2", 9241705984.0, 9.24e9, 0.005},
+	{ "google_gemma-2-9b.json", "gemma2", 9241705984.0, 9.24e9, 0.005 },
 	/* h 3072, a = g = 32, d 96, f 8192, L 32, V 32064: block 4*3072^2 =
 	 * 37748736 + 3*3072*8192 = 75497472 + 6144 = 113252352; x32 =
 	 * 3624075264; + 2*32064*3072 = 197001216 + 3072 = 3821079552. */
-	{"microsoft_Phi-3.5-mini.json", "phi3", 3821079552.0, 3.82e9, 0.005},
+	{ "microsoft_Phi-3.5-mini.json", "phi3", 3821079552.0, 3.82e9, 0.005 },
 	/* h 4096, a = g = 32, d 128, f 11008, L 32, V 100352, q/k norms over
 	 * all heads (32 + 32)*128: block 4*4096^2 = 67108864 + 8192 +
 	 * 3*4096*11008 = 135266304 + 8192 = 202391552; x32 = 6476529664; +
 	 * 2*100352*4096 = 822083584 + 4096 = 7298617344. */
-	{"allenai_OLMo-2-7B.json", "olmo2", 7298617344.0, 7.3e9, 0.005},
+	{ "allenai_OLMo-2-7B.json", "olmo2", 7298617344.0, 7.3e9, 0.005 },
 	/* h 5120, a 40, g 8, d 128, L 48, all MoE: 16 experts of 8192 and a
 	 * shared one, L2 q/k norms without weights: block 2*5120*5120 +
 	 * 2*5120*1024 = 62914560, experts 16*3*5120*8192 = 2013265920,
@@ -129,31 +129,31 @@ static const struct {
 	 * 105700884480; + 2*202048*5120 = 2068971520 + 5120 = 107769861120.
 	 * The published 109B is the multimodal model, its vision encoder
 	 * included, which this text config does not describe: 1.1% more. */
-	{"meta-llama_Llama-4-Scout-17B-16E-text.ASSEMBLED.json", "llama4_text",
-	 107769861120.0, 109e9, 0.012},
+	{ "meta-llama_Llama-4-Scout-17B-16E-text.ASSEMBLED.json", "llama4_text",
+	  107769861120.0, 109e9, 0.012 },
 	/* h 768, 12 blocks of 12h^2 + 13h = 7087872 (f = 4h, biases, two
 	 * LayerNorms); wte 50257*768 = 38597376, wpe 1024*768 = 786432, ln_f
 	 * 1536, tied: 85054464 + 39383808 + 1536 = 124439808. */
-	{"openai-community_gpt2.json", "gpt2", 124439808.0, 124e6, 0.005},
+	{ "openai-community_gpt2.json", "gpt2", 124439808.0, 124e6, 0.005 },
 	/* h 4544, a 71, multi-query g 1, d 64, f 4h = 18176, L 32, tied, no
 	 * linear biases, one LayerNorm (weight and bias) per block: block
 	 * 2*4544^2 + 2*4544*64 = 41877504, + 2*4544*18176 = 165183488, +
 	 * 9088 = 207070080; x32 = 6626242560; + 65024*4544 = 295469056, ln_f
 	 * 9088: 6921720704. The published "7 B" is that rounded: 1.1% above
 	 * the count. */
-	{"tiiuae_falcon-7b-instruct.json", "falcon", 6921720704.0, 7e9, 0.012},
+	{ "tiiuae_falcon-7b-instruct.json", "falcon", 6921720704.0, 7e9, 0.012 },
 	/* h 4096, a 16, d 256, f 4h = 16384, L 28, untied: block 4*4096^2 =
 	 * 67108864, MLP 2*4096*16384 = 134217728 + biases 16384 + 4096, one
 	 * LayerNorm 8192: 201355264; x28 = 5637947392; + wte 50400*4096 =
 	 * 206438400, ln_f 8192, LM head 206438400 + bias 50400: 6050882784. */
-	{"EleutherAI_gpt-j-6b.json", "gptj", 6050882784.0, 6.05e9, 0.005},
+	{ "EleutherAI_gpt-j-6b.json", "gptj", 6050882784.0, 6.05e9, 0.005 },
 	/* Not in hf-configs: Gemma-3-1B's published config.json, written out
 	 * (gemma3-1b.json). h 1152, a 4, g 1, d 256, f 6912, L 26, V 262144,
 	 * tied, four norms, q/k norms 2*256: block 1152*1024*2 + 1152*256*2
 	 * = 2949120, + 512, + 3*1152*6912 = 23887872, + 4*1152 = 4608:
 	 * 26842112; x26 = 697894912; + 262144*1152 = 301989888 + 1152 =
 	 * 999885952 (the card: 1B). */
-	{"gemma3-1b.json", "gemma3_text", 999885952.0, 1e9, 0.005},
+	{ "gemma3-1b.json", "gemma3_text", 999885952.0, 1e9, 0.005 },
 };
 #define N_CONFIGS (int)(sizeof configs / sizeof configs[0])
 
@@ -203,7 +203,7 @@ START_TEST(test_all_reference_configs)
 		n++;
 	}
 	pclose(p);
-	ck_assert_int_eq(n, N_CONFIGS - 1);	/* all but gemma3-1b.json */
+	ck_assert_int_eq(n, N_CONFIGS - 1); /* all but gemma3-1b.json */
 }
 END_TEST
 
@@ -271,7 +271,7 @@ START_TEST(test_gemma2_window)
 	ck_assert_rel(m->layer[1].act_bytes_per_token, 136192.0, 1e-15);
 	/* At seq 4096 the window covers every key: all blocks alike,
 	 * 396361728 + 4*4096*16*256 = 396361728 + 67108864. */
-	ck_assert_int_eq(model_set_seq(m, 4096, &(struct err){""}), 0);
+	ck_assert_int_eq(model_set_seq(m, 4096, &(struct err){ "" }), 0);
 	ck_assert_rel(m->layer[1].flops_per_token, 463470592.0, 1e-14);
 	ck_assert_rel(m->layer[2].flops_per_token, 463470592.0, 1e-15);
 	model_free(m);
@@ -286,7 +286,7 @@ static struct model *gemma3_with(int P, bool types)
 	char path[] = "/tmp/check_hf-g3-XXXXXX";
 	int fd = mkstemp(path);
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	FILE *f;
 
 	ck_assert_int_ge(fd, 0);
@@ -295,7 +295,8 @@ static struct model *gemma3_with(int P, bool types)
 	      "\"intermediate_size\": 6912, \"num_attention_heads\": 4, "
 	      "\"num_key_value_heads\": 1, \"head_dim\": 256, "
 	      "\"num_hidden_layers\": 26, \"vocab_size\": 262144, "
-	      "\"max_position_embeddings\": 32768, \"sliding_window\": 512", f);
+	      "\"max_position_embeddings\": 32768, \"sliding_window\": 512",
+	      f);
 	if (types) {
 		fputs(", \"layer_types\": [", f);
 		for (int i = 0; i < 26; i++)
@@ -467,7 +468,7 @@ START_TEST(test_qk_norms)
 	m = load("allenai_OLMo-2-7B.json");
 	ck_assert(m->qk_norm);
 	ck_assert_int_eq(m->qk_norm_params, 8192);
-	ck_assert_int_eq(m->dtype_bytes, 4);	/* torch_dtype float32 */
+	ck_assert_int_eq(m->dtype_bytes, 4); /* torch_dtype float32 */
 	model_free(m);
 }
 END_TEST
@@ -487,7 +488,7 @@ START_TEST(test_falcon_fields)
 	ck_assert_int_eq(m->norm, NORM_LAYER);
 	ck_assert(m->parallel_block && m->tied && !m->bias);
 	ck_assert_int_eq(m->block_norms, 1);
-	ck_assert_int_eq(m->max_pos, 2048);	/* FalconConfig's default */
+	ck_assert_int_eq(m->max_pos, 2048); /* FalconConfig's default */
 	ck_assert_rel(m->layer[1].act_bytes_per_token, 136320.0, 1e-15);
 	model_free(m);
 }
@@ -516,7 +517,7 @@ START_TEST(test_phi3_partial_rotary)
 	int fd = mkstemp(path);
 	FILE *f;
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_int_ge(fd, 0);
 	f = fdopen(fd, "w");
@@ -524,7 +525,8 @@ START_TEST(test_phi3_partial_rotary)
 	      "\"intermediate_size\": 8192, \"num_attention_heads\": 32, "
 	      "\"num_hidden_layers\": 2, \"vocab_size\": 1000, "
 	      "\"max_position_embeddings\": 4096, "
-	      "\"partial_rotary_factor\": 0.75}", f);
+	      "\"partial_rotary_factor\": 0.75}",
+	      f);
 	fclose(f);
 	ck_assert_msg(model_load(&m, path, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(m->head_dim, 96);
@@ -541,7 +543,7 @@ START_TEST(test_round_trip)
 	struct model *m = load(configs[_i].file), *b = NULL;
 	char *json = model_profile_json(m), path[] = "/tmp/check_hf-XXXXXX";
 	int fd = mkstemp(path);
-	struct err e = {""};
+	struct err e = { "" };
 	FILE *f;
 
 	ck_assert_int_ge(fd, 0);
@@ -601,7 +603,8 @@ START_TEST(test_profile_plans_same)
 {
 	static const char *const files[] = {
 		"google_gemma-2-9b.json", "Qwen_Qwen1.5-MoE-A2.7B.json",
-		"EleutherAI_gpt-j-6b.json"};
+		"EleutherAI_gpt-j-6b.json"
+	};
 	char prof[] = "/tmp/check_hf-prof-XXXXXX", args[512];
 	char *out = NULL, *a, *b;
 	int fd = mkstemp(prof);
@@ -616,10 +619,12 @@ START_TEST(test_profile_plans_same)
 	fclose(f);
 	free(out);
 	snprintf(args, sizeof args, "--model " DIR "%s --cluster clusters/dgx-h100.json "
-		 "--top 5 --pp 2 --cp 1 --csv -", files[_i]);
+				    "--top 5 --pp 2 --cp 1 --csv -",
+		 files[_i]);
 	ck_assert_int_eq(run_ampplan(args, &a, NULL), 0);
 	snprintf(args, sizeof args, "--model %s --cluster clusters/dgx-h100.json "
-		 "--top 5 --pp 2 --cp 1 --csv -", prof);
+				    "--top 5 --pp 2 --cp 1 --csv -",
+		 prof);
 	ck_assert_int_eq(run_ampplan(args, &b, NULL), 0);
 	ck_assert_msg(strcmp(a, b) == 0, "the plans of %s and of its profile differ",
 		      files[_i]);
@@ -635,12 +640,13 @@ START_TEST(test_refusal)
 	char *err = NULL;
 
 	ck_assert_int_eq(run_ampplan("profile --model tests/data/bad/model-hf-type.json",
-				     NULL, &err), 1);
+				     NULL, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(err, "tests/data/bad/model-hf-type.json: "
-				     "field 'model_type' is 'bert', which is not supported "
-				     "(supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
-				     "qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, "
-				     "llama4_text, olmo2, falcon, gptj, gpt2)"));
+					  "field 'model_type' is 'bert', which is not supported "
+					  "(supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
+					  "qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, "
+					  "llama4_text, olmo2, falcon, gptj, gpt2)"));
 	free(err);
 }
 END_TEST

@@ -50,7 +50,7 @@ static void inst_init(struct inst *in, int n, int G, int pp, double a, double b)
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)	/* splitmix64 */
+static uint64_t rng_next(void) /* splitmix64 */
 {
 	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
 
@@ -64,7 +64,7 @@ static double unif(double lo, double hi)
 	return lo + (hi - lo) * (double)(rng_next() >> 11) * 0x1p-53;
 }
 
-static int irand(int lo, int hi)	/* inclusive */
+static int irand(int lo, int hi) /* inclusive */
 {
 	return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
 }
@@ -102,7 +102,7 @@ static double brute_part(const struct inst *in, const struct pipeline_frame *f,
 			ex += in->extra[l];
 		}
 		if (st + f->inflight[k] * ac + ex > f->cap[k])
-			break;	/* longer stages fit no better */
+			break; /* longer stages fit no better */
 		first[k + 1] = j;
 		if (k == K - 1)
 			best = fmin(best, f->a * fmax(mx, c) + f->b * (sum + c));
@@ -120,7 +120,7 @@ static double brute_place(const struct inst *in, int *group, int *left, int r)
 
 	if (r == in->p.pp) {
 		struct pipeline_frame f;
-		int first[NP + 1] = {0};
+		int first[NP + 1] = { 0 };
 
 		make_frame(&f, in, group);
 		return brute_part(in, &f, first, 0, 0, 0);
@@ -158,7 +158,7 @@ static double refined(const struct inst *in, const int *group)
 /* Checks group[] is a placement with the requested counts. */
 static void check_counts(const struct inst *in, const int *group)
 {
-	int cnt[NG] = {0};
+	int cnt[NG] = { 0 };
 
 	for (int r = 0; r < in->p.pp; r++) {
 		ck_assert_int_ge(group[r], 0);
@@ -171,9 +171,9 @@ static void check_counts(const struct inst *in, const int *group)
 
 /* Kinds of per-layer times in random_inst. */
 enum kind {
-	UNIFORM,	/* every layer t_g on group g */
-	ENDS,		/* middle layers t_g; the first and last any time and bytes */
-	NOISY,		/* t_g times a factor in [0.4, 1.6] per layer and group */
+	UNIFORM, /* every layer t_g on group g */
+	ENDS,	 /* middle layers t_g; the first and last any time and bytes */
+	NOISY,	 /* t_g times a factor in [0.4, 1.6] per layer and group */
 };
 
 /* A random instance: 2-3 groups of different speeds, counts summing to pp
@@ -251,7 +251,7 @@ static double spread(const struct inst *in)
 START_TEST(test_hand)
 {
 	struct inst in;
-	int group[2] = {-1, -1};
+	int group[2] = { -1, -1 };
 	enum ilp_status st;
 
 	inst_init(&in, 4, 2, 2, 3, 1);
@@ -279,7 +279,7 @@ END_TEST
 START_TEST(test_trivial)
 {
 	struct inst in;
-	int group[3] = {-1, -1, -1};
+	int group[3] = { -1, -1, -1 };
 
 	inst_init(&in, 5, 1, 3, 2, 1);
 	for (int l = 0; l < 5; l++)
@@ -302,15 +302,15 @@ END_TEST
 START_TEST(test_invalid)
 {
 	struct inst in;
-	int group[4] = {7, 7, 7, 7};
+	int group[4] = { 7, 7, 7, 7 };
 
 	inst_init(&in, 3, 2, 2, 2, 1);
-	in.ranks[0] = 1, in.ranks[1] = 2;	/* sums to 3, not pp = 2 */
+	in.ranks[0] = 1, in.ranks[1] = 2; /* sums to 3, not pp = 2 */
 	in.cap[0] = in.cap[1] = 1e9;
 	ck_assert_int_eq(ilp_place(&in.p, group, 1), ILP_NONE);
 	in.ranks[1] = -1, in.ranks[0] = 3;
 	ck_assert_int_eq(ilp_place(&in.p, group, 1), ILP_NONE);
-	inst_init(&in, 3, 2, 4, 2, 1);	/* 4 ranks, 3 layers */
+	inst_init(&in, 3, 2, 4, 2, 1); /* 4 ranks, 3 layers */
 	in.ranks[0] = in.ranks[1] = 2;
 	in.cap[0] = in.cap[1] = 1e9;
 	ck_assert_int_eq(ilp_place(&in.p, group, 1), ILP_NONE);
@@ -322,7 +322,7 @@ START_TEST(test_invalid)
 	in.time[1] = 1;
 	in.lc.n_group = 3;
 	ck_assert_int_eq(ilp_place(&in.p, group, 1), ILP_NONE);
-	ck_assert_int_eq(group[0], 7);	/* untouched */
+	ck_assert_int_eq(group[0], 7); /* untouched */
 }
 END_TEST
 
@@ -347,8 +347,7 @@ static void check_exact(enum kind kind, uint64_t mult)
 		st = ilp_place(&in.p, group, 5);
 		if (want == INFINITY) {
 			/* one group: the only placement, which does not fit */
-			ck_assert_msg(trivial(&in) ? st == ILP_OPTIMAL && refined(&in, group) == INFINITY :
-						     st == ILP_NONE,
+			ck_assert_msg(trivial(&in) ? st == ILP_OPTIMAL && refined(&in, group) == INFINITY : st == ILP_NONE,
 				      "seed %d: status %d where nothing fits", seed, (int)st);
 			infeasible++;
 			continue;
@@ -429,15 +428,15 @@ END_TEST
  * with a usable placement (ILP_FEASIBLE, or ILP_OPTIMAL on a fast machine). */
 START_TEST(test_time_limit)
 {
-	enum { N = 130, PP = 16, G = 3 };
+	enum { N = 130,
+	       PP = 16,
+	       G = 3 };
 	static double time[G * N], st[N], ac[N], ex[N];
-	static const double speed[G] = {1, 2.2, 3.1};
-	int ranks[G] = {6, 5, 5}, group[PP], cnt[G] = {0};
+	static const double speed[G] = { 1, 2.2, 3.1 };
+	int ranks[G] = { 6, 5, 5 }, group[PP], cnt[G] = { 0 };
 	double inflight[PP], cap[G], t0, t1;
-	struct layer_costs lc = { .n_layer = N, .n_group = G, .time = time, .fwd = time,
-				  .state_bytes = st, .act_bytes = ac, .extra_bytes = ex };
-	struct placement_problem p = { .pp = PP, .n_group = G, .ranks = ranks, .lc = &lc,
-				       .a = 15, .b = 1, .inflight = inflight, .cap = cap };
+	struct layer_costs lc = { .n_layer = N, .n_group = G, .time = time, .fwd = time, .state_bytes = st, .act_bytes = ac, .extra_bytes = ex };
+	struct placement_problem p = { .pp = PP, .n_group = G, .ranks = ranks, .lc = &lc, .a = 15, .b = 1, .inflight = inflight, .cap = cap };
 	struct timespec ts;
 	enum ilp_status s;
 
@@ -446,7 +445,8 @@ START_TEST(test_time_limit)
 		ac[l] = 0.2;
 		ex[l] = l == N - 1 ? 4 : 0;
 		for (int g = 0; g < G; g++)
-			time[g * N + l] = speed[g] * (l == 0 ? 0.2 : l == N - 1 ? 2 : 1);
+			time[g * N + l] = speed[g] * (l == 0 ? 0.2 : l == N - 1 ? 2
+										: 1);
 	}
 	for (int r = 0; r < PP; r++)
 		inflight[r] = PP - r;
@@ -474,15 +474,15 @@ END_TEST
  * or load). */
 START_TEST(test_node_limit)
 {
-	enum { N = 130, PP = 16, G = 3 };
+	enum { N = 130,
+	       PP = 16,
+	       G = 3 };
 	static double time[G * N], st[N], ac[N], ex[N];
-	static const double speed[G] = {1, 2.2, 3.1};
-	int ranks[G] = {6, 5, 5}, group[PP], again[PP], cnt[G] = {0};
+	static const double speed[G] = { 1, 2.2, 3.1 };
+	int ranks[G] = { 6, 5, 5 }, group[PP], again[PP], cnt[G] = { 0 };
 	double inflight[PP], cap[G];
-	struct layer_costs lc = { .n_layer = N, .n_group = G, .time = time, .fwd = time,
-				  .state_bytes = st, .act_bytes = ac, .extra_bytes = ex };
-	struct placement_problem p = { .pp = PP, .n_group = G, .ranks = ranks, .lc = &lc,
-				       .a = 15, .b = 1, .inflight = inflight, .cap = cap };
+	struct layer_costs lc = { .n_layer = N, .n_group = G, .time = time, .fwd = time, .state_bytes = st, .act_bytes = ac, .extra_bytes = ex };
+	struct placement_problem p = { .pp = PP, .n_group = G, .ranks = ranks, .lc = &lc, .a = 15, .b = 1, .inflight = inflight, .cap = cap };
 	enum ilp_status s;
 
 	for (int l = 0; l < N; l++) {
@@ -490,7 +490,8 @@ START_TEST(test_node_limit)
 		ac[l] = 0.2;
 		ex[l] = l == N - 1 ? 4 : 0;
 		for (int g = 0; g < G; g++)
-			time[g * N + l] = speed[g] * (l == 0 ? 0.2 : l == N - 1 ? 2 : 1);
+			time[g * N + l] = speed[g] * (l == 0 ? 0.2 : l == N - 1 ? 2
+										: 1);
 	}
 	for (int r = 0; r < PP; r++)
 		inflight[r] = PP - r;
@@ -508,7 +509,7 @@ START_TEST(test_node_limit)
 	}
 	for (int g = 0; g < G; g++)
 		ck_assert_int_eq(cnt[g], ranks[g]);
-	ilp_free_env();	/* GLPK makes a new environment when next used */
+	ilp_free_env(); /* GLPK makes a new environment when next used */
 	ck_assert_int_eq(ilp_place_limits(&p, again, 0, 200), s);
 	ck_assert(!memcmp(again, group, sizeof group));
 	ilp_free_env();
@@ -533,7 +534,7 @@ START_TEST(test_silent)
 	random_inst(&in, NOISY);
 	ilp_place(&in.p, group, 10);
 	for (int g = 0; g < in.p.n_group; g++)
-		in.cap[g] = 0.5;	/* nothing fits */
+		in.cap[g] = 0.5; /* nothing fits */
 	ck_assert_int_eq(ilp_place(&in.p, group, 10), ILP_NONE);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);

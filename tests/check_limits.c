@@ -21,7 +21,7 @@
 #include "testutil.h"
 #include "util.h"
 
-#define EXPECTED "tests/data/bad/EXPECTED"
+#define EXPECTED    "tests/data/bad/EXPECTED"
 #define MAX_ENTRIES 1000
 
 static struct entry {
@@ -69,7 +69,7 @@ START_TEST(test_corpus_loader)
 {
 	const struct entry *x = &entries[_i];
 	char path[256];
-	struct err e = {""};
+	struct err e = { "" };
 	int rc;
 
 	snprintf(path, sizeof path, "tests/data/bad/%s", x->file);
@@ -100,16 +100,15 @@ START_TEST(test_corpus_cli)
 	char args[512], *out, *err;
 	bool cluster = strncmp(x->file, "cluster-", 8) == 0;
 
-	snprintf(args, sizeof args, cluster ?
-		 "--model profiles/llama70b.json --cluster tests/data/bad/%s" :
-		 "--model tests/data/bad/%s --cluster clusters/mixed.json", x->file);
+	snprintf(args, sizeof args, cluster ? "--model profiles/llama70b.json --cluster tests/data/bad/%s" : "--model tests/data/bad/%s --cluster clusters/mixed.json", x->file);
 	ck_assert_int_eq(run_ampplan(args, &out, &err), x->status);
 	ck_assert_msg(strstr(err, x->want), "%s: '%s' lacks '%s'", x->file, err, x->want);
 	ck_assert_str_eq(out, "");
 	ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "%s: %s", x->file, err);
 	for (const char *p = err; *p; p++)
 		ck_assert_msg(*p == '\n' || (unsigned char)*p >= 0x20, "%s: control "
-			      "character in '%s'", x->file, err);
+								       "character in '%s'",
+			      x->file, err);
 	free(out);
 	free(err);
 }
@@ -143,13 +142,14 @@ END_TEST
 START_TEST(test_dev_zero)
 {
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	char *err;
 
 	ck_assert_int_eq(model_load(&m, "/dev/zero", &e), -1);
 	ck_assert_str_eq(e.msg, "/dev/zero: larger than 64 MiB");
 	ck_assert_int_eq(run_ampplan("--model /dev/zero --cluster clusters/mixed.json",
-				     NULL, &err), 1);
+				     NULL, &err),
+			 1);
 	ck_assert_str_eq(err, "ampplan: error: /dev/zero: larger than 64 MiB\n");
 	free(err);
 }
@@ -161,7 +161,7 @@ START_TEST(test_big_file)
 	char path[] = "/tmp/check_limits-XXXXXX";
 	int fd = mkstemp(path);
 	struct cluster *c = NULL;
-	struct err e = {""}, want;
+	struct err e = { "" }, want;
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, JSON_MAX_BYTES + 1), 0);
@@ -178,7 +178,7 @@ START_TEST(test_fifo_no_writer)
 {
 	char dir[] = "/tmp/check_limits-XXXXXX", path[64], want[128];
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	time_t t0 = time(NULL);
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -186,7 +186,8 @@ START_TEST(test_fifo_no_writer)
 	ck_assert_int_eq(mkfifo(path, 0600), 0);
 	ck_assert_int_eq(model_load(&m, path, &e), -1);
 	snprintf(want, sizeof want, "%s: no data after %d s (a FIFO with no "
-		 "writer?)", path, JSON_FIFO_WAIT_S);
+				    "writer?)",
+		 path, JSON_FIFO_WAIT_S);
 	ck_assert_str_eq(e.msg, want);
 	ck_assert_int_le(time(NULL) - t0, JSON_FIFO_WAIT_S + 2);
 	remove(path);
@@ -200,7 +201,7 @@ START_TEST(test_fifo_writer)
 	char dir[] = "/tmp/check_limits-XXXXXX", path[64];
 	char *text = read_file("tests/data/tiny-2-layers.json");
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	pid_t pid;
 	int st;
 
@@ -211,7 +212,7 @@ START_TEST(test_fifo_writer)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		int fd = open(path, O_WRONLY);	/* blocks until the reader opens */
+		int fd = open(path, O_WRONLY); /* blocks until the reader opens */
 		size_t n = strlen(text);
 
 		_exit(fd >= 0 && write(fd, text, n) == (ssize_t)n ? 0 : 1);
@@ -233,7 +234,7 @@ START_TEST(test_pipe)
 	int fds[2];
 	char *text = read_file("tests/data/tiny-2-layers.json"), path[64];
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_ptr_nonnull(text);
 	ck_assert_int_eq(pipe(fds), 0);
@@ -275,7 +276,7 @@ START_TEST(test_many_keys_fast)
 {
 	char *big = many_keys(200000, -1), *dup = many_keys(JSON_MAX_KEYS - 1, 7);
 	struct cluster *c = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	clock_t t0 = clock();
 
 	ck_assert_int_eq(cluster_load(&c, big, &e), -1);
@@ -299,7 +300,7 @@ START_TEST(test_depth_edge)
 	int fd = mkstemp(path);
 	FILE *f = fdopen(fd, "w");
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	fputs("{\"note\": ", f);
 	for (int i = 0; i < JSON_MAX_DEPTH - 1; i++)
@@ -310,7 +311,8 @@ START_TEST(test_depth_edge)
 	fclose(f);
 	ck_assert_int_eq(model_load(&m, path, &e), -1);
 	ck_assert_msg(strstr(e.msg, "field 'note' must") ||
-		      strstr(e.msg, "missing field"), "%s", e.msg);
+			      strstr(e.msg, "missing field"),
+		      "%s", e.msg);
 	f = fopen(path, "w");
 	fputs("{\"note\":\n ", f);
 	for (int i = 0; i < JSON_MAX_DEPTH; i++)
@@ -333,12 +335,14 @@ START_TEST(test_hf_file_name)
 	char dir[] = "/tmp/check_limits-XXXXXX", path[64];
 	char *text = read_file("tests/data/hf/gpt2.json");
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 	FILE *f;
 
 	ck_assert_ptr_nonnull(text);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/gpt\xff" "2.json", dir);
+	snprintf(path, sizeof path, "%s/gpt\xff"
+				    "2.json",
+		 dir);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(text, f);
@@ -357,18 +361,31 @@ START_TEST(test_utf8_check)
 		const char *s;
 		long want;
 	} cases[] = {
-		{"plain", 0}, {"caf\xc3\xa9", 0}, {"\xe2\x82\xac", 0},
-		{"\xf0\x9f\x98\x80", 0}, {"\xf4\x8f\xbf\xbf", 0},
-		{"\xc3", 1}, {"\xc0\x80", 1}, {"\xe0\x9f\xbf", 1},
-		{"\xf0\x8f\xbf\xbf", 1}, {"\xed\xa0\x80", 1}, {"\xf4\x90\x80\x80", 1},
-		{"\xff", 1}, {"\x80", 1}, {"\xe2\x28\xa1", 1},
-		{"a\nb", 2 + 0x0a}, {"\x7f", 2 + 0x7f}, {"\xc2\x9f", 2 + 0x9f},
-		{"\xc2\xa0", 0}, {"\t", 2 + 9},
+		{ "plain", 0 },
+		{ "caf\xc3\xa9", 0 },
+		{ "\xe2\x82\xac", 0 },
+		{ "\xf0\x9f\x98\x80", 0 },
+		{ "\xf4\x8f\xbf\xbf", 0 },
+		{ "\xc3", 1 },
+		{ "\xc0\x80", 1 },
+		{ "\xe0\x9f\xbf", 1 },
+		{ "\xf0\x8f\xbf\xbf", 1 },
+		{ "\xed\xa0\x80", 1 },
+		{ "\xf4\x90\x80\x80", 1 },
+		{ "\xff", 1 },
+		{ "\x80", 1 },
+		{ "\xe2\x28\xa1", 1 },
+		{ "a\nb", 2 + 0x0a },
+		{ "\x7f", 2 + 0x7f },
+		{ "\xc2\x9f", 2 + 0x9f },
+		{ "\xc2\xa0", 0 },
+		{ "\t", 2 + 9 },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		ck_assert_msg(json_utf8_check(cases[i].s, strlen(cases[i].s)) ==
-			      cases[i].want, "case %zu", i);
+				      cases[i].want,
+			      "case %zu", i);
 }
 END_TEST
 

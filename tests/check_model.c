@@ -15,7 +15,7 @@
 static struct model *load_ok(const char *path)
 {
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_msg(model_load(&m, path, &e) == 0, "%s: %s", path, e.msg);
 	ck_assert_ptr_nonnull(m);
@@ -136,7 +136,7 @@ START_TEST(test_hf_llama3_8b)
 	ck_assert_int_eq(m->head_dim, 128);
 	ck_assert_int_eq(m->ffn, 14336);
 	ck_assert_int_eq(m->vocab, 128256);
-	ck_assert_int_eq(m->seq, 8192);	/* min(max_pos 8192, 8192) */
+	ck_assert_int_eq(m->seq, 8192); /* min(max_pos 8192, 8192) */
 	ck_assert_int_eq(m->gbs, 512);
 	ck_assert_int_eq(m->ffn_kind, FFN_SWIGLU);
 	ck_assert(!m->tied && !m->bias && !m->learned_pos);
@@ -171,7 +171,7 @@ START_TEST(test_hf_mistral_7b)
 	ck_assert_str_eq(m->name, "mistral-7b");
 	ck_assert_int_eq(m->kv_heads, 8);
 	ck_assert_int_eq(m->max_pos, 32768);
-	ck_assert_int_eq(m->seq, 8192);	/* min(32768, 8192) */
+	ck_assert_int_eq(m->seq, 8192); /* min(32768, 8192) */
 	/* Blocks as Llama-3-8B: 32*218112000 = 6979584000; embedding and head
 	 * 32000*4096 = 131072000 each, final norm 4096: 7241732096 (7.24e9). */
 	ck_assert_rel(model_params(m), 7241732096.0, 1e-15);
@@ -184,9 +184,9 @@ START_TEST(test_hf_qwen2_7b)
 	struct model *m = load_ok("tests/data/hf/qwen2-7b.json");
 
 	ck_assert_int_eq(m->hidden, 3584);
-	ck_assert_int_eq(m->head_dim, 128);	/* 3584 / 28 */
+	ck_assert_int_eq(m->head_dim, 128); /* 3584 / 28 */
 	ck_assert_int_eq(m->kv_heads, 4);
-	ck_assert_int_eq(m->seq, 8192);	/* min(131072, 8192) */
+	ck_assert_int_eq(m->seq, 8192); /* min(131072, 8192) */
 	/* Block: 2*3584^2 + 2*3584*512 = 25690112 + 3670016 = 29360128;
 	 * QKV biases 3584 + 2*512 = 4608; MLP 3*3584*18944 = 203685888;
 	 * norms 7168: 233057792, x28 = 6525618176. Embedding and head
@@ -209,13 +209,13 @@ START_TEST(test_hf_gpt2)
 	ck_assert_int_eq(m->heads, 12);
 	ck_assert_int_eq(m->kv_heads, 12);
 	ck_assert_int_eq(m->head_dim, 64);
-	ck_assert_int_eq(m->ffn, 3072);	/* n_inner null: 4 * 768 */
+	ck_assert_int_eq(m->ffn, 3072); /* n_inner null: 4 * 768 */
 	ck_assert_int_eq(m->vocab, 50257);
 	ck_assert_int_eq(m->max_pos, 1024);
 	ck_assert_int_eq(m->seq, 1024);
 	ck_assert_int_eq(m->ffn_kind, FFN_GELU);
 	ck_assert(m->tied && m->bias && m->learned_pos);
-	ck_assert_int_eq(m->dtype_bytes, 2);	/* no torch_dtype: bf16 */
+	ck_assert_int_eq(m->dtype_bytes, 2); /* no torch_dtype: bf16 */
 	/* Block 12h^2 + 13h = 7077888 + 9984. */
 	ck_assert_rel(b->params, 7087872.0, 1e-15);
 	/* 2*12h^2 + 4*s*h = 14155776 + 4*1024*768 = 14155776 + 3145728. */
@@ -300,12 +300,12 @@ static const struct {
 	const char *path;
 	int seq, gbs;
 } profiles[] = {
-	{"profiles/llama70b.json", 8192, 512},
-	{"profiles/llama3-8b.json", 8192, 512},
-	{"profiles/llama2-7b.json", 4096, 1024},
-	{"profiles/gpt3-175b.json", 2048, 1536},
-	{"profiles/llama405b.json", 8192, 2048},
-	{"profiles/mixtral-8x7b.json", 4096, 1024},
+	{ "profiles/llama70b.json", 8192, 512 },
+	{ "profiles/llama3-8b.json", 8192, 512 },
+	{ "profiles/llama2-7b.json", 4096, 1024 },
+	{ "profiles/gpt3-175b.json", 2048, 1536 },
+	{ "profiles/llama405b.json", 8192, 2048 },
+	{ "profiles/mixtral-8x7b.json", 4096, 1024 },
 };
 
 /* A shipped profile holds exactly what model_derive_layers gives for its
@@ -325,8 +325,10 @@ START_TEST(test_profile_matches_derived)
 END_TEST
 
 static const char *const hf_files[] = {
-	"tests/data/hf/llama3-8b.json", "tests/data/hf/mistral-7b.json",
-	"tests/data/hf/qwen2-7b.json", "tests/data/hf/gpt2.json",
+	"tests/data/hf/llama3-8b.json",
+	"tests/data/hf/mistral-7b.json",
+	"tests/data/hf/qwen2-7b.json",
+	"tests/data/hf/gpt2.json",
 	"tests/data/hf/mixtral-8x7b.json",
 };
 
@@ -366,9 +368,9 @@ START_TEST(test_profile_measured)
 	struct model *m = load_ok(path);
 
 	ck_assert_int_eq(m->n_layer, 5);
-	ck_assert_int_eq(m->kv_heads, 4);	/* default: heads */
-	ck_assert_int_eq(m->head_dim, 16);	/* 64 / 4 */
-	ck_assert_int_eq(m->max_pos, 128);	/* default: seq_length */
+	ck_assert_int_eq(m->kv_heads, 4);  /* default: heads */
+	ck_assert_int_eq(m->head_dim, 16); /* 64 / 4 */
+	ck_assert_int_eq(m->max_pos, 128); /* default: seq_length */
 	ck_assert_int_eq(m->dtype_bytes, 4);
 	ck_assert_int_eq(m->layer[1].n_measure, 2);
 	ck_assert_int_eq(m->layer[2].n_measure, 2);
@@ -454,7 +456,7 @@ END_TEST
 START_TEST(test_set_seq)
 {
 	struct model *m = load_ok("tests/data/hf/llama3-8b.json");
-	struct err e = {""};
+	struct err e = { "" };
 	double total = model_flops_per_token(m);
 
 	/* 570425344 - 4*32*128*(8192 - 4096) = 570425344 - 67108864. */
@@ -469,7 +471,7 @@ START_TEST(test_set_seq)
 	ck_assert_rel(model_flops_per_token(m), total, 1e-15);
 	ck_assert_int_eq(model_set_seq(m, 0, &e), -1);
 	ck_assert_str_eq(e.msg, "the sequence length must be an integer in "
-			 "[1, 10000000], not 0");
+				"[1, 10000000], not 0");
 	ck_assert_int_eq(m->seq, 8192);
 	ck_assert_rel(model_flops_per_token(m), total, 1e-15);
 	model_free(m);
@@ -477,8 +479,8 @@ START_TEST(test_set_seq)
 	m = load_ok("tests/data/hf/gpt2.json");
 	ck_assert_int_eq(model_set_seq(m, 2048, &e), -1);
 	ck_assert_str_eq(e.msg, "the sequence length must be at most "
-			 "'max_position_embeddings' (1024) with learned "
-			 "positions, not 2048");
+				"'max_position_embeddings' (1024) with learned "
+				"positions, not 2048");
 	ck_assert_int_eq(model_set_seq(m, 512, &e), 0);
 	model_free(m);
 }
@@ -491,10 +493,16 @@ static const struct {
 	double params_b;
 	int heads, hidden, layers;
 } table1[] = {
-	{1.7, 24, 2304, 24},	  {3.6, 32, 3072, 30},	  {7.5, 32, 4096, 36},
-	{18.4, 48, 6144, 40},	  {39.1, 64, 8192, 48},	  {76.1, 80, 10240, 60},
-	{145.6, 96, 12288, 80},	  {310.1, 128, 16384, 96},
-	{529.6, 128, 20480, 105}, {1008.0, 160, 25600, 128},
+	{ 1.7, 24, 2304, 24 },
+	{ 3.6, 32, 3072, 30 },
+	{ 7.5, 32, 4096, 36 },
+	{ 18.4, 48, 6144, 40 },
+	{ 39.1, 64, 8192, 48 },
+	{ 76.1, 80, 10240, 60 },
+	{ 145.6, 96, 12288, 80 },
+	{ 310.1, 128, 16384, 96 },
+	{ 529.6, 128, 20480, 105 },
+	{ 1008.0, 160, 25600, 128 },
 };
 
 START_TEST(test_megatron_table1)
@@ -527,18 +535,18 @@ START_TEST(test_check_gpus)
 {
 	char *path = write_temp(measured_profile);
 	struct model *m = load_ok(path), *plain = load_ok("tests/data/tiny-2-layers.json");
-	struct gpu_type both[] = {{.name = "H100-SXM5-80GB"}, {.name = "A100-SXM4-80GB"}};
-	struct gpu_type one[] = {{.name = "H100-SXM5-80GB"}, {.name = "A100-SXM4-40GB"}};
-	struct cluster ok = {.name = "both", .gpu = both, .n_gpu = 2};
-	struct cluster typo = {.name = "mixed", .gpu = one, .n_gpu = 2};
-	struct err e = {""};
+	struct gpu_type both[] = { { .name = "H100-SXM5-80GB" }, { .name = "A100-SXM4-80GB" } };
+	struct gpu_type one[] = { { .name = "H100-SXM5-80GB" }, { .name = "A100-SXM4-40GB" } };
+	struct cluster ok = { .name = "both", .gpu = both, .n_gpu = 2 };
+	struct cluster typo = { .name = "mixed", .gpu = one, .n_gpu = 2 };
+	struct err e = { "" };
 
 	ck_assert_int_eq(model_check_gpus(m, &ok, &e), 0);
 	ck_assert_int_eq(model_check_gpus(plain, &typo, &e), 0);
 	ck_assert_int_eq(model_check_gpus(m, &typo, &e), -1);
 	ck_assert_str_eq(e.msg, "layer 1: measured point for GPU type 'A100-SXM4-80GB', "
-			 "which cluster 'mixed' does not define (its types: "
-			 "H100-SXM5-80GB, A100-SXM4-40GB)");
+				"which cluster 'mixed' does not define (its types: "
+				"H100-SXM5-80GB, A100-SXM4-40GB)");
 	model_free(m);
 	model_free(plain);
 	remove(path);
@@ -550,48 +558,48 @@ END_TEST
 static const struct {
 	const char *file, *want;
 } bad[] = {
-	{"model-missing-hidden.json", "missing field 'hidden_size'"},
-	{"model-negative-layers.json", "field 'num_layers' must be an integer in [1, 10000]"},
-	{"model-nonint-heads.json", "field 'num_attention_heads' must be an integer"},
-	{"model-absurd-hidden.json", "field 'hidden_size' must be an integer in [1, 1000000]"},
-	{"model-ffn-kind.json", "field 'ffn_kind' must be 'gelu', 'swiglu' or 'relu2', not 'relu'"},
-	{"model-heads-divide.json", "field 'num_attention_heads' must divide 'hidden_size'"},
-	{"model-kv-divide.json", "field 'num_kv_heads' must divide 'num_attention_heads'"},
-	{"model-layers-count.json", "field 'layers' must expand to num_layers + 2 = 4 entries"},
-	{"model-layers-order.json", "field 'layers[0].kind' must be 'embedding', not 'head'"},
-	{"model-layer-kind.json", "field 'layers[1].kind' must be 'embedding', 'block' or 'head', not 'mlp'"},
-	{"model-layer-params.json", "field 'layers[1].params' must be a number"},
-	{"model-measured-tp.json", "field 'layers[1].measured[0].tp' must be an integer"},
-	{"model-measured-time.json", "field 'layers[1].measured[0].forward_s' must be a number in [1e-09, "},
-	{"model-expert-params.json", "field 'layers[1].expert_params' must be a number"},
-	{"model-layers-type.json", "field 'layers' must be an array"},
-	{"model-hf-type.json", "field 'model_type' is 'bert', which is not supported (supported: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, llama4_text, olmo2, falcon, gptj, gpt2)"},
-	{"model-hf-kv.json", "field 'num_key_value_heads' must divide 'num_attention_heads'"},
-	{"model-hf-missing.json", "missing field 'intermediate_size'"},
-	{"model-hf-dtype.json", "field 'torch_dtype' must be 'bfloat16', 'float16' or 'float32', not 'int8'"},
-	{"model-dtype.json", "field 'dtype' must be 'bf16', 'fp16' or 'fp32', not 'fp8'"},
-	{"model-top-k.json", "field 'moe_top_k' must be an integer in [1, 4]"},
-	{"model-moe-no-experts.json", "field 'num_experts' must be positive"},
-	{"model-unknown-field.json", "unknown field 'hiden_size'"},
-	{"model-seq-pos.json", "field 'seq_length' must be at most 'max_position_embeddings' (64)"},
-	{"model-gbs-zero.json", "field 'global_batch_size' must be an integer"},
-	{"model-name-type.json", "field 'name' must be a non-empty string"},
-	{"model-seq-string.json", "field 'seq_length' must be an integer"},
-	{"model-qdim.json", "field 'num_attention_heads' times 'head_dim' must be at most"},
-	{"model-root-array.json", "the document must be a JSON object"},
-	{"model-duplicate-key.json", "duplicate key 'vocab_size'"},
+	{ "model-missing-hidden.json", "missing field 'hidden_size'" },
+	{ "model-negative-layers.json", "field 'num_layers' must be an integer in [1, 10000]" },
+	{ "model-nonint-heads.json", "field 'num_attention_heads' must be an integer" },
+	{ "model-absurd-hidden.json", "field 'hidden_size' must be an integer in [1, 1000000]" },
+	{ "model-ffn-kind.json", "field 'ffn_kind' must be 'gelu', 'swiglu' or 'relu2', not 'relu'" },
+	{ "model-heads-divide.json", "field 'num_attention_heads' must divide 'hidden_size'" },
+	{ "model-kv-divide.json", "field 'num_kv_heads' must divide 'num_attention_heads'" },
+	{ "model-layers-count.json", "field 'layers' must expand to num_layers + 2 = 4 entries" },
+	{ "model-layers-order.json", "field 'layers[0].kind' must be 'embedding', not 'head'" },
+	{ "model-layer-kind.json", "field 'layers[1].kind' must be 'embedding', 'block' or 'head', not 'mlp'" },
+	{ "model-layer-params.json", "field 'layers[1].params' must be a number" },
+	{ "model-measured-tp.json", "field 'layers[1].measured[0].tp' must be an integer" },
+	{ "model-measured-time.json", "field 'layers[1].measured[0].forward_s' must be a number in [1e-09, " },
+	{ "model-expert-params.json", "field 'layers[1].expert_params' must be a number" },
+	{ "model-layers-type.json", "field 'layers' must be an array" },
+	{ "model-hf-type.json", "field 'model_type' is 'bert', which is not supported (supported: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, llama4_text, olmo2, falcon, gptj, gpt2)" },
+	{ "model-hf-kv.json", "field 'num_key_value_heads' must divide 'num_attention_heads'" },
+	{ "model-hf-missing.json", "missing field 'intermediate_size'" },
+	{ "model-hf-dtype.json", "field 'torch_dtype' must be 'bfloat16', 'float16' or 'float32', not 'int8'" },
+	{ "model-dtype.json", "field 'dtype' must be 'bf16', 'fp16' or 'fp32', not 'fp8'" },
+	{ "model-top-k.json", "field 'moe_top_k' must be an integer in [1, 4]" },
+	{ "model-moe-no-experts.json", "field 'num_experts' must be positive" },
+	{ "model-unknown-field.json", "unknown field 'hiden_size'" },
+	{ "model-seq-pos.json", "field 'seq_length' must be at most 'max_position_embeddings' (64)" },
+	{ "model-gbs-zero.json", "field 'global_batch_size' must be an integer" },
+	{ "model-name-type.json", "field 'name' must be a non-empty string" },
+	{ "model-seq-string.json", "field 'seq_length' must be an integer" },
+	{ "model-qdim.json", "field 'num_attention_heads' times 'head_dim' must be at most" },
+	{ "model-root-array.json", "the document must be a JSON object" },
+	{ "model-duplicate-key.json", "duplicate key 'vocab_size'" },
 	/* Line 4 is `<TAB>"num_layers": 2,` after `"hidden_size": 64` with no
 	 * comma: the parser stops at its '"', column 2 (the tab is column 1). */
-	{"model-malformed.json", "model-malformed.json:4:2: malformed JSON"},
+	{ "model-malformed.json", "model-malformed.json:4:2: malformed JSON" },
 	/* An empty file ends at once: line 1, column 1. */
-	{"model-empty.json", "model-empty.json:1:1: malformed JSON"},
+	{ "model-empty.json", "model-empty.json:1:1: malformed JSON" },
 };
 
 START_TEST(test_bad_file)
 {
 	char path[256];
 	struct model *m = (struct model *)&m;
-	struct err e = {""};
+	struct err e = { "" };
 
 	snprintf(path, sizeof path, "tests/data/bad/%s", bad[_i].file);
 	ck_assert_int_eq(model_load(&m, path, &e), -1);
@@ -632,12 +640,12 @@ END_TEST
 START_TEST(test_missing_file)
 {
 	struct model *m = NULL;
-	struct err e = {""};
+	struct err e = { "" };
 
 	ck_assert_int_eq(model_load(&m, "tests/data/no-such-model.json", &e), -1);
 	ck_assert_ptr_null(m);
 	ck_assert_str_eq(e.msg, "cannot open 'tests/data/no-such-model.json': "
-			 "No such file or directory");
+				"No such file or directory");
 	model_free(NULL);
 }
 END_TEST

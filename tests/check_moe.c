@@ -38,8 +38,7 @@ END_TEST
 START_TEST(test_load_factor)
 {
 	struct model m;
-	struct strategy s = { .tp = 1, .cp = 1, .pp = 1, .dp = 8, .ep = 8, .mbs = 1,
-			      .seq = 4096 };
+	struct strategy s = { .tp = 1, .cp = 1, .pp = 1, .dp = 8, .ep = 8, .mbs = 1, .seq = 4096 };
 
 	memset(&m, 0, sizeof m);
 	m.experts = 8;
@@ -103,8 +102,7 @@ START_TEST(test_expert_tp_memory)
 			       { .kind = LAYER_BLOCK, .params = 1e9, .expert_params = 8e8 },
 			       { .kind = LAYER_HEAD } };
 	struct model m;
-	struct strategy s = { .tp = 4, .cp = 1, .pp = 1, .dp = 4, .ep = 2, .mbs = 1, .seq = 16,
-			      .zero = 1, .sp = true };
+	struct strategy s = { .tp = 4, .cp = 1, .pp = 1, .dp = 4, .ep = 2, .mbs = 1, .seq = 16, .zero = 1, .sp = true };
 	struct layer_mem lm;
 	double d, x;
 

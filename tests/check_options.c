@@ -14,9 +14,10 @@
 
 /* Files and paths that parse_args never opens (it stops at a bad option). */
 #define NO_FILES "--model no/such.json --cluster clusters/mixed.json"
-#define SPEC "tp=8,pp=4,dp=2,cp=1,mbs=1"
+#define SPEC	 "tp=8,pp=4,dp=2,cp=1,mbs=1"
 
-enum { MAX_NAMES = 128, NAME_LEN = 40 };
+enum { MAX_NAMES = 128,
+       NAME_LEN = 40 };
 
 /* A set of option names without the leading "--", sorted by names_sort. */
 struct names {
@@ -138,7 +139,7 @@ static void readme_names(struct names *ns)
 	ck_assert_ptr_nonnull(text);
 	ck_assert_ptr_nonnull(usage = strstr(text, "\n## Usage\n"));
 	ck_assert_ptr_nonnull(l = strstr(usage, "\n| option | meaning |\n"));
-	l = next_line(l + 1);	/* the |---|---| line */
+	l = next_line(l + 1); /* the |---|---| line */
 	ck_assert_msg(strncmp(l, "|---|", 5) == 0, "README.md: no |---| under the option table");
 	for (l = next_line(l); *l == '|'; l = next_line(l)) {
 		const char *end = l + 1;

@@ -116,7 +116,7 @@ static void assert_old_launch(const char *l)
 
 	assert_file(a, "old launch.sh\n");
 	assert_file(b, "old nodes.txt\n");
-	ck_assert_int_eq(entries(l), 2);	/* no temporary left behind */
+	ck_assert_int_eq(entries(l), 2); /* no temporary left behind */
 	free(a);
 	free(b);
 }
@@ -130,7 +130,8 @@ START_TEST(failing_json_keeps_csv_and_launch)
 
 	put_file(csv, "old csv\n");
 	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --emit megatron --out %s --json %s/no/x.json",
-				 csv, l, dir), 1);
+				 csv, l, dir),
+			 1);
 	ck_assert_msg(strstr(err, "cannot create"), "%s", err);
 	assert_file(csv, "old csv\n");
 	assert_old_launch(l);
@@ -154,8 +155,9 @@ START_TEST(failing_csv_keeps_launch)
 	assert_old_launch(l);
 	free(err);
 	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s/new/sub --csv %s/no/x.csv",
-				 dir, dir), 1);
-	ck_assert_int_eq(entries(dir), 1);	/* only L: new/sub was removed again */
+				 dir, dir),
+			 1);
+	ck_assert_int_eq(entries(dir), 1); /* only L: new/sub was removed again */
 	free(err);
 	free(l);
 	rm_tree(dir);
@@ -234,12 +236,12 @@ START_TEST(csv_fifo_with_reader)
 	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {	/* the reader: copies the FIFO to got */
+	if (pid == 0) { /* the reader: copies the FIFO to got */
 		int in, out;
 		char buf[4096];
 		ssize_t n;
 
-		alarm(10);	/* the bug: nobody ever opens the FIFO to write */
+		alarm(10); /* the bug: nobody ever opens the FIFO to write */
 		in = open(fifo, O_RDONLY);
 		out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (in < 0 || out < 0)
@@ -289,14 +291,16 @@ START_TEST(same_file_twice_is_usage)
 	ck_assert_int_eq(entries(dir), 0);
 	free(out);
 	free(err);
-	put_file(x, "old\n");	/* an existing file, through dev/ino */
+	put_file(x, "old\n"); /* an existing file, through dev/ino */
 	ck_assert_int_eq(run_fmt(&out, &err, "--csv %s --json %s/../%s/./x", x, dir,
-				 strrchr(dir, '/') + 1), 2);
+				 strrchr(dir, '/') + 1),
+			 2);
 	assert_file(x, "old\n");
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_fmt(&out, &err, "--emit megatron --out %s/L --csv %s/L/nodes.txt",
-				 dir, dir), 2);
+				 dir, dir),
+			 2);
 	ck_assert_int_eq(entries(dir), 1);
 	free(out);
 	free(err);

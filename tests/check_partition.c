@@ -10,7 +10,7 @@
 #include "partition.h"
 #include "testutil.h"
 
-#define NL 48	/* most layers in these tests */
+#define NL 48 /* most layers in these tests */
 #define NG 3
 
 /* A problem instance with its storage. */
@@ -39,7 +39,7 @@ static void inst_init(struct inst *in, int n, int G, int K)
 
 static uint64_t rng_state;
 
-static uint64_t rng_next(void)	/* splitmix64 */
+static uint64_t rng_next(void) /* splitmix64 */
 {
 	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
 
@@ -53,7 +53,7 @@ static double unif(double lo, double hi)
 	return lo + (hi - lo) * (double)(rng_next() >> 11) * 0x1p-53;
 }
 
-static int irand(int lo, int hi)	/* inclusive */
+static int irand(int lo, int hi) /* inclusive */
 {
 	return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
 }
@@ -118,7 +118,7 @@ static void brute_rec(const struct inst *in, unsigned short *first, int k, doubl
 
 static double brute(const struct inst *in)
 {
-	unsigned short first[MAX_STAGES + 1] = {0};
+	unsigned short first[MAX_STAGES + 1] = { 0 };
 	double best = INFINITY;
 
 	if (in->f.n_stages <= in->lc.n_layer)
@@ -174,8 +174,8 @@ static void random_inst(struct inst *in, int n, int K, int G)
 	for (int g = 0; g < G; g++) {
 		double speed = unif(0.3, 3);
 		for (int l = 0; l < n; l++)
-			in->time[g * n + l] = ints ? irand(0, 3) :
-					      mode == 1 ? speed : speed * unif(0.2, 1.5);
+			in->time[g * n + l] = ints ? irand(0, 3) : mode == 1 ? speed
+									     : speed * unif(0.2, 1.5);
 	}
 	for (int l = 0; l < n; l++) {
 		in->state[l] = ints ? irand(1, 4) : unif(1, 10);
@@ -389,10 +389,10 @@ START_TEST(test_edges)
 		in.time[l] = l + 1;
 	in.f.a = 2, in.f.b = 0.5, in.f.cap[0] = 0;
 	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
-	ck_assert_rel(t, 2 * 15 + 0.5 * 15, 1e-12);	/* (a + b) * 15 */
+	ck_assert_rel(t, 2 * 15 + 0.5 * 15, 1e-12); /* (a + b) * 15 */
 	ck_assert_int_eq(first[1], 5);
 
-	in.f.n_stages = 5;	/* one layer each: max 5, sum 15 + sends 1 */
+	in.f.n_stages = 5; /* one layer each: max 5, sum 15 + sends 1 */
 	for (int k = 0; k < 5; k++)
 		in.f.send[k] = k < 4 ? 0.25 : 0;
 	ck_assert_int_eq(partition_solve(&in.lc, &in.f, first, &t), 0);
@@ -420,7 +420,7 @@ START_TEST(test_brute_force)
 
 		rng_state = (uint64_t)seed;
 		n = irand(1, 9);
-		K = irand(1, 5);	/* K = 5 > n sometimes: none */
+		K = irand(1, 5); /* K = 5 > n sometimes: none */
 		G = irand(1, 3);
 		random_inst(&in, n, K, G);
 		want = brute(&in);
@@ -462,7 +462,7 @@ START_TEST(test_large)
 	static struct layer_costs lc;
 	static struct pipeline_frame f;
 	static double time[2 * 130], state[130], act[130], extra[130];
-	static const int ks[] = {1, 2, 4, 8, 16, 32, 64, 100, 128};
+	static const int ks[] = { 1, 2, 4, 8, 16, 32, 64, 100, 128 };
 	unsigned short first[MAX_STAGES + 1];
 	double t;
 
@@ -491,7 +491,7 @@ START_TEST(test_large)
 		ck_assert_int_eq(first[K], 130);
 		for (int k = 0; k < K; k++)
 			ck_assert_int_lt(first[k], first[k + 1]);
-		for (int k = 0; k < K; k++) {	/* even split, remainder last */
+		for (int k = 0; k < K; k++) { /* even split, remainder last */
 			int i = k * per, j = k == K - 1 ? 130 : i + per;
 			double c = f.send[k];
 			for (int l = i; l < j; l++)
@@ -529,7 +529,7 @@ static void front_add(struct front *fr, double mx, double v)
 
 	for (int x = 0; x < fr->n; x++)
 		if (fr->mx[x] <= mx && fr->v[x] <= v)
-			return;	/* dominated */
+			return; /* dominated */
 	for (int x = 0; x < fr->n; x++)
 		if (!(mx <= fr->mx[x] && v <= fr->v[x])) {
 			fr->mx[w] = fr->mx[x];
@@ -613,7 +613,7 @@ static double pref(const struct pinst *in, const int *cls, const int *seq)
 	}
 	fr = calloc((size_t)ncnt * G * (n + 1), sizeof *fr);
 	ck_assert(fr);
-#define FR(c, g, j) fr[((size_t)(c) * G + (g)) * (n + 1) + (j)]
+#define FR(c, g, j) fr[((size_t)(c)*G + (g)) * (n + 1) + (j)]
 	/* count vectors in increasing order of their index: a successor's
 	 * index is larger */
 	for (int cnt = 0; cnt < ncnt; cnt++) {
@@ -705,7 +705,8 @@ static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
 		for (int j = 0; j <= n; j++)
 			in->tail0[g * (n + 1) + j] = dup[g] ? in->tail0[o * (n + 1) + j] : unif(0, 0.3) * j;
 		in->f.cap_of[g] = dup[g] ? in->f.cap_of[o] : tot / K * unif(0.6, 2.5);
-		in->f.vocab_of[g] = dup[g] ? in->f.vocab_of[o] : irand(0, 2) ? 0 : unif(0, 0.2);
+		in->f.vocab_of[g] = dup[g] ? in->f.vocab_of[o] : irand(0, 2) ? 0
+									     : unif(0, 0.2);
 	}
 	for (int g = 0; g < G; g++)
 		for (int h = 0; h < G; h++) {
@@ -741,8 +742,8 @@ START_TEST(test_place_random_deep)
 		random_pinst(&in, n, K, G, dup);
 		for (int g = 0; g < G; g++) {
 			id[g] = g;
-			same[g] = dup[g] ? same[g - 1] : g;	/* copies merge */
-			any[g] = irand(0, 1);			/* any merge */
+			same[g] = dup[g] ? same[g - 1] : g; /* copies merge */
+			any[g] = irand(0, 1);		    /* any merge */
 		}
 		want = pref(&in, NULL, NULL);
 		if (partition_place(&in.lc, &in.f, in.ranks, group, first, &t)) {
@@ -757,11 +758,13 @@ START_TEST(test_place_random_deep)
 		deep += K >= 10;
 		/* with an incumbent: the optimum where it is below, else none */
 		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 + 1e-6), group,
-						       first, &t), 0);
+						       first, &t),
+				 0);
 		ck_assert_rel(t, want, 1e-9);
 		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
 		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 - 1e-6), group,
-						       first, &t), -1);
+						       first, &t),
+				 -1);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, id, &lb, seq), 0);
 		ck_assert_rel(lb, want, 1e-9);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, same, &lb, seq), 0);

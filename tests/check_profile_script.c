@@ -13,13 +13,13 @@
 #include "testutil.h"
 #include "util.h"
 
-#define PYTHON "/usr/bin/python3"
-#define SCRIPT PYTHON " scripts/profile_layers.py --ampplan " AMPPLAN_BIN
+#define PYTHON	 "/usr/bin/python3"
+#define SCRIPT	 PYTHON " scripts/profile_layers.py --ampplan " AMPPLAN_BIN
 #define MEASURED "build/tiny-measured.json"
-#define LOG "build/tiny-measured.log"
-#define DOUBLED "build/tiny-doubled.json"
-#define CLUSTER "build/cpu-test.json"
-#define PLAN "build/cpu-test-plan.json"
+#define LOG	 "build/tiny-measured.log"
+#define DOUBLED	 "build/tiny-doubled.json"
+#define CLUSTER	 "build/cpu-test.json"
+#define PLAN	 "build/cpu-test-plan.json"
 #define HBM_GBPS 100.0
 
 /* Set once by measure() in the parent; the forked tests inherit them. */
@@ -39,14 +39,15 @@ static void measure(void)
 	torch_ok = shell(PYTHON " -c 'import torch' >/dev/null 2>&1") == 0;
 	if (torch_ok)
 		script_rc = shell(SCRIPT " --model tests/data/tiny-2-layers.json"
-				  " --device cpu --gpu cpu-test --mbs 1,2 --repeat 2"
-				  " --out " MEASURED " 2>" LOG);
+					 " --device cpu --gpu cpu-test --mbs 1,2 --repeat 2"
+					 " --out " MEASURED " 2>" LOG);
 }
 
 static void need_measured(void)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-		      "(make deps)", PYTHON);
+				"(make deps)",
+		      PYTHON);
 	ck_assert_msg(script_rc == 0, "profile_layers.py exited %d; see %s",
 		      script_rc, LOG);
 }
@@ -71,8 +72,7 @@ static double num(const cJSON *o, const char *key)
 
 static int repeat(const cJSON *entry)
 {
-	return cJSON_GetObjectItemCaseSensitive(entry, "repeat") ?
-	       (int)num(entry, "repeat") : 1;
+	return cJSON_GetObjectItemCaseSensitive(entry, "repeat") ? (int)num(entry, "repeat") : 1;
 }
 
 /* Over the layers of a profile: the sum of forward + backward seconds of
@@ -83,15 +83,16 @@ static double measured_sum(const cJSON *prof, int mbs, double *params)
 	double sum = 0;
 
 	*params = 0;
-	cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(prof, "layers")) {
+	cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(prof, "layers"))
+	{
 		int found = 0;
 
 		*params += repeat(entry) * num(entry, "params");
-		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(entry, "measured"))
-			if (num(p, "micro_batch_size") == mbs) {
-				sum += repeat(entry) * (num(p, "forward_s") + num(p, "backward_s"));
-				found++;
-			}
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(entry, "measured")) if (num(p, "micro_batch_size") == mbs)
+		{
+			sum += repeat(entry) * (num(p, "forward_s") + num(p, "backward_s"));
+			found++;
+		}
 		ck_assert_int_eq(found, 1);
 	}
 	return sum;
@@ -100,7 +101,8 @@ static double measured_sum(const cJSON *prof, int mbs, double *params)
 START_TEST(torch_is_installed)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-		      "(make deps, or apt-get install python3-torch)", PYTHON);
+				"(make deps, or apt-get install python3-torch)",
+		      PYTHON);
 }
 END_TEST
 
@@ -117,7 +119,8 @@ START_TEST(profile_has_points)
 	ck_assert_int_eq(run_ampplan("profile --model " MEASURED, &out, NULL), 0);
 	doc = cJSON_Parse(out);
 	ck_assert_ptr_nonnull(doc);
-	cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(doc, "layers")) {
+	cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(doc, "layers"))
+	{
 		const cJSON *arr = cJSON_GetObjectItemCaseSensitive(entry, "measured");
 		int mbs_seen = 0;
 
@@ -125,7 +128,8 @@ START_TEST(profile_has_points)
 		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(entry, "kind")->valuestring,
 				 kinds[i++]);
 		ck_assert_int_eq(cJSON_GetArraySize(arr), 2);
-		cJSON_ArrayForEach(p, arr) {
+		cJSON_ArrayForEach(p, arr)
+		{
 			ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(p, "gpu")->valuestring,
 					 "cpu-test");
 			ck_assert_double_eq(num(p, "tp"), 1);
@@ -162,7 +166,8 @@ static double what_if(const char *model, int mbs, const char *key)
 	double v;
 
 	snprintf(args, sizeof args, "--model %s --cluster " CLUSTER " --tp 1 --pp 1"
-		 " --dp 1 --cp 1 --mbs %d --gbs %d --json " PLAN, model, mbs, mbs);
+				    " --dp 1 --cp 1 --mbs %d --gbs %d --json " PLAN,
+		 model, mbs, mbs);
 	ck_assert_msg(run_ampplan(args, NULL, &err) == 0, "ampplan %s: %s", args, err);
 	free(err);
 	doc = load(PLAN);
@@ -189,7 +194,8 @@ START_TEST(measured_times_drive_cost)
 		 "\"efficiency_max\": 0.5}}, \"groups\": [{\"name\": \"cpu\", "
 		 "\"nodes\": 1, \"gpus_per_node\": 1, \"gpu\": \"cpu-test\", "
 		 "\"intra_node_GBps\": 16, \"intra_node_latency_us\": 2, "
-		 "\"inter_node_Gbps\": 50, \"inter_node_latency_us\": 15}]}\n", HBM_GBPS);
+		 "\"inter_node_Gbps\": 50, \"inter_node_latency_us\": 15}]}\n",
+		 HBM_GBPS);
 	write_file(CLUSTER, cluster);
 	doc = load(MEASURED);
 	sum1 = measured_sum(doc, 1, &params);
@@ -201,12 +207,13 @@ START_TEST(measured_times_drive_cost)
 	ck_assert_rel(what_if(MEASURED, 2, "iteration_s"), sum2 + opt, 1e-3);
 
 	cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(doc, "layers"))
-		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(entry, "measured")) {
-			cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "forward_s"),
-					     2 * num(p, "forward_s"));
-			cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "backward_s"),
-					     2 * num(p, "backward_s"));
-		}
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(entry, "measured"))
+	{
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "forward_s"),
+				     2 * num(p, "forward_s"));
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "backward_s"),
+				     2 * num(p, "backward_s"));
+	}
 	text = cJSON_Print(doc);
 	write_file(DOUBLED, text);
 	cJSON_free(text);
@@ -218,8 +225,8 @@ END_TEST
 /* Bad arguments fail with one clear message and exit 1, before any timing,
  * and leave no output file. */
 static const char *const bad_args[] = {
-	"--out build/bad-profile.json",					/* no --model */
-	"--model tests/data/tiny-2-layers.json",			/* no --out */
+	"--out build/bad-profile.json",		 /* no --model */
+	"--model tests/data/tiny-2-layers.json", /* no --out */
 	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --mbs 1,0",
 	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --mbs x",
 	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --repeat -2",
@@ -247,7 +254,7 @@ START_TEST(bad_args_exit_1)
 	fclose(f);
 	remove(path);
 	ck_assert_msg(strstr(err, "profile_layers.py: error: ") &&
-		      strchr(strstr(err, "profile_layers.py: error: "), '\n') == err + n - 1,
+			      strchr(strstr(err, "profile_layers.py: error: "), '\n') == err + n - 1,
 		      "%s: stderr: %s", bad_args[_i], err);
 	ck_assert_msg(access("build/bad-profile.json", F_OK) != 0, "%s wrote a file",
 		      bad_args[_i]);

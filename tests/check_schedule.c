@@ -17,7 +17,7 @@
  * ends at 12 = (m + p - 1) c = (m-1) max c + sum c = 2*3 + 6. */
 START_TEST(test_1f1b_balanced)
 {
-	double a, b, c[2] = {3, 3};
+	double a, b, c[2] = { 3, 3 };
 
 	schedule_weights(SCHED_1F1B, 3, 1, 0, &a, &b);
 	ck_assert_rel(a, 2, 0);
@@ -38,7 +38,7 @@ END_TEST
  * 9-25, stage 0 B3 25-27: also 27. */
 START_TEST(test_1f1b_gpipe_unbalanced)
 {
-	double a, b, c[2] = {3, 6};
+	double a, b, c[2] = { 3, 6 };
 
 	schedule_weights(SCHED_1F1B, 4, 1, 0, &a, &b);
 	ck_assert_rel(schedule_time(a, b, c, 2), 27, 1e-12);
@@ -58,7 +58,7 @@ END_TEST
  * a = m v - 1 = 3, b = 1/v: 3*3 + 12/2 = 15. */
 START_TEST(test_interleaved)
 {
-	double a, b, c[4] = {3, 3, 3, 3};
+	double a, b, c[4] = { 3, 3, 3, 3 };
 
 	schedule_weights(SCHED_INTERLEAVED, 2, 2, 0, &a, &b);
 	ck_assert_rel(a, 3, 0);
@@ -81,7 +81,7 @@ END_TEST
  * b = rho: (2 - 1/3) 3 + (1/3) 6 = 7. */
 START_TEST(test_zb_h1)
 {
-	double a, b, c2[2] = {3, 3}, c4[4] = {3, 3, 3, 3};
+	double a, b, c2[2] = { 3, 3 }, c4[4] = { 3, 3, 3, 3 };
 
 	schedule_weights(SCHED_ZB_H1, 2, 1, 1.0 / 3, &a, &b);
 	ck_assert_rel(schedule_time(a, b, c2, 2), 7, 1e-12);
@@ -132,7 +132,7 @@ END_TEST
  * rho = 1 it is interleaved 1F1B's (m v - 1, 1/v). */
 START_TEST(test_interleaved_zb)
 {
-	double a, b, ia, ib, c4[4] = {3, 3, 3, 3}, r2[2] = {6, 6};
+	double a, b, ia, ib, c4[4] = { 3, 3, 3, 3 }, r2[2] = { 6, 6 };
 
 	schedule_weights(SCHED_INTERLEAVED_ZB, 4, 2, 1.0 / 3, &a, &b);
 	ck_assert_rel(a, 23.0 / 3, 1e-12);
@@ -156,7 +156,7 @@ END_TEST
  * 6: a = m - 0.25, b = 0.25: 22.5 + 3 = 25.5. */
 START_TEST(test_zb_v)
 {
-	double a, b, c4[4] = {3, 3, 3, 3}, r2[2] = {6, 6};
+	double a, b, c4[4] = { 3, 3, 3, 3 }, r2[2] = { 6, 6 };
 
 	schedule_weights(SCHED_ZB_V, 4, 2, 1.0 / 3, &a, &b);
 	ck_assert_rel(schedule_time(a, b, c4, 4), 25, 1e-12);
@@ -194,7 +194,7 @@ END_TEST
  * m = 8: 7; m = 5: 5; m = 4: 4. */
 START_TEST(test_zb_h2)
 {
-	double a, b, c3[4] = {3, 3, 3, 3}, c4[4] = {4, 4, 4, 4};
+	double a, b, c3[4] = { 3, 3, 3, 3 }, c4[4] = { 4, 4, 4, 4 };
 
 	schedule_weights(SCHED_ZB_H2, 8, 1, 1.0 / 3, &a, &b);
 	ck_assert_rel(schedule_time(a, b, c3, 4), 27, 1e-12);
@@ -227,8 +227,8 @@ END_TEST
  *   5/8 = 3/8; none for ZB-V, and none when the held fill the passes. */
 START_TEST(test_dualpipe)
 {
-	double a, b, c3[8] = {3, 3, 3, 3, 3, 3, 3, 3};
-	static const double v8[8] = {8, 6, 4, 2, 7, 5, 3, 1};
+	double a, b, c3[8] = { 3, 3, 3, 3, 3, 3, 3, 3 };
+	static const double v8[8] = { 8, 6, 4, 2, 7, 5, 3, 1 };
 
 	schedule_weights(SCHED_DUALPIPE_V, 8, 2, 1.0 / 3, &a, &b);
 	ck_assert_rel(schedule_time(a, b, c3, 8), 51, 1e-12);
@@ -283,7 +283,8 @@ START_TEST(test_rules)
 		ck_assert_int_eq(schedule_fb_overlap(sc), fb);
 		ck_assert_int_eq(schedule_bidirectional(sc), sc == SCHED_DUALPIPE);
 		ck_assert_int_eq(schedule_min_micro_batches(sc, 4),
-				 fb ? 8 : sc == SCHED_1F1B || sc == SCHED_GPIPE ? 1 : 4);
+				 fb ? 8 : sc == SCHED_1F1B || sc == SCHED_GPIPE ? 1
+										: 4);
 		for (int pp = 1; pp <= 8; pp++)
 			for (int vp = 1; vp <= 4; vp++)
 				for (int m = 1; m <= 20; m++) {

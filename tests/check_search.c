@@ -21,9 +21,9 @@
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 static unsigned rng;
-static int n_groups;	/* groups of random_cluster; 0: 1 to 3 at random */
-static int gaps;	/* rows never_better saw with a proven gap above 0 */
-static int deep;	/* 0, or random_model's blocks from 14 to 18 and
+static int n_groups; /* groups of random_cluster; 0: 1 to 3 at random */
+static int gaps;     /* rows never_better saw with a proven gap above 0 */
+static int deep;     /* 0, or random_model's blocks from 14 to 18 and
 			   random_cluster's groups of deep nodes of 1 GPU */
 
 static unsigned next(void)
@@ -32,8 +32,14 @@ static unsigned next(void)
 	return (rng >> 8) & 0xffffff;
 }
 
-static int pick(int lo, int hi) { return lo + (int)(next() % (unsigned)(hi - lo + 1)); }
-static double uniform(double lo, double hi) { return lo + (hi - lo) * (next() / 16777216.0); }
+static int pick(int lo, int hi)
+{
+	return lo + (int)(next() % (unsigned)(hi - lo + 1));
+}
+static double uniform(double lo, double hi)
+{
+	return lo + (hi - lo) * (next() / 16777216.0);
+}
 
 /* A small Llama-style model with 2 to 6 blocks made uneven: each block's
  * FLOPs and activations scaled by a random factor in [0.5, 2]. */
@@ -92,7 +98,8 @@ static struct cluster *random_cluster(const struct model *m)
 		snprintf(name, sizeof name, "g%d", g);
 		G->name = xstrdup(name);
 		G->gpus_per_node = n_groups > 3 || deep ? 1 : sizes[pick(0, 2)];
-		G->nodes = deep ? deep : n_groups > 3 ? 1 : pick(1, 4 / G->gpus_per_node > 1 ? 4 / G->gpus_per_node : 1);
+		G->nodes = deep ? deep : n_groups > 3 ? 1
+						      : pick(1, 4 / G->gpus_per_node > 1 ? 4 / G->gpus_per_node : 1);
 		G->gpu = g;
 		G->intra_bw = uniform(16e9, 450e9);
 		G->intra_lat = 2e-6;
@@ -493,7 +500,7 @@ START_TEST(search_is_exact_gpipe_zb)
 		n += compare(seed * 104729u, SCHED_ZB_H1);
 	}
 	ck_assert_int_gt(n, 50);
-	ck_assert_int_ge(exact * 10, n * 9);	/* 95% here */
+	ck_assert_int_ge(exact * 10, n * 9); /* 95% here */
 }
 END_TEST
 
@@ -511,13 +518,8 @@ static void small_case(struct model **mp, struct cluster **cp, int blocks, int n
 	c->n_gpu = c->n_group = 1;
 	c->gpu = xcalloc(1, sizeof *c->gpu);
 	c->group = xcalloc(1, sizeof *c->group);
-	c->gpu[0] = (struct gpu_type){ .name = xstrdup("gpu"), .peak_flops = 500e12,
-				       .mem_bytes = mem_gib * GiB, .hbm_bw = 2e12,
-				       .eff_max = 0.5, .peak_fp8_flops = fp8 ? 1000e12 : 0 };
-	c->group[0] = (struct node_group){ .name = xstrdup("g"), .nodes = nodes,
-					   .gpus_per_node = 2, .intra_bw = 300e9,
-					   .intra_lat = 2e-6, .inter_bw = 50e9, .inter_lat = 5e-6,
-					   .intra_eff = 0.75, .inter_eff = 0.9 };
+	c->gpu[0] = (struct gpu_type){ .name = xstrdup("gpu"), .peak_flops = 500e12, .mem_bytes = mem_gib * GiB, .hbm_bw = 2e12, .eff_max = 0.5, .peak_fp8_flops = fp8 ? 1000e12 : 0 };
+	c->group[0] = (struct node_group){ .name = xstrdup("g"), .nodes = nodes, .gpus_per_node = 2, .intra_bw = 300e9, .intra_lat = 2e-6, .inter_bw = 50e9, .inter_lat = 5e-6, .intra_eff = 0.75, .inter_eff = 0.9 };
 	c->total_gpus = 2 * nodes;
 	*mp = m;
 	*cp = c;
@@ -549,13 +551,9 @@ START_TEST(mixed_replicas_never_refused)
 			c->gpu[g] = (struct gpu_type){ .name = xstrdup(g ? "slow" : "fast"),
 						       .peak_flops = g ? 250e12 : 500e12,
 						       .mem_bytes = (g ? 60 : 80) * GiB,
-						       .hbm_bw = 2e12, .eff_max = 0.5 };
-			c->group[g] = (struct node_group){ .name = xstrdup(g ? "b" : "a"), .gpu = g,
-							   .nodes = 1 + (int)(rand_r(&seed) % 3),
-							   .gpus_per_node = gpn[rand_r(&seed) % 3],
-							   .intra_bw = 300e9, .intra_lat = 2e-6,
-							   .inter_bw = g ? 25e9 : 50e9, .inter_lat = 5e-6,
-							   .intra_eff = 0.75, .inter_eff = 0.9 };
+						       .hbm_bw = 2e12,
+						       .eff_max = 0.5 };
+			c->group[g] = (struct node_group){ .name = xstrdup(g ? "b" : "a"), .gpu = g, .nodes = 1 + (int)(rand_r(&seed) % 3), .gpus_per_node = gpn[rand_r(&seed) % 3], .intra_bw = 300e9, .intra_lat = 2e-6, .inter_bw = g ? 25e9 : 50e9, .inter_lat = 5e-6, .intra_eff = 0.75, .inter_eff = 0.9 };
 			c->total_gpus += c->group[g].nodes * c->group[g].gpus_per_node;
 		}
 		for (int pp = 1; pp <= m->n_layer && pp <= c->total_gpus; pp++) {
@@ -613,9 +611,7 @@ START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
 	struct plan *p = NULL;
 	struct plan_opts o;
 	struct err e = { "" };
-	struct strategy s = { .tp = 1, .cp = 1, .pp = 2, .dp = 1, .ep = 1, .vp = 2, .mbs = 1,
-			      .gbs = 8, .seq = 1024, .micro_batches = 8,
-			      .schedule = SCHED_INTERLEAVED, .n_stages = 4 };
+	struct strategy s = { .tp = 1, .cp = 1, .pp = 2, .dp = 1, .ep = 1, .vp = 2, .mbs = 1, .gbs = 8, .seq = 1024, .micro_batches = 8, .schedule = SCHED_INTERLEAVED, .n_stages = 4 };
 	struct layer_costs lc;
 	struct pipeline_frame f;
 	unsigned short first[MAX_STAGES + 1];

@@ -15,7 +15,7 @@
 
 /* A balanced input: every virtual stage f, b, w seconds, no sends or tails. */
 static struct sim_in *balanced(enum schedule sc, int pp, int vp, int m, double f, double b,
-				    double w)
+			       double w)
 {
 	struct sim_in *in = xcalloc(1, sizeof *in);
 
@@ -41,7 +41,7 @@ static void order_of(char *buf, size_t n, const struct sim_in *in,
 	for (int i = sim->first[r]; i < sim->first[r + 1] && at < n; i++) {
 		const struct sim_op *o = &sim->op[i];
 
-		at += (size_t)snprintf(buf + at, n - at, "%s%c%d", at ? " " : "", "FBW"[o->kind], o->mb);
+		at += (size_t)snprintf(buf + at, n - at, "%s%c%d", at ? " " : "", "FBW"[o->kind], o -> mb);
 		if (in->vp > 1 && at < n)
 			at += (size_t)snprintf(buf + at, n - at, "c%d", o->chunk);
 	}
@@ -309,9 +309,7 @@ static int rank_of(const struct sim_in *in, int k)
  * ZB-H2 more than 2 pp - 1 micro-batches. */
 static void check_deps(const struct sim_in *in, const struct sim_result *sim)
 {
-	int pp = in->pp, S = pp * in->vp, m = in->m, zb = in->schedule == SCHED_ZB_H1 ||
-		in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V ||
-		in->schedule == SCHED_ZB_H2 || in->schedule == SCHED_DUALPIPE_V;
+	int pp = in->pp, S = pp * in->vp, m = in->m, zb = in->schedule == SCHED_ZB_H1 || in->schedule == SCHED_INTERLEAVED_ZB || in->schedule == SCHED_ZB_V || in->schedule == SCHED_ZB_H2 || in->schedule == SCHED_DUALPIPE_V;
 	double *end = xcalloc((size_t)3 * S * m, sizeof *end);
 	int *seen = xcalloc((size_t)3 * S * m, sizeof *seen);
 
@@ -353,9 +351,11 @@ static void check_deps(const struct sim_in *in, const struct sim_result *sim)
 				need = end[((size_t)SIM_B * S + k) * m + o->mb];
 			}
 			ck_assert_msg(o->start >= need - 1e-12, "%s pp %d m %d rank %d pass %d "
-				      "starts at %g before its input (%g)", schedule_name(in->schedule),
+								"starts at %g before its input (%g)",
+				      schedule_name(in->schedule),
 				      pp, m, r, i - sim->first[r], o->start, need);
-			held += o->kind == SIM_F ? 1 : o->kind == SIM_W ? -1 : 0;
+			held += o->kind == SIM_F ? 1 : o->kind == SIM_W ? -1
+									: 0;
 			most = held > most ? held : most;
 		}
 		if (in->schedule == SCHED_ZB_V)
@@ -386,11 +386,13 @@ START_TEST(test_dependencies)
 
 	for (int si = 0; si < 8; si++)
 		for (int pp = 1; pp <= 8; pp++)
-			for (int m = scheds[si] == SCHED_ZB_V ? 1 : scheds[si] == SCHED_DUALPIPE_V ? 2 * pp : pp;
+			for (int m = scheds[si] == SCHED_ZB_V ? 1 : scheds[si] == SCHED_DUALPIPE_V ? 2 * pp
+												   : pp;
 			     m <= 3 * pp + 1; m++)
 				for (int uneven = 0; uneven < 2; uneven++) {
 					enum schedule sc = scheds[si];
-					int vp = schedule_v(sc) ? 2 : schedule_virtual(sc) ? 2 + m % 2 : 1;
+					int vp = schedule_v(sc) ? 2 : schedule_virtual(sc) ? 2 + m % 2
+											   : 1;
 					struct sim_in *in = balanced(sc, pp, vp, m, 1, 1, 1);
 					struct sim_result sim;
 
@@ -433,8 +435,8 @@ START_TEST(test_zb_closed_forms)
 			schedule_weights(SCHED_ZB_V, m, 2, 1.0 / 3, &a, &b);
 			closed = schedule_time(a, b, c, 2 * p);
 			ck_assert_msg(sim.makespan >= 6.0 * m + p - 1 - 1e-9 &&
-				      sim.makespan <= 6.0 * m + 2 * (p - 1) + 1e-9 &&
-				      fabs(sim.makespan - closed) <= 2 * (p - 1) + 1e-9,
+					      sim.makespan <= 6.0 * m + 2 * (p - 1) + 1e-9 &&
+					      fabs(sim.makespan - closed) <= 2 * (p - 1) + 1e-9,
 				      "zb-v p %d m %d: %g (closed form %g)", p, m, sim.makespan, closed);
 			sim_free(&sim);
 			free(in);
@@ -472,8 +474,8 @@ START_TEST(test_zb_h2_closed_form)
 			ck_assert_msg(fabs(sim.makespan - (3.0 * m + p - 1)) < 1e-9,
 				      "zb-h2 p %d m %d: %g", p, m, sim.makespan);
 			for (int i = sim.first[0]; i < sim.first[1]; i++) {
-				held += sim.op[i].kind == SIM_F ? 1 :
-					sim.op[i].kind == SIM_W ? -1 : 0;
+				held += sim.op[i].kind == SIM_F ? 1 : sim.op[i].kind == SIM_W ? -1
+											      : 0;
 				most = held > most ? held : most;
 			}
 			ck_assert_int_eq(most, m < 2 * p - 1 ? m : 2 * p - 1);
@@ -519,7 +521,7 @@ START_TEST(test_dualpipe_v_closed_form)
 					      sim.makespan, closed);
 			else
 				ck_assert_msg(sim.makespan >= closed - 1e-9 &&
-					      sim.makespan <= closed + 2 * (p - 1) + 1e-9,
+						      sim.makespan <= closed + 2 * (p - 1) + 1e-9,
 					      "dualpipev p %d m %d: %g (closed form %g)", p, m,
 					      sim.makespan, closed);
 			sim_free(&sim);
@@ -541,7 +543,7 @@ START_TEST(test_interleaved_short_group)
 
 	for (int i = 0; i < 3; i++) {
 		struct sim_in *in = balanced(SCHED_INTERLEAVED, cases[i][0], cases[i][1],
-						  cases[i][2], 1, 2, 0);
+					     cases[i][2], 1, 2, 0);
 		struct sim_result sim;
 
 		simulate(&sim, in);

@@ -19,7 +19,7 @@
 /* The demo's top plan as a what-if: ZB-H1 on E+10|10|30|30+L, the A100s
  * first: 37.9 GiB of 40 on rank 0 (A100) is the fullest GPU, 71.9 of 80 on
  * rank 2 (H100) the most GiB. */
-#define TOP1 "tp=8,pp=4,dp=2,cp=1,mbs=2,schedule=zb-h1,zero=1,layout=E+10|10|30|30+L,tp-comm-overlap=on,overlap-grad-reduce=on,overlap-param-gather=on"
+#define TOP1	  "tp=8,pp=4,dp=2,cp=1,mbs=2,schedule=zb-h1,zero=1,layout=E+10|10|30|30+L,tp-comm-overlap=on,overlap-grad-reduce=on,overlap-param-gather=on"
 #define TOP1_OPTS "--tp 8 --pp 4 --dp 2 --cp 1 --mbs 2 --schedule zb-h1 --zero 1 --layout 'E+10|10|30|30+L' --tp-comm-overlap on --overlap-grad-reduce on --overlap-param-gather on"
 /* Megatron's default split of the same degrees, 1F1B, no ZeRO: 20 blocks
  * per stage put about 49 GiB on a 40 GiB A100. */
@@ -67,7 +67,8 @@ START_TEST(json_stages_agree_with_the_row)
 	doc = cJSON_Parse(out);
 	ck_assert_ptr_nonnull(doc);
 	rows = cJSON_GetObjectItemCaseSensitive(doc, "strategies");
-	cJSON_ArrayForEach(row, rows) {
+	cJSON_ArrayForEach(row, rows)
+	{
 		const cJSON *stages = cJSON_GetObjectItemCaseSensitive(row, "stages"), *st;
 		const cJSON *rank0 = cJSON_GetArrayItem(stages, 0);
 		double it = num(row, "iteration_s"), best = -1;
@@ -77,7 +78,8 @@ START_TEST(json_stages_agree_with_the_row)
 			break;
 		checked++;
 		ck_assert_rel(num(row, "bubble_pct"), 100 * num(row, "bubble_s") / it, 1e-4);
-		cJSON_ArrayForEach(st, stages) {
+		cJSON_ArrayForEach(st, stages)
+		{
 			if (num(st, "stage") >= num(row, "pp")) {
 				/* a later virtual stage: its own ms only */
 				ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(st, "rank_mem_GiB"));
@@ -93,7 +95,8 @@ START_TEST(json_stages_agree_with_the_row)
 			 * idle = the pipeline, the iteration less rank 0's tail */
 			ck_assert_rel(num(row, "micro_batches") *
 						      (num(st, "rank_fwd_ms") + num(st, "rank_bwd_ms") +
-						       num(st, "rank_p2p_ms")) / 1e3 +
+						       num(st, "rank_p2p_ms")) /
+						      1e3 +
 					      num(st, "rank_idle_s") + num(rank0, "rank_dp_comm_s") +
 					      num(rank0, "rank_optimizer_s"),
 				      it, 1e-5);
@@ -199,7 +202,7 @@ START_TEST(explain_has_a_line_per_rank)
 		ck_assert_rel(cap, q < 2 ? 40 : 80, 0);
 		for (int i = 0; i < 6; i++)
 			sum += part[i];
-		ck_assert_rel(sum, used, 0.06);	/* printed to 0.01 and 0.1 */
+		ck_assert_rel(sum, used, 0.06); /* printed to 0.01 and 0.1 */
 		if (q == 0)
 			ck_assert_ptr_nonnull(strstr(strchr(t, 'E'), "fullest\n"));
 		ranks++;
@@ -248,7 +251,8 @@ START_TEST(headroom_reserves_memory)
 		int n = 0;
 
 		ck_assert_ptr_nonnull(doc);
-		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
+		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies"))
+		{
 			double c = num(row, "fullest_capacity_GiB");
 
 			ck_assert_msg(c == 36 || c == 72, "capacity %g", c);
@@ -305,10 +309,12 @@ START_TEST(ep_is_fixed)
 	int n = 0;
 
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --ep 4 --work-budget 2000 --json -",
-				     &out, NULL), 0);
+				     &out, NULL),
+			 0);
 	doc = cJSON_Parse(out);
 	ck_assert_ptr_nonnull(doc);
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies")) {
+	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(doc, "strategies"))
+	{
 		ck_assert_int_eq((int)num(row, "ep"), 4);
 		n++;
 	}
@@ -316,7 +322,8 @@ START_TEST(ep_is_fixed)
 	cJSON_Delete(doc);
 	free(out);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --pp 4 --dp 16 --cp 1 --mbs 1 --ep 2",
-				     &out, NULL), 0);
+				     &out, NULL),
+			 0);
 	ck_assert_ptr_nonnull(strstr(out, "\n   1   2   4   16   1   2   1 "));
 	free(out);
 }
@@ -382,7 +389,8 @@ START_TEST(what_if_the_trainer_refuses)
 	char *out, *err;
 
 	ck_assert_int_eq(run_ampplan(DEMO " --tp 8 --pp 4 --dp 2 --cp 1 --mbs 1 --trainer deepspeed --schedule interleaved --vp 2",
-				     &out, &err), 1);
+				     &out, &err),
+			 1);
 	ck_assert_ptr_nonnull(strstr(out, "\n   1   8   4    2   1   1   1  256 interleaved/v2 "));
 	ck_assert_ptr_nonnull(strstr(out, "\n  iteration "));
 	ck_assert_ptr_nonnull(strstr(out, "\n  per pipeline rank: "));

@@ -260,7 +260,8 @@ START_TEST(test_cli_zb)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(args, sizeof args,
 		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --gbs 64 "
-		 "--schedule zb-v --timeline %s/v.svg", dir);
+		 "--schedule zb-v --timeline %s/v.svg",
+		 dir);
 	rc = run_ampplan(args, &out, &err);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
 	free(out);
@@ -280,7 +281,8 @@ START_TEST(test_cli_zb)
 	snprintf(args, sizeof args,
 		 "--model profiles/llama3-8b.json --cluster clusters/dgx-a100.json --tp 8 --pp 4 "
 		 "--dp 4 --cp 1 --mbs 1 --gbs 32 --seq 2048 --schedule zb-v "
-		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg", dir);
+		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg",
+		 dir);
 	rc = run_ampplan(args, &out, &err);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
 	free(out);
@@ -297,7 +299,8 @@ START_TEST(test_cli_zb)
 
 	snprintf(args, sizeof args,
 		 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --gbs 64 --pp 4 "
-		 "--schedule interleaved-zb --timeline %s/i.svg", dir);
+		 "--schedule interleaved-zb --timeline %s/i.svg",
+		 dir);
 	rc = run_ampplan(args, &out, &err);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
 	free(out);
@@ -347,7 +350,8 @@ START_TEST(test_cli)
 
 	snprintf(args, sizeof args,
 		 "--model profiles/llama70b.json --cluster clusters/mixed.json --pick 2 "
-		 "--timeline %s/no/such/t.svg --csv %s/p.csv", dir, dir);
+		 "--timeline %s/no/such/t.svg --csv %s/p.csv",
+		 dir, dir);
 	rc = run_ampplan(args, &out, &err);
 	ck_assert_int_eq(rc, 1);
 	ck_assert_ptr_nonnull(strstr(err, "no/such/t.svg"));
@@ -362,7 +366,8 @@ START_TEST(test_cli)
 	snprintf(args, sizeof args,
 		 "--model profiles/llama3-8b.json --cluster clusters/dgx-a100.json --tp 8 --pp 4 "
 		 "--dp 4 --cp 1 --mbs 1 --vp 2 --gbs 32 --seq 2048 "
-		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg", dir);
+		 "--layout 'E+1|2|3|4|5|6|7|4+L' --timeline %s/w.svg",
+		 dir);
 	rc = run_ampplan(args, &out, &err);
 	ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
 	free(out);
