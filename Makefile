@@ -23,8 +23,11 @@ SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 
 LIB_SRC := $(wildcard costmodel/*.c input/*.c search/*.c output/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The longest suites first, so that -j keeps every core busy to the end.
+TEST_FIRST := check_search check_cli check_limits check_cluster
 TEST_SRC := $(wildcard tests/check_*.c)
-TESTS := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TESTS := $(TEST_FIRST:%=$(BUILD)/tests/%) \
+	$(filter-out $(TEST_FIRST:%=$(BUILD)/tests/%),$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))
 
 all: $(BUILD)/ampplan ampplan
 
@@ -74,11 +77,14 @@ demo: deps
 # validation against published measurements as a regression (no file may do
 # worse than tests/data/validation/limits.txt).
 # JOBS suites and compilers run side by side (default: one per core);
-# each suite's output is printed whole when it ends (-O).
+# each suite's output is printed whole when it ends (-O). The sanitizer
+# pass runs the search's property tests on a quarter of their seeds
+# (tests/testutil.h test_seeds).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: test-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) -O test
-	@$(MAKE) --no-print-directory -j$(JOBS) -O BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
+	@AMPPLAN_TEST_SEEDS_DIV=4 $(MAKE) --no-print-directory -j$(JOBS) -O BUILD=build/san \
+		CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
 	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-smoke
 
@@ -152,15 +158,16 @@ fuzz: test-deps
 
 fuzz-smoke: test-deps
 	@$(MAKE) --no-print-directory fuzz-build
-	@mkdir -p $(FUZZ_DIR)/crashes; fail=0; for t in $(FUZZ_TARGETS); do \
-		echo "== fuzz_$$t: seeds + $(FUZZ_SMOKE_RUNS) runs"; \
-		rm -rf $(FUZZ_DIR)/smoke/$$t; mkdir -p $(FUZZ_DIR)/smoke/$$t; \
-		$(FUZZ_DIR)/fuzz_$$t $(FUZZ_RUN) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) \
-			-artifact_prefix=$(FUZZ_DIR)/crashes/$$t- \
-			$(FUZZ_DIR)/smoke/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_DIR)/smoke/$$t.log \
-			|| { cat $(FUZZ_DIR)/smoke/$$t.log; fail=1; }; \
-		tail -n 1 $(FUZZ_DIR)/smoke/$$t.log; \
-	done; exit $$fail
+	@mkdir -p $(FUZZ_DIR)/crashes
+	@$(MAKE) --no-print-directory -k $(FUZZ_TARGETS:%=fuzz-smoke-%)
+
+# One target's smoke run (fuzz-smoke runs them side by side under -j).
+$(FUZZ_TARGETS:%=fuzz-smoke-%): fuzz-smoke-%: $(FUZZ_DIR)/fuzz_%
+	@rm -rf $(FUZZ_DIR)/smoke/$*; mkdir -p $(FUZZ_DIR)/smoke/$*
+	@$< $(FUZZ_RUN) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) -artifact_prefix=$(FUZZ_DIR)/crashes/$*- \
+		$(FUZZ_DIR)/smoke/$* tests/fuzz/corpus/$* 2>$(FUZZ_DIR)/smoke/$*.log \
+		|| { cat $(FUZZ_DIR)/smoke/$*.log; exit 1; }
+	@echo "== fuzz_$*: seeds + $(FUZZ_SMOKE_RUNS) runs: $$(tail -n 1 $(FUZZ_DIR)/smoke/$*.log)"
 
 # The binary, the man page and the data files (DATA_DIRS into DATADIR, which
 # the binary looks in); DESTDIR stages the tree for a package.
@@ -180,6 +187,6 @@ clean:
 	rm -rf build ampplan
 
 .PHONY: all deps test-deps demo check test validate bench install format clean \
-	fuzz fuzz-build fuzz-smoke $(TEST_RUNS)
+	fuzz fuzz-build fuzz-smoke $(TEST_RUNS) $(FUZZ_TARGETS:%=fuzz-smoke-%)
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

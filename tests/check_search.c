@@ -243,10 +243,10 @@ START_TEST(candidate_placements_never_better)
 	int rows = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 40; seed++)
+	for (unsigned seed = 1; seed <= test_seeds(40); seed++)
 		never_better(seed * 15485863u, SCHED_1F1B, 0, &rows);
-	ck_assert_int_gt(rows, 20);
-	ck_assert_int_gt(gaps, 10);
+	ck_assert_int_gt(rows, test_scaled(20, 40));
+	ck_assert_int_gt(gaps, test_scaled(10, 40));
 }
 END_TEST
 
@@ -256,12 +256,12 @@ START_TEST(candidate_placements_never_better_zb_gpipe)
 	int rows = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 20; seed++) {
+	for (unsigned seed = 1; seed <= test_seeds(20); seed++) {
 		never_better(seed * 86028121u, SCHED_ZB_H1, 0, &rows);
 		never_better(seed * 86028121u, SCHED_GPIPE, 0, &rows);
 	}
-	ck_assert_int_gt(rows, 20);
-	ck_assert_int_gt(gaps, 10);
+	ck_assert_int_gt(rows, test_scaled(20, 20));
+	ck_assert_int_gt(gaps, test_scaled(10, 20));
 }
 END_TEST
 
@@ -272,11 +272,11 @@ START_TEST(ilp_placements_never_better)
 	int rows = 0;
 
 	n_groups = 5;
-	for (unsigned seed = 1; seed <= 10; seed++)
+	for (unsigned seed = 1; seed <= test_seeds(10); seed++)
 		ilp += never_better(seed * 49979687u, SCHED_1F1B, 0, &rows);
 	n_groups = 0;
-	ck_assert_int_gt(ilp, 5);
-	ck_assert_int_gt(rows, 5);
+	ck_assert_int_gt(ilp, test_scaled(5, 10));
+	ck_assert_int_gt(rows, test_scaled(5, 10));
 }
 END_TEST
 
@@ -343,10 +343,10 @@ START_TEST(deep_pipelines_within_gap)
 	int n = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 24; seed++)
+	for (unsigned seed = 1; seed <= test_seeds(24); seed++)
 		n += deep_within_gap(seed * 2654435761u, sched[seed % 3]);
-	ck_assert_int_gt(n, 60);
-	ck_assert_int_gt(gaps, 60);
+	ck_assert_int_gt(n, test_scaled(60, 24));
+	ck_assert_int_gt(gaps, test_scaled(60, 24));
 }
 END_TEST
 
@@ -417,13 +417,13 @@ START_TEST(refined_top_is_exhaustive)
 	static const int sched[] = { SCHED_1F1B, SCHED_ZB_H1, SCHED_GPIPE };
 	int n = 0, same = 0;
 
-	for (unsigned seed = 1; seed <= 30; seed++) {
+	for (unsigned seed = 1; seed <= test_seeds(30); seed++) {
 		n_groups = 5 + (int)(seed % 2);
 		same += top_is_exhaustive(seed * 40503u, sched[seed % 3], &n);
 	}
 	n_groups = 0;
 	/* 25 of 26 here; 17 of 26 without refine_rows */
-	ck_assert_int_gt(n, 20);
+	ck_assert_int_gt(n, test_scaled(20, 30));
 	ck_assert_int_ge(same * 10, n * 9);
 }
 END_TEST
@@ -433,10 +433,10 @@ START_TEST(interleaved_never_better)
 	int rows = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 40; seed++)
+	for (unsigned seed = 1; seed <= test_seeds(40); seed++)
 		never_better(seed * 32452843u, SCHED_INTERLEAVED, 20000, &rows);
-	ck_assert_int_gt(rows, 20);
-	ck_assert_int_gt(gaps, 10);
+	ck_assert_int_gt(rows, test_scaled(20, 40));
+	ck_assert_int_gt(gaps, test_scaled(10, 40));
 }
 END_TEST
 
@@ -449,11 +449,11 @@ START_TEST(zero_bubble_virtual_never_better)
 	int rows = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 20; seed++) {
+	for (unsigned seed = 1; seed <= test_seeds(20); seed++) {
 		never_better(seed * 2971215073u, SCHED_INTERLEAVED_ZB, 20000, &rows);
 		never_better(seed * 433494437u, SCHED_ZB_V, 20000, &rows);
 	}
-	ck_assert_int_gt(rows, 20);
+	ck_assert_int_gt(rows, test_scaled(20, 20));
 }
 END_TEST
 
@@ -465,12 +465,12 @@ START_TEST(new_schedules_never_better)
 	int rows = 0;
 
 	gaps = 0;
-	for (unsigned seed = 1; seed <= 20; seed++) {
+	for (unsigned seed = 1; seed <= test_seeds(20); seed++) {
 		never_better(seed * 86028121u, SCHED_ZB_H2, 0, &rows);
 		never_better(seed * 433494437u, SCHED_DUALPIPE_V, 20000, &rows);
 		never_better(seed * 2971215073u, SCHED_DUALPIPE, 0, &rows);
 	}
-	ck_assert_int_gt(rows, 20);
+	ck_assert_int_gt(rows, test_scaled(20, 20));
 }
 END_TEST
 
@@ -479,14 +479,14 @@ START_TEST(search_is_exact_1f1b)
 	int n = 0;
 
 	exact = uneven = 0;
-	for (unsigned seed = 1; seed <= 100; seed++)
+	for (unsigned seed = 1; seed <= test_seeds(100); seed++)
 		n += compare(seed * 7919u + (unsigned)_i, SCHED_1F1B);
-	ck_assert_int_gt(n, 100);
+	ck_assert_int_gt(n, test_scaled(100, 100));
 	/* most are exact (rank 0's tail is the latest): 95 to 96% here */
 	ck_assert_int_ge(exact * 10, n * 9);
 	/* the random clusters' leftover GPUs make mixed ranks of different
 	 * speeds, whose uneven splits are compared too (about 1,000 per run) */
-	ck_assert_int_gt(uneven, 100);
+	ck_assert_int_gt(uneven, test_scaled(100, 100));
 }
 END_TEST
 
@@ -495,11 +495,11 @@ START_TEST(search_is_exact_gpipe_zb)
 	int n = 0;
 
 	exact = 0;
-	for (unsigned seed = 1; seed <= 50; seed++) {
+	for (unsigned seed = 1; seed <= test_seeds(50); seed++) {
 		n += compare(seed * 104729u, SCHED_GPIPE);
 		n += compare(seed * 104729u, SCHED_ZB_H1);
 	}
-	ck_assert_int_gt(n, 50);
+	ck_assert_int_gt(n, test_scaled(50, 50));
 	ck_assert_int_ge(exact * 10, n * 9); /* 95% here */
 }
 END_TEST

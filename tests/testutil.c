@@ -46,6 +46,21 @@ int run_ampplan(const char *args, char **out, char **err)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+unsigned test_seeds(unsigned n)
+{
+	const char *v = getenv("AMPPLAN_TEST_SEEDS_DIV");
+	long k = v ? strtol(v, NULL, 10) : 1;
+
+	if (k <= 1)
+		return n;
+	return n / k > 0 ? (unsigned)(n / k) : 1;
+}
+
+int test_scaled(int k, unsigned n)
+{
+	return (int)((long)k * test_seeds(n) / n);
+}
+
 int run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

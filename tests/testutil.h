@@ -32,6 +32,17 @@ struct model;
  * model_free. */
 struct model *test_small_model(int blocks, int gbs);
 
+/* The seeds a property test runs out of its n: n, or n / k (at least 1)
+ * where the environment sets AMPPLAN_TEST_SEEDS_DIV=k (a positive integer;
+ * `make check`'s sanitizer pass sets 4: the same properties on the first
+ * quarter of the instances, ASan and UBSan running the search 3 to 5 times
+ * slower). */
+unsigned test_seeds(unsigned n);
+
+/* A count the test expects of n seeds, scaled to the test_seeds(n) run:
+ * k x test_seeds(n) / n. */
+int test_scaled(int k, unsigned n);
+
 /* Runs the suite in a runner and returns the process exit status. */
 int run_suite(Suite *s);
 
