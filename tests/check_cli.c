@@ -27,29 +27,6 @@ static int lines(const char *s)
 	return n;
 }
 
-/* The JSON `ampplan args` writes (args end in --json -; it must exit 0),
- * parsed; the caller cJSON_Deletes it. */
-static cJSON *json_of(const char *args)
-{
-	char *text;
-	cJSON *doc;
-
-	ck_assert_int_eq(run_ampplan(args, &text, NULL), 0);
-	doc = cJSON_Parse(text);
-	free(text);
-	ck_assert_ptr_nonnull(doc);
-	return doc;
-}
-
-/* Field key of JSON object o, which must have it. */
-static const cJSON *field(const cJSON *o, const char *key)
-{
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	ck_assert_msg(x, "no '%s'", key);
-	return x;
-}
-
 START_TEST(help_goes_to_stdout)
 {
 	char *out, *err;

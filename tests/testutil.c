@@ -1,6 +1,7 @@
 /* testutil.c: helpers shared by the Check suites. */
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,26 @@ unsigned test_seeds(unsigned n)
 int test_scaled(int k, unsigned n)
 {
 	return (int)((long)k * test_seeds(n) / n);
+}
+
+cJSON *json_of(const char *args)
+{
+	char *text;
+	cJSON *doc;
+
+	ck_assert_int_eq(run_ampplan(args, &text, NULL), 0);
+	doc = cJSON_Parse(text);
+	free(text);
+	ck_assert_ptr_nonnull(doc);
+	return doc;
+}
+
+const cJSON *field(const cJSON *o, const char *key)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	ck_assert_msg(x, "no '%s'", key);
+	return x;
 }
 
 int run_suite(Suite *s)

@@ -20,6 +20,15 @@
  * NUL-terminated strings (caller frees; either may be NULL to discard). */
 int run_ampplan(const char *args, char **out, char **err);
 
+struct cJSON;
+
+/* The JSON `ampplan args` writes (args end in --json -; it must exit 0),
+ * parsed; the caller cJSON_Deletes it. */
+struct cJSON *json_of(const char *args);
+
+/* Field key of JSON object o, which must have it. */
+const struct cJSON *field(const struct cJSON *o, const char *key);
+
 /* The whole file at path as a malloc'd NUL-terminated string (caller
  * frees), or NULL if it cannot be opened. */
 char *read_file(const char *path);
