@@ -24,7 +24,7 @@ SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 LIB_SRC := $(wildcard costmodel/*.c input/*.c search/*.c output/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The longest suites first, so that -j keeps every core busy to the end.
-TEST_FIRST := check_search check_cli check_limits check_cluster
+TEST_FIRST := check_search check_cli_plans check_limits check_cluster check_cli
 TEST_SRC := $(wildcard tests/check_*.c)
 TESTS := $(TEST_FIRST:%=$(BUILD)/tests/%) \
 	$(filter-out $(TEST_FIRST:%=$(BUILD)/tests/%),$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))

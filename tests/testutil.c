@@ -62,6 +62,15 @@ int test_scaled(int k, unsigned n)
 	return (int)((long)k * test_seeds(n) / n);
 }
 
+int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 cJSON *json_of(const char *args)
 {
 	char *text;

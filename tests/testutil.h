@@ -29,6 +29,9 @@ struct cJSON *json_of(const char *args);
 /* Field key of JSON object o, which must have it. */
 const struct cJSON *field(const struct cJSON *o, const char *key);
 
+/* The number of newlines in s. */
+int count_lines(const char *s);
+
 /* The whole file at path as a malloc'd NUL-terminated string (caller
  * frees), or NULL if it cannot be opened. */
 char *read_file(const char *path);
