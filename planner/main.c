@@ -505,6 +505,10 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		cl->opts.progress = progress_lines;
 	if (cl->pick != 1 && !cl->emit && !cl->timeline)
 		return usage("%s", "--pick goes with --emit or --timeline");
+	/* two outputs on one stdout would interleave: refused before the
+	 * search, as outfile.c refuses two outputs naming one file */
+	if (cl->csv && cl->json && strcmp(cl->csv, "-") == 0 && strcmp(cl->json, "-") == 0)
+		return usage("%s", "--csv - and --json - both write to stdout: name a file for one of them");
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->n_compare && (cl->csv || cl->json || cl->emit || cl->timeline))
@@ -736,7 +740,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 			fprintf(out, "%s%s\n", p->row[0].r.fits ? "" : "does not fit: ", p->row[0].why);
 	} else {
 		report_table(out, p, m, c, cl->top);
-		for (int i = 0; cl->explain && i < p->n_feasible && i < 3; i++) {
+		for (int i = 0; cl->explain && i < p->n_feasible && i < 3 && i < cl->top; i++) {
 			fprintf(out, "\n#%d\n", i + 1);
 			report_explain(out, &p->row[i], m, c);
 		}

@@ -168,7 +168,7 @@ enum opt_scope { SCOPE_RUN,
 	X(SHOW_INFEASIBLE, "show-infeasible", KIND_FLAG, opts.keep_infeasible, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                            \
 	  "also list strategies that do not fit, with the reason")                                                                                                 \
 	X(EXPLAIN, "explain", KIND_FLAG, explain, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                                         \
-	  "break down time and memory of the top strategies")                                                                                                      \
+	  "break down time and memory of the top 3 strategies (at most --top)")                                                                                    \
 	X(JSON, "json", KIND_PATH, json, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
 	  "write the whole ranking with per-stage details as JSON")                                                                                                \
 	X(TIMELINE, "timeline", KIND_PATH, timeline, OPT_ANY, SCOPE_RUN, "FILE.svg", OPT_ERROR(NULL),                                                              \

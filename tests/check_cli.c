@@ -64,6 +64,7 @@ static const char *const usage_errors[] = {
 	DEMO " --vp 2 --schedule 1f1b",				/* vp needs interleaving */
 	DEMO " --pick 2",					/* --pick without --emit */
 	DEMO " --emit megatron --out build/none --pick 100000", /* not that many */
+	DEMO " --csv - --json -",				/* both on stdout */
 };
 
 START_TEST(usage_error_exits_2)
@@ -326,6 +327,32 @@ START_TEST(csv_has_a_row_per_feasible_strategy)
 }
 END_TEST
 
+/* --explain breaks down the top 3 strategies, but no more than --top
+ * shows: "#1", "#2", ... head each breakdown. --csv - with --json - is
+ * refused before the search (both would interleave on stdout), with
+ * nothing on stdout. */
+START_TEST(explain_follows_top)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --explain --top 1", &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n#1\n"));
+	ck_assert_ptr_null(strstr(out, "\n#2\n"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan(DEMO " --explain --top 5", &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n#3\n"));
+	ck_assert_ptr_null(strstr(out, "\n#4\n"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan(DEMO " --csv - --json -", &out, &err), 2);
+	ck_assert_str_eq(out, "");
+	ck_assert_ptr_nonnull(strstr(err, "--csv - and --json - both write to stdout"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(what_if_prints_breakdown)
 {
 	char *out;
@@ -430,6 +457,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, demo_ranks_strategies);
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);
+	tcase_add_test(tc, explain_follows_top);
 	tcase_add_test(tc, profile_of_hf_config);
 	tcase_add_loop_test(tc, option_error_exits_2, 0, sizeof option_errors / sizeof *option_errors);
 	suite_add_tcase(s, tc);
