@@ -31,7 +31,7 @@ static const struct keys hf_keys = {
 	"max_position_embeddings", true, true
 };
 /* DeepSeek-V3 has no head_dim: v_head_dim stands in (it spares the
- * hidden % heads check); read_deepseek_v3 sets head_dim to the q/k one. */
+ * hidden % heads check); read_deepseek sets head_dim to the q/k one. */
 static const struct keys deepseek_keys = {
 	"hidden_size", "num_hidden_layers", "num_attention_heads",
 	"num_key_value_heads", "v_head_dim", "intermediate_size", "vocab_size",
@@ -387,18 +387,22 @@ static int read_olmo2(struct model *m, const cJSON *doc, struct err *e)
 	return 0;
 }
 
-/* DeepSeek-V3 (and R1): multi-head latent attention (q_lora_rank, null for
- * none; kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim); the
- * first first_k_dense_replace blocks dense with intermediate_size, the
- * others n_routed_experts of moe_intermediate_size plus n_shared_experts of
- * it, and a router bias of E (e_score_correction_bias). moe_layer_freq
- * other than 1 is refused. The multi-token-prediction module
- * (num_nextn_predict_layers) is not part of the trained model's count. */
-static int read_deepseek_v3(struct model *m, const cJSON *doc, struct err *e)
+/* DeepSeek-V2 and V3 (and R1), model_type type: multi-head latent attention
+ * (q_lora_rank, null for none as in V2-Lite; kv_lora_rank,
+ * qk_nope_head_dim, qk_rope_head_dim, v_head_dim); the first
+ * first_k_dense_replace blocks dense with intermediate_size, the others
+ * n_routed_experts of moe_intermediate_size plus n_shared_experts of it;
+ * with router_bias a bias of E on the router (V3's
+ * e_score_correction_bias; V2 routes by softmax scores alone).
+ * moe_layer_freq other than 1 is refused. The multi-token-prediction
+ * module (V3's num_nextn_predict_layers) is not part of the trained
+ * model's count. */
+static int read_deepseek(struct model *m, const cJSON *doc, const char *type, bool router_bias,
+			 struct err *e)
 {
 	int freq = 1;
 
-	if (read_llama_like(m, doc, "deepseek_v3", &deepseek_keys, false, e) ||
+	if (read_llama_like(m, doc, type, &deepseek_keys, false, e) ||
 	    fields_opt_int(doc, "", "q_lora_rank", false, 1, MAX_FFN,
 			   &m->q_lora_rank, e) ||
 	    json_int(doc, "", "kv_lora_rank", true, 1, MAX_FFN, &m->kv_lora_rank, e) ||
@@ -414,15 +418,24 @@ static int read_deepseek_v3(struct model *m, const cJSON *doc, struct err *e)
 	    json_int(doc, "", "moe_layer_freq", false, 1, MAX_LAYERS, &freq, e))
 		return -1;
 	if (freq != 1)
-		return err_set(e, "field 'moe_layer_freq' must be 1 for model_type "
-				  "'deepseek_v3', not %d",
-			       freq);
+		return err_set(e, "field 'moe_layer_freq' must be 1 for model_type '%s', not %d",
+			       type, freq);
 	m->v_head_dim = m->head_dim;
 	m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
 	m->kv_heads = m->heads;
 	m->shared_ffn = m->shared_experts ? m->moe_ffn : 0;
-	m->moe_extra_params = m->experts;
+	m->moe_extra_params = router_bias ? m->experts : 0;
 	return 0;
+}
+
+static int read_deepseek_v2(struct model *m, const cJSON *doc, struct err *e)
+{
+	return read_deepseek(m, doc, "deepseek_v2", false, e);
+}
+
+static int read_deepseek_v3(struct model *m, const cJSON *doc, struct err *e)
+{
+	return read_deepseek(m, doc, "deepseek_v3", true, e);
 }
 
 /* Llama 4 (text): num_local_experts routed experts and one shared expert of
@@ -560,6 +573,7 @@ static const struct {
 	{ "gemma2", read_gemma2 },
 	{ "gemma3_text", read_gemma3_text },
 	{ "phi3", read_phi3 },
+	{ "deepseek_v2", read_deepseek_v2 },
 	{ "deepseek_v3", read_deepseek_v3 },
 	{ "llama4_text", read_llama4_text },
 	{ "olmo2", read_olmo2 },

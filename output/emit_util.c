@@ -69,7 +69,9 @@ const char *emit_balance(const struct model *m, const struct strategy *s)
 {
 	if (s->moe_balance == MOE_BALANCE_GLOBAL_BATCH)
 		return "global_aux_loss";
-	return strcmp(m->model_type, "deepseek_v3") == 0 ? "seq_aux_loss" : "aux_loss";
+	return strcmp(m->model_type, "deepseek_v2") == 0 || strcmp(m->model_type, "deepseek_v3") == 0
+		       ? "seq_aux_loss"
+		       : "aux_loss";
 }
 
 /* Appends the model lines of the header: what the cost model counted of the

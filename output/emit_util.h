@@ -72,7 +72,8 @@ int emit_vocab_divisor(const struct model *m, int tp);
 
 /* Megatron's --moe-router-load-balancing-type for s on m: "global_aux_loss"
  * with global-batch balancing (s->moe_balance), else "seq_aux_loss" for
- * DeepSeek-V3 (its sequence-wise balance loss) and "aux_loss" (per
+ * DeepSeek-V2 and V3 (their sequence-wise balance loss, the configs'
+ * seq_aux) and "aux_loss" (per
  * micro-batch, Mixtral's and Qwen-MoE's) for the others. */
 const char *emit_balance(const struct model *m, const struct strategy *s);
 

@@ -108,6 +108,24 @@ static const struct {
 	 * (num_nextn_predict_layers 1, about 14B more in the checkpoint's
 	 * 685B) is not counted. */
 	{ "deepseek-ai_DeepSeek-R1.json", "deepseek_v3", 671026419200.0, 671e9, 0.005 },
+	/* DeepSeek-V2-Lite (the model card's config.json: no q low-rank, no
+	 * router bias, untied): h 2048, a 16, MLA: q 2048*16*192 = 6291456,
+	 * kv_a 2048*(512 + 64) = 1179648, its norm 512, kv_b 512*16*256 =
+	 * 2097152, o 16*128*2048 = 4194304: 13762560; norms 4096. Dense block
+	 * (1): + 3*2048*10944 = 67239936: 81007104. MoE blocks (26): 64
+	 * experts 64*3*2048*1408 = 553648128, 2 shared 17301504, router
+	 * 2048*64 = 131072: 584847872, x26 = 15206044672. + 2*102400*2048 =
+	 * 419430400 + 2048 = 15706484224 (published 15.7B). */
+	{ "deepseek-ai_DeepSeek-V2-Lite.json", "deepseek_v2", 15706484224.0, 15.7e9, 0.005 },
+	/* DeepSeek-V2: h 5120, a 128, MLA: q_a 5120*1536 = 7864320, its norm
+	 * 1536, q_b 1536*128*192 = 37748736, kv_a 5120*576 = 2949120, its
+	 * norm 512, kv_b 512*128*256 = 16777216, o 128*128*5120 = 83886080:
+	 * 149225472; norms 10240. Dense block (1): + 3*5120*12288 =
+	 * 188743680: 337981440. MoE blocks (59): 160 experts
+	 * 160*3*5120*1536 = 3774873600, 2 shared 47185920, router 5120*160 =
+	 * 819200: 3972116480, x59 = 234354872320. + 2*102400*5120 =
+	 * 1048576000 + 5120 = 235741434880 (published 236B). */
+	{ "deepseek-ai_DeepSeek-V2.json", "deepseek_v2", 235741434880.0, 236e9, 0.005 },
 	/* h 3584, a 16, g 8, d 256, f 14336, L 42, tied, four norms: block
 	 * 3584*4096*2 + 3584*2048*2 = 44040192, + 3*3584*14336 = 154140672,
 	 * + 4*3584 = 14336: 198195200; x42 = 8324198400; + 256000*3584 =
@@ -203,7 +221,9 @@ START_TEST(test_all_reference_configs)
 		n++;
 	}
 	pclose(p);
-	ck_assert_int_eq(n, N_CONFIGS - 1); /* all but gemma3-1b.json */
+	/* all but gemma3-1b.json and the two DeepSeek-V2 configs, which
+	 * shared/reference does not hold */
+	ck_assert_int_eq(n, N_CONFIGS - 3);
 }
 END_TEST
 
@@ -645,7 +665,7 @@ START_TEST(test_refusal)
 	ck_assert_ptr_nonnull(strstr(err, "tests/data/bad/model-hf-type.json: "
 					  "field 'model_type' is 'bert', which is not supported "
 					  "(supported: llama, mistral, mixtral, qwen2, qwen2_moe, "
-					  "qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, "
+					  "qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, "
 					  "llama4_text, olmo2, falcon, gptj, gpt2)"));
 	free(err);
 }

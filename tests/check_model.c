@@ -573,7 +573,7 @@ static const struct {
 	{ "model-measured-time.json", "field 'layers[1].measured[0].forward_s' must be a number in [1e-09, " },
 	{ "model-expert-params.json", "field 'layers[1].expert_params' must be a number" },
 	{ "model-layers-type.json", "field 'layers' must be an array" },
-	{ "model-hf-type.json", "field 'model_type' is 'bert', which is not supported (supported: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, llama4_text, olmo2, falcon, gptj, gpt2)" },
+	{ "model-hf-type.json", "field 'model_type' is 'bert', which is not supported (supported: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, llama4_text, olmo2, falcon, gptj, gpt2)" },
 	{ "model-hf-kv.json", "field 'num_key_value_heads' must divide 'num_attention_heads'" },
 	{ "model-hf-missing.json", "missing field 'intermediate_size'" },
 	{ "model-hf-dtype.json", "field 'torch_dtype' must be 'bfloat16', 'float16' or 'float32', not 'int8'" },
