@@ -267,6 +267,15 @@ double model_params(const struct model *m)
 	return m->tied ? sum - (double)m->vocab * m->hidden : sum;
 }
 
+double model_active_params(const struct model *m)
+{
+	double idle = m->experts > 0 ? 1 - (double)m->top_k / m->experts : 0, sum = model_params(m);
+
+	for (int i = 0; i < m->n_layer; i++)
+		sum -= m->layer[i].expert_params * idle;
+	return sum;
+}
+
 double model_flops_per_token(const struct model *m)
 {
 	double sum = 0;

@@ -212,6 +212,13 @@ int model_set_seq(struct model *m, int seq, struct err *e);
 
 /* Totals over layer[]: parameters, and forward FLOPs per token. */
 double model_params(const struct model *m);
+
+/* The parameters one token runs through: model_params less the routed
+ * experts it does not run, sum over layers of expert_params x (1 - top_k /
+ * experts); embedding, head and shared experts counted whole, as the MoE
+ * papers count their "active" parameters (Mixtral 12.9B of 46.7B,
+ * DeepSeek-V3 37B of 671B). model_params for a dense model. */
+double model_active_params(const struct model *m);
 double model_flops_per_token(const struct model *m);
 
 /* Frees l's measured points (their GPU names and the array) and leaves l

@@ -117,7 +117,11 @@
 	X(ep_comm_hidden_s, NUM, put_num(v, r->time.ep_hidden))                                                        \
 	/* planning option: uneven micro-batches per DP replica of the mixed                            \
 	 * rank, GROUP:RxN terms (report_uneven_label; empty: even) */              \
-	X(uneven_batches, STR, report_uneven_label(v, REPORT_FIELD_MAX, s, c))
+	X(uneven_batches, STR, report_uneven_label(v, REPORT_FIELD_MAX, s, c))                                         \
+	/* the model's parameters, all and those one token runs through        \
+	 * (model_active_params; the same for a dense model) */                                       \
+	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
+	X(params_active, NUM, put_count(v, model_active_params(m)))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -132,6 +136,10 @@ static void put_int(char *v, int x)
 static void put_num(char *v, double x)
 {
 	snprintf(v, REPORT_FIELD_MAX, "%.6g", x);
+}
+static void put_count(char *v, double x)
+{
+	snprintf(v, REPORT_FIELD_MAX, "%.0f", x);
 }
 static void put_text(char *v, const char *x)
 {

@@ -183,6 +183,8 @@ static void write_json(FILE *f, const struct plan *p, const struct model *m,
 
 	cJSON_AddStringToObject(doc, "model", m->name);
 	cJSON_AddStringToObject(doc, "cluster", c->name);
+	cJSON_AddNumberToObject(doc, "params_total", model_params(m));
+	cJSON_AddNumberToObject(doc, "params_active", model_active_params(m));
 	cJSON_AddNumberToObject(doc, "gpus", c->total_gpus);
 	cJSON_AddNumberToObject(doc, "strategies_costed", (double)p->evaluated);
 	cJSON_AddBoolToObject(doc, "truncated", p->truncated);

@@ -536,7 +536,10 @@ static int print_profile(const struct model *m)
 static void print_summary(FILE *out, const struct plan *p, const struct model *m,
 			  const struct cluster *c, int gbs)
 {
-	fprintf(out, "%s on %s (%d GPUs", m->name, c->name, c->total_gpus);
+	fprintf(out, "%s (%.1fB parameters", m->name, model_params(m) / 1e9);
+	if (m->experts > 0)
+		fprintf(out, ", %.1fB active", model_active_params(m) / 1e9);
+	fprintf(out, ") on %s (%d GPUs", c->name, c->total_gpus);
 	for (int g = 0; g < c->n_group && !c->group[g].n_part; g++)
 		fprintf(out, "%s %d x %s", g ? "," : ":", c->group[g].nodes * c->group[g].gpus_per_node,
 			c->gpu[c->group[g].gpu].name);

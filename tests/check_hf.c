@@ -654,6 +654,39 @@ START_TEST(test_profile_plans_same)
 }
 END_TEST
 
+/* The parameters one token runs through (model_active_params), and the
+ * summary line and CSV that print them. Mixtral-8x7B: 46702792704 in all
+ * (test_params), of which 32 blocks of 8 experts 8*3*4096*14336 =
+ * 1409286144 each, a token running 2 of 8: 32 * 1409286144 * 6/8 =
+ * 33822867456 idle, 12879925248 active (published 12.9B). DeepSeek-V2-Lite:
+ * 26 MoE blocks of 64 experts 553648128, 6 of 64 run: 26 * 553648128 *
+ * 58/64 = 13045334016 idle of 15706484224, 2661150208 active (DeepSeek
+ * publishes 2.4B). A dense model: all of them. */
+START_TEST(test_active_params)
+{
+	struct model *m = load("mistralai_Mixtral-8x7B-v0.1.json");
+	char *out, *err;
+
+	ck_assert_double_eq(model_active_params(m), 12879925248.0);
+	model_free(m);
+	m = load("deepseek-ai_DeepSeek-V2-Lite.json");
+	ck_assert_double_eq(model_active_params(m), 2661150208.0);
+	model_free(m);
+	m = load("meta-llama_Llama-3.1-8B.json");
+	ck_assert_double_eq(model_active_params(m), model_params(m));
+	model_free(m);
+	ck_assert_int_eq(run_ampplan("--model " DIR "mistralai_Mixtral-8x7B-v0.1.json --cluster "
+				     "clusters/dgx-h100.json --tp 2 --pp 2 --dp 32 --cp 1 --top 1 --csv -",
+				     &out, &err),
+			 0);
+	ck_assert_ptr_nonnull(strstr(err, "mistralai_Mixtral-8x7B-v0.1 (46.7B parameters, 12.9B active) on "));
+	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active\n"));
+	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248\n"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* Another model_type is refused naming it and every supported type. */
 START_TEST(test_refusal)
 {
@@ -694,6 +727,7 @@ static Suite *hf_suite(void)
 	tcase_add_loop_test(tc, test_round_trip, 0, N_CONFIGS);
 	tcase_add_loop_test(tc, test_profile_plans_same, 0, 3);
 	tcase_add_test(tc, test_refusal);
+	tcase_add_test(tc, test_active_params);
 	suite_add_tcase(s, tc);
 	return s;
 }
