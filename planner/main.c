@@ -561,6 +561,22 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	fputc('\n', out);
 }
 
+/* Warns on stderr where a sequence of seq tokens runs past the positions a
+ * rotary-position model was trained for (max_position_embeddings): the
+ * plan's time holds, but the model's quality past them is not what it was
+ * trained to (the trainers run it all the same; learned positions are
+ * refused earlier, model_check_seq). */
+static void warn_positions(const struct model *m, int seq)
+{
+	if (m->learned_pos || m->max_pos <= 0 || seq <= m->max_pos)
+		return;
+	fflush(stdout);
+	fprintf(stderr,
+		"ampplan: warning: a sequence of %d tokens is longer than the model's max_position_embeddings (%d): "
+		"positions past it were not trained; extend them (rope_scaling) to train at this length\n",
+		seq, m->max_pos);
+}
+
 /* Writes the CSV, the JSON and the launch files that were asked for as one
  * transaction (outfile.h): all are rendered, then written to temporaries
  * (regular files) or in place (stdout, devices, FIFOs), and renamed only
@@ -710,6 +726,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 
 	if (cl->n_compare)
 		return run_compare(cl, m, c);
+	warn_positions(m, cl->opts.seq ? cl->opts.seq : m->seq);
 	if (plan_search(&p, m, file_c, &cl->opts, &e))
 		return usage("%s", e.msg);
 	c = p->cluster; /* with the mixed groups the rows may use */

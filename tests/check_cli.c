@@ -353,6 +353,26 @@ START_TEST(explain_follows_top)
 }
 END_TEST
 
+/* Llama-3-70B's max_position_embeddings is 8192 (RoPE): a longer sequence
+ * is planned, with a warning on stderr naming both lengths; up to it, no
+ * warning. */
+START_TEST(long_sequence_warns)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan(DEMO " --seq 16384 --gbs 64 --top 1", &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(err, "ampplan: warning: a sequence of 16384 tokens is longer than the "
+					  "model's max_position_embeddings (8192)"));
+	ck_assert_ptr_nonnull(strstr(out, "\n   1 "));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan(DEMO " --seq 8192 --gbs 64 --top 1", &out, &err), 0);
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(what_if_prints_breakdown)
 {
 	char *out;
@@ -458,6 +478,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, csv_has_a_row_per_feasible_strategy);
 	tcase_add_test(tc, what_if_prints_breakdown);
 	tcase_add_test(tc, explain_follows_top);
+	tcase_add_test(tc, long_sequence_warns);
 	tcase_add_test(tc, profile_of_hf_config);
 	tcase_add_loop_test(tc, option_error_exits_2, 0, sizeof option_errors / sizeof *option_errors);
 	suite_add_tcase(s, tc);
