@@ -1835,6 +1835,8 @@ static const char *const v2_columns[] = {
 	"slimpipe_slices",
 	"ep_comm_hidden_s",
 	"uneven_batches",
+	"params_total",
+	"params_active",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
