@@ -153,4 +153,115 @@ struct part toy_emb(double hbm, int c);
 double fb(struct part x);
 #endif /* TESTUTIL_COST_FIXTURE */
 
+/* ---- the launch-file plans ----
+ * Shared by check_emit, check_emit_fields and check_trainer, which define
+ * TESTUTIL_EMIT_FIXTURE before including this header. */
+#ifdef TESTUTIL_EMIT_FIXTURE
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "emit.h"
+#include "model.h"
+#include "strategy.h"
+#include "trainer.h"
+
+/* A plan: its model, its cluster (c.group is g, its GPU types the
+ * fixture's H100, A100 and L40S, indices 0 to 2) and its strategy. */
+struct fix {
+	struct model m;
+	struct cluster c;
+	struct node_group g[2];
+	struct strategy s;
+};
+
+/* The plans: HOMO and HETERO are demo-like (HETERO the demo's model and
+ * cluster with 1F1B), MOE a MoE plan with EP, LONG a long-context plan with
+ * CP, INTERLEAVED interleaved 1F1B, ZERO3 ZeRO-3 data parallelism, ZBV the
+ * ZB-V schedule (torchtitan only). */
+enum { HOMO,
+       HETERO,
+       INTERLEAVED,
+       OVERLAP_FP8,
+       MOE,
+       LONG,
+       ZERO3,
+       ZBV,
+       N_CASE };
+
+/* Their names, as the directories under tests/data/golden. */
+extern const char *const case_names[N_CASE];
+
+/* Sets node group i of f's cluster to nodes nodes of gpn GPUs of type gpu
+ * (0 to 2), grows n_group to hold it and recounts total_gpus. */
+void group(struct fix *f, int i, const char *name, int nodes, int gpn, int gpu);
+
+/* Makes f's cluster the one named name, with no groups yet. */
+void cluster(struct fix *f, const char *name);
+
+/* Degrees and batch; layers[k] layers (embedding and head included) in
+ * stage k, pipeline rank p on node group grp[p]. */
+void plan(struct fix *f, int tp, int cp, int pp, int vp, int dp, int mbs, int gbs,
+	  const int *layers, const unsigned char *grp);
+
+/* Fills f with plan which (HOMO to ZBV). The strings it points to are
+ * static: nothing to free. */
+void fixture(struct fix *f, int which);
+
+/* "dir/name", malloc'd (caller frees). */
+char *path2(const char *dir, const char *name);
+
+/* The whole file dir/name, which must exist, malloc'd (caller frees). */
+char *read_in(const char *dir, const char *name);
+
+/* Removes dir and everything under it, or dir alone if it is no
+ * directory. */
+void rm_tree(const char *dir);
+
+/* A new empty directory; caller frees the name and removes the tree. */
+char *tmpdir(void);
+
+/* Emits format for the fixture into a fresh directory, which must work;
+ * returns it (caller frees the name and removes the tree). */
+char *emit_fix(const char *format, const struct fix *f);
+
+/* The trainer of each format, for trainer_check. */
+extern const enum trainer format_trainer[EMIT_COUNT];
+
+/* The trainer rule that refuses plan cs in format fm (TRAINERS.md), or
+ * NULL when the format runs it: DeepSpeed has no interleaving and no CP,
+ * Megatron-LM (so Slurm) and NeMo no ZeRO-3. */
+const char *golden_refusal(int cs, int fm);
+
+/* Emits format for f and returns the text of file name (malloc'd), or NULL
+ * when refusable and the trainer rules refuse the plan (a plan a trainer
+ * cannot run may be refused instead of emitted with a comment). */
+char *emit_text(const char *format, const struct fix *f, const char *name,
+		bool refusable);
+
+/* Shell-like words of text: blanks separate, '...' and "..." quote,
+ * backslash-newline joins, # starts a comment at a word's start. Returns a
+ * NULL-terminated malloc'd array of malloc'd words (free with words_free). */
+char **words(const char *text);
+void words_free(char **w);
+
+/* The word after flag, or NULL. */
+const char *value(char **w, const char *flag);
+
+/* The word after flag, which must be there, as an int. */
+int ivalue(char **w, const char *flag);
+
+/* True if w holds the word flag. */
+bool has(char **w, const char *flag);
+
+/* True if words w hold want: "--flag" or "--flag=value". */
+bool has_arg(char **w, const char *want);
+
+/* The text between the line starting with from and the next line that
+ * starts with to (malloc'd); both must be there. */
+char *between(const char *text, const char *from, const char *to);
+
+/* True if text has the whole line. */
+bool has_line(const char *text, const char *line);
+#endif /* TESTUTIL_EMIT_FIXTURE */
+
 #endif
