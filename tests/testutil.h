@@ -58,4 +58,213 @@ int test_scaled(int k, unsigned n);
 /* Runs the suite in a runner and returns the process exit status. */
 int run_suite(Suite *s);
 
+/* ---- the cost model's fixture ----
+ * Shared by check_cost, check_memory and check_evaluate, which define
+ * TESTUTIL_COST_FIXTURE before including this header (other suites have
+ * their own mod, clu, strat, ...). The kernel constants of compute.h
+ * (FLASH_RATE, NORM_FUSED, ...) and memory.h (MEM_CONTEXT_BYTES,
+ * MEM_FRAG_SHARE) are calibrated and change: expectations are written as
+ * the documented formulas over those names, on inputs chosen so that the
+ * rest of the arithmetic is round. */
+#ifdef TESTUTIL_COST_FIXTURE
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "compute.h"
+#include "model.h"
+#include "strategy.h"
+
+#define GiB  1073741824.0
+#define MAXL 200
+#define O    LAYER_OVERHEAD_S
+
+/* The model (its layers in lay) and the cluster of two node groups that
+ * the builders below fill and the tests change; setup resets them. */
+extern struct layer lay[MAXL];
+extern struct model mod;
+extern struct gpu_type gpus[2];
+extern struct node_group groups[2];
+extern struct cluster clu;
+
+/* A GPT as in Narayanan et al. 2021 (f = 4h GeLU, MHA, learned positions,
+ * LM head tied to the embedding), by COSTMODEL.md's formulas:
+ * embedding (V + s) h parameters, no FLOPs, no activations;
+ * block 12h^2 + 13h parameters, 24h^2 + 4sh forward FLOPs per token,
+ * 34h activation bytes per token (Korthikanti 2022, SP form);
+ * head V*h parameters (the tied copy the last stage holds, as
+ * model_derive_layers keeps it), 2hV FLOPs per token, 4h activation bytes.
+ * Into mod and lay: L blocks, hidden h, a heads, vocabulary V, sequence s. */
+void gpt(int L, int h, int a, int V, int s);
+
+/* A toy with round numbers: h = 1000 (8 heads of 125, 8 KV heads), f =
+ * 4000 GeLU, rotary positions, V = 1000, s = 1000; embedding (5e6
+ * parameters, no FLOPs), 4 blocks of 1e7 parameters and 1.004e9 FLOPs per
+ * token, of which the attention core 4*s*a*d = 4e6 and the GEMMs 1e9; head
+ * of 5e6 parameters and 5e8 FLOPs per token. On the 1 TFLOP/s GPU of
+ * toy_cluster a block's GEMMs take 1 s per sequence of 1000 tokens. Into
+ * mod and lay. */
+void toy(void);
+
+/* The checked fixture: clears lay; group 0: A100-like (312 TFLOP/s,
+ * 80 GiB) at constant efficiency 1, NVLink 300 GB/s, 200 GB/s per node;
+ * group 1: same nodes with a GPU of half the peak. No latencies, NCCL
+ * efficiency 1. The allowance is the user's 0 unless a test sets it. */
+void setup(void);
+
+/* For the toy: a 1 TFLOP/s GPU with 1 TB/s HBM, links of 100 GB/s (group
+ * 1's GPU half the peak). */
+void toy_cluster(void);
+
+/* A 1F1B strategy of tp, cp, pp stages, dp, micro-batches of mbs out of
+ * gbs sequences of seq tokens: EP 1, vp 1, no recomputation, FlashAttention;
+ * first[] and group[] zero (the caller sets the stages). */
+struct strategy strat(int tp, int cp, int pp, int dp, int mbs, int gbs,
+		      int seq);
+
+/* Expected seconds of one toy layer per micro-batch of one sequence on one
+ * GPU of peak P (eff_max 1, no GEMM curve) and HBM bandwidth hbm, at TP t,
+ * CP c, sequence parallel sp, FlashAttention-2, fused norms (README "Cost
+ * model", compute.h):
+ *   tok = 1000/c tokens, n = tok/t tokens' worth of GEMM work per GPU;
+ *   GEMMs: (F - A) n / P; attention core: CAUSAL_SHARE * 4e6 n / (P *
+ *   FLASH_RATE), backward x FLASH_BWD_FLOPS / FLASH_BWD_RATE;
+ *   memory-bound bytes per token, over hbm * COMPUTE_HBM_EFF (rows = 1/t
+ *   with SP or t = 1, else 1):
+ *     block: 2 norms + 2 residual adds of the 1000-wide bf16 row,
+ *            (2 NORM_FUSED + 2 RESIDUAL) * 2000 * rows; GeLU 2 rows of f,
+ *            2 * 4000 * 2 / t; rotary reads and writes q and k, 2 * (8 + 8)
+ *            * 125 * 2 / t;
+ *     head:  the final norm NORM_FUSED * 2000 * rows + the cross-entropy
+ *            CE_BYTES_PER_LOGIT * 1000 / t;
+ *     embedding: its output row, 2 * 2000 (rotary: no position add);
+ *   forward: GEMMs + attention + memory + LAYER_OVERHEAD_S; backward: 2 x
+ *   GEMMs + the attention backward + MEM_BWD x (memory + overhead). */
+struct part {
+	double gemm, attn, mem, fwd, bwd;
+};
+
+/* x with fwd and bwd summed from its gemm, attn and mem (the last two
+ * lines above). */
+struct part finish(struct part x);
+
+/* A toy block, the toy's head and its embedding by the formulas above. */
+struct part toy_block(double P, double hbm, int t, int c, bool sp);
+struct part toy_head(double P, double hbm, int t, int c, bool sp);
+struct part toy_emb(double hbm, int c);
+
+/* fwd + bwd */
+double fb(struct part x);
+#endif /* TESTUTIL_COST_FIXTURE */
+
+/* ---- the launch-file plans ----
+ * Shared by check_emit, check_emit_fields and check_trainer, which define
+ * TESTUTIL_EMIT_FIXTURE before including this header. */
+#ifdef TESTUTIL_EMIT_FIXTURE
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "emit.h"
+#include "model.h"
+#include "strategy.h"
+#include "trainer.h"
+
+/* A plan: its model, its cluster (c.group is g, its GPU types the
+ * fixture's H100, A100 and L40S, indices 0 to 2) and its strategy. */
+struct fix {
+	struct model m;
+	struct cluster c;
+	struct node_group g[2];
+	struct strategy s;
+};
+
+/* The plans: HOMO and HETERO are demo-like (HETERO the demo's model and
+ * cluster with 1F1B), MOE a MoE plan with EP, LONG a long-context plan with
+ * CP, INTERLEAVED interleaved 1F1B, ZERO3 ZeRO-3 data parallelism, ZBV the
+ * ZB-V schedule (torchtitan only). */
+enum { HOMO,
+       HETERO,
+       INTERLEAVED,
+       OVERLAP_FP8,
+       MOE,
+       LONG,
+       ZERO3,
+       ZBV,
+       N_CASE };
+
+/* Their names, as the directories under tests/data/golden. */
+extern const char *const case_names[N_CASE];
+
+/* Sets node group i of f's cluster to nodes nodes of gpn GPUs of type gpu
+ * (0 to 2), grows n_group to hold it and recounts total_gpus. */
+void group(struct fix *f, int i, const char *name, int nodes, int gpn, int gpu);
+
+/* Makes f's cluster the one named name, with no groups yet. */
+void cluster(struct fix *f, const char *name);
+
+/* Degrees and batch; layers[k] layers (embedding and head included) in
+ * stage k, pipeline rank p on node group grp[p]. */
+void plan(struct fix *f, int tp, int cp, int pp, int vp, int dp, int mbs, int gbs,
+	  const int *layers, const unsigned char *grp);
+
+/* Fills f with plan which (HOMO to ZBV). The strings it points to are
+ * static: nothing to free. */
+void fixture(struct fix *f, int which);
+
+/* "dir/name", malloc'd (caller frees). */
+char *path2(const char *dir, const char *name);
+
+/* The whole file dir/name, which must exist, malloc'd (caller frees). */
+char *read_in(const char *dir, const char *name);
+
+/* Removes dir and everything under it, or dir alone if it is no
+ * directory. */
+void rm_tree(const char *dir);
+
+/* A new empty directory; caller frees the name and removes the tree. */
+char *tmpdir(void);
+
+/* Emits format for the fixture into a fresh directory, which must work;
+ * returns it (caller frees the name and removes the tree). */
+char *emit_fix(const char *format, const struct fix *f);
+
+/* The trainer of each format, for trainer_check. */
+extern const enum trainer format_trainer[EMIT_COUNT];
+
+/* The trainer rule that refuses plan cs in format fm (TRAINERS.md), or
+ * NULL when the format runs it: DeepSpeed has no interleaving and no CP,
+ * Megatron-LM (so Slurm) and NeMo no ZeRO-3. */
+const char *golden_refusal(int cs, int fm);
+
+/* Emits format for f and returns the text of file name (malloc'd), or NULL
+ * when refusable and the trainer rules refuse the plan (a plan a trainer
+ * cannot run may be refused instead of emitted with a comment). */
+char *emit_text(const char *format, const struct fix *f, const char *name,
+		bool refusable);
+
+/* Shell-like words of text: blanks separate, '...' and "..." quote,
+ * backslash-newline joins, # starts a comment at a word's start. Returns a
+ * NULL-terminated malloc'd array of malloc'd words (free with words_free). */
+char **words(const char *text);
+void words_free(char **w);
+
+/* The word after flag, or NULL. */
+const char *value(char **w, const char *flag);
+
+/* The word after flag, which must be there, as an int. */
+int ivalue(char **w, const char *flag);
+
+/* True if w holds the word flag. */
+bool has(char **w, const char *flag);
+
+/* True if words w hold want: "--flag" or "--flag=value". */
+bool has_arg(char **w, const char *want);
+
+/* The text between the line starting with from and the next line that
+ * starts with to (malloc'd); both must be there. */
+char *between(const char *text, const char *from, const char *to);
+
+/* True if text has the whole line. */
+bool has_line(const char *text, const char *line);
+#endif /* TESTUTIL_EMIT_FIXTURE */
+
 #endif
