@@ -577,6 +577,26 @@ static void warn_positions(const struct model *m, int seq)
 		seq, m->max_pos);
 }
 
+/* The row that does not fit whose fullest GPU comes closest to its memory
+ * (the least fullest_bytes / fullest_cap), to name in the error when
+ * nothing fits; the first row where none was costed for memory, NULL
+ * without rows. */
+static const struct plan_row *closest_row(const struct plan *p)
+{
+	const struct plan_row *best = p->n_row ? &p->row[0] : NULL;
+	double share = INFINITY;
+
+	for (int i = 0; i < p->n_row; i++) {
+		const struct cost_result *r = &p->row[i].r;
+
+		if (r->fullest_cap > 0 && r->fullest_bytes / r->fullest_cap < share) {
+			share = r->fullest_bytes / r->fullest_cap;
+			best = &p->row[i];
+		}
+	}
+	return best;
+}
+
 /* Writes the CSV, the JSON and the launch files that were asked for as one
  * transaction (outfile.h): all are rendered, then written to temporaries
  * (regular files) or in place (stdout, devices, FIFOs), and renamed only
@@ -790,11 +810,22 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		rc = EXIT_INPUT;
 	} else if (!p->n_feasible) {
 		char why[256];
+		const struct plan_row *near = closest_row(p);
+		/* asked for: the strategies that do not fit go to the CSV and
+		 * JSON all the same (never the launch files), and exit 1 */
+		struct cli data_only = *cl;
 
 		if (!trainer_rule(cl->opts.trainer, p, m, c, why, sizeof why))
-			snprintf(why, sizeof why, "%s", p->n_row ? p->row[0].why : "");
+			snprintf(why, sizeof why, "%s", near ? near->why : "");
+		data_only.emit = data_only.timeline = NULL;
+		if (cl->opts.keep_infeasible && (cl->csv || cl->json) &&
+		    (rc = write_outputs(out, &data_only, p, m, c, &e)) != EXIT_OK) {
+			plan_free(p);
+			return rc;
+		}
 		err_set(&e, "'%s' fits no strategy on '%s'%s%s%s", cl->model, cl->cluster,
-			why[0] ? ": " : "", why, what_if ? "" : " (try --show-infeasible)");
+			why[0] ? ": " : "", why,
+			what_if || cl->opts.keep_infeasible ? "" : " (try --show-infeasible)");
 		rc = EXIT_INPUT;
 	} else {
 		rc = write_outputs(out, cl, p, m, c, &e);

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <csv.h>
 #include <glob.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +155,47 @@ START_TEST(model_that_fits_nothing)
 			 1);
 	ck_assert_ptr_nonnull(strstr(err, "fits no strategy"));
 	ck_assert_int_ne(access("build/none.csv", F_OK), 0);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* When nothing fits, the error names the strategy that comes closest: on
+ * the one T4 node (every GPU 16 GiB) the least "needs N GiB" of all the
+ * strategies --show-infeasible lists. With --show-infeasible the CSV is
+ * written all the same (a header and one record per strategy listed), the
+ * exit status still 1, and the error no longer suggests the option. */
+START_TEST(nothing_fits_names_the_closest)
+{
+	const char *args = "--model profiles/llama405b.json --cluster tests/data/one-t4-node.json";
+	const char *key = "default split needs ";
+	char cmd[256], want[64], *out, *err, *csv;
+	double least = INFINITY;
+	int listed = 0;
+
+	snprintf(cmd, sizeof cmd, "%s --show-infeasible --csv build/infeasible.csv", args);
+	remove("build/infeasible.csv");
+	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 1);
+	for (const char *q = strstr(out, "\n  TP "); q; q = strstr(q + 1, "\n  TP ")) {
+		const char *n = strstr(q, key), *eol = strchr(q + 1, '\n');
+
+		listed++;
+		if (n && (!eol || n < eol) && atof(n + strlen(key)) < least)
+			least = atof(n + strlen(key));
+	}
+	ck_assert_int_gt(listed, 10);
+	ck_assert_double_lt(least, INFINITY);
+	ck_assert_ptr_null(strstr(err, "try --show-infeasible"));
+	csv = read_file("build/infeasible.csv");
+	ck_assert_ptr_nonnull(csv);
+	ck_assert_int_eq(count_lines(csv), listed + 1);
+	free(csv);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan(args, &out, &err), 1);
+	snprintf(want, sizeof want, "%s%.1f GiB", key, least);
+	ck_assert_msg(strstr(err, want), "want '%s' in: %s", want, err);
+	ck_assert_ptr_nonnull(strstr(err, "(try --show-infeasible)"));
 	free(out);
 	free(err);
 }
@@ -469,6 +511,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);
+	tcase_add_test(tc, nothing_fits_names_the_closest);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
