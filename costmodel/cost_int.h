@@ -26,6 +26,7 @@ struct parts {
 	double vc_f, vc_b;	 /* vocabulary parallelism's collectives */
 };
 
+/* x where positive, else 0 (seconds or bytes left over). */
 static inline double pos(double x)
 {
 	return x > 0 ? x : 0;

@@ -744,9 +744,9 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 			    ? stderr
 			    : stdout;
 
+	warn_positions(m, cl->opts.seq ? cl->opts.seq : m->seq);
 	if (cl->n_compare)
 		return run_compare(cl, m, c);
-	warn_positions(m, cl->opts.seq ? cl->opts.seq : m->seq);
 	if (plan_search(&p, m, file_c, &cl->opts, &e))
 		return usage("%s", e.msg);
 	c = p->cluster; /* with the mixed groups the rows may use */

@@ -119,6 +119,12 @@ struct plan_opts {
 	void *progress_arg;
 };
 
+/* Fills o with the defaults (STYLE.md 4; GLPK's glp_init_iocp): every
+ * degree, the micro-batch, the schedule, recomputation, ZeRO, the CP
+ * flavour, FP8, the overlaps and the planning options searched (0 or -1),
+ * any trainer, flash attention, the ILP's node limit ILP_NODE_LIMIT and
+ * the joint placement DP's default budget; no work budget, threads 0 (one
+ * per core). */
 void plan_opts_init(struct plan_opts *o);
 
 /* Completes o as the CLI does before a search: vp > 1 without a schedule

@@ -396,8 +396,8 @@ START_TEST(explain_follows_top)
 END_TEST
 
 /* Llama-3-70B's max_position_embeddings is 8192 (RoPE): a longer sequence
- * is planned, with a warning on stderr naming both lengths; up to it, no
- * warning. */
+ * is planned (searched or compared), with a warning on stderr naming both
+ * lengths; up to it, no warning. */
 START_TEST(long_sequence_warns)
 {
 	char *out, *err;
@@ -406,6 +406,12 @@ START_TEST(long_sequence_warns)
 	ck_assert_ptr_nonnull(strstr(err, "ampplan: warning: a sequence of 16384 tokens is longer than the "
 					  "model's max_position_embeddings (8192)"));
 	ck_assert_ptr_nonnull(strstr(out, "\n   1 "));
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan(DEMO " --seq 16384 --gbs 64 --compare tp=8,pp=2,dp=4,cp=1,mbs=1,zero=1",
+				     &out, &err),
+			 1); /* it does not fit at 16384 */
+	ck_assert_ptr_nonnull(strstr(err, "ampplan: warning: a sequence of 16384 tokens"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan(DEMO " --seq 8192 --gbs 64 --top 1", &out, &err), 0);
