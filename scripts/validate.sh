@@ -29,8 +29,13 @@ data=tests/data/validation
 # ==========================================================================
 # The mappings: one function per file, row -> ampplan options. Edit here.
 #
-# row SOURCE CONFIGURATION MEASURED_S OTHER_S MODEL CLUSTER GPUS OPTIONS...
-#   evaluates one row: MODEL a profile written by profiles() below, CLUSTER a
+# row SOURCE CONFIGURATION GROUP MEASURED_S OTHER_S MODEL CLUSTER GPUS OPTIONS...
+#   evaluates one row: GROUP names its layout group, the rows of one model,
+#   precision, GPU count, sequence and global batch (and software release)
+#   that differ only in layout (degrees, micro-batch, kernels,
+#   recomputation), whose pairs the statistics check for order (two rows
+#   with the same model and options are one layout: no pair);
+#   MODEL a profile written by profiles() below, CLUSTER a
 #   key of cluster_src() with its node count set to GPUS / gpus_per_node,
 #   MEASURED_S "inf" for a failed run, OTHER_S another predictor's seconds
 #   (AMP's) or "-". --show-infeasible is added so that a strategy that does
@@ -48,7 +53,7 @@ map_megatron2021_table1_weak_scaling() {
 	while IFS=, read -r params heads hidden layers tp pp gpus dp gbs _tf _pct _agg seq _v _gpu iter _p2; do
 		name=gpt-${params}B
 		gpt_profile "$name" "$heads" "$hidden" "$layers" "$seq"
-		row Narayanan2021-T1 "$name-tp$tp-pp$pp-$gpus" "$iter" - "$name" selene "$gpus" \
+		row Narayanan2021-T1 "$name-tp$tp-pp$pp-$gpus" "$name $gpus $seq $gbs" "$iter" - "$name" selene "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp 1 --mbs 1 --gbs "$gbs" --seq "$seq" \
 			--schedule 1f1b --recompute full --zero 0 \
 			--attention fused-softmax --norm fused --sequence-parallel off --fp8 off \
@@ -73,7 +78,7 @@ map_korthikanti2022_table5_iteration_time() {
 		sched="--schedule 1f1b"
 		[ "$v" -gt 1 ] && sched="--schedule interleaved --vp $v"
 		# shellcheck disable=SC2086
-		row Korthikanti2022-T5 "$mname-$mode" "$iter" - "$mname" selene "$gpus" \
+		row Korthikanti2022-T5 "$mname-$mode" "$mname $gpus $seq $gbs" "$iter" - "$mname" selene "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp 1 --mbs "$mbs" --gbs "$gbs" --seq "$seq" \
 			$sched --recompute "$rc" --zero 0 \
 			--attention fused-softmax --norm fused --sequence-parallel "$sp" --fp8 off \
@@ -112,11 +117,46 @@ map_dgxc_h100_nemo_24_11() {
 		if [ "$tp" -gt 1 ]; then tpo=on; else tpo=off; fi
 		# shellcheck disable=SC2086
 		row DGXC-NeMo-24.11 "$model $prec ${gpus}g tp$tp pp$pp cp$cp$vl dp$dp mbs$mbs gbs$gbs" \
-			"$step" - "$prof" dgx-h100 "$gpus" \
+			"$model $prec $gpus $seq $gbs" "$step" - "$prof" dgx-h100 "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp "$cp" --mbs "$mbs" --gbs "$gbs" --seq "$seq" \
 			$sched --recompute none --zero 1 \
 			--attention flash --norm fused --sequence-parallel "$tpo" --fp8 "$fp8" \
 			--tp-comm-overlap "$tpo" --overlap-grad-reduce on --overlap-param-gather on \
+			--grad-dtype fp32
+	done
+}
+
+# The same benchmark's Grok-1 314B rows (releases 24.11.1 and 25.02): an
+# 8-expert top-2 MoE, proxy models of `layers` of its 64 blocks below 512
+# GPUs (a profile per layer count). Megatron's DP = GPUs / (TP PP CP) (the
+# published dp column divides by EP too); ETP empty = TP; vp given:
+# interleaved. The file's settings: no recomputation, the all-to-all token
+# dispatcher, capacity factor 1.0 with inputs padded to capacity, SP and
+# TP communication overlap on; otherwise as the 24.11 dense rows.
+map_dgxc_h100_grok1() {
+	csv_rows "$1" |
+	while IFS=, read -r rel _model _fw prec gpus seq layers _full gbs mbs tp pp cp ep etp vp _dp _ga step _rest; do
+		case $prec in
+		BF16) fp8=off ;;
+		FP8) fp8=on ;;
+		*) die "$1: precision '$prec' has no mapping" ;;
+		esac
+		[ -n "$etp" ] || etp=$tp
+		if [ -n "$vp" ]; then
+			sched="--schedule interleaved --vp $vp" vl=" vp$vp"
+		else
+			sched="--schedule 1f1b" vl=
+		fi
+		dp=$((gpus / (tp * pp * cp)))
+		grok_profile "$layers"
+		# shellcheck disable=SC2086
+		row DGXC-Grok-1 "$rel $prec ${gpus}g L$layers tp$tp pp$pp cp$cp ep$ep etp$etp$vl dp$dp" \
+			"$rel $prec $gpus $seq $gbs L$layers" "$step" - "grok1-L$layers" dgx-h100 "$gpus" \
+			--tp "$tp" --pp "$pp" --dp "$dp" --cp "$cp" --ep "$ep" --etp "$etp" \
+			--mbs "$mbs" --gbs "$gbs" --seq "$seq" \
+			$sched --recompute none --zero 1 --moe-capacity 1 \
+			--attention flash --norm fused --sequence-parallel on --fp8 "$fp8" \
+			--tp-comm-overlap on --overlap-grad-reduce on --overlap-param-gather on \
 			--grad-dtype fp32
 	done
 }
@@ -152,7 +192,7 @@ map_hagemann2023_llama13b_runs() {
 		esac
 		[ "$tp" -gt 1 ] || spo=off
 		row Hagemann2023 "s$seq ${gpus}g tp$tp pp$pp dp$dp mbs$mbs ckpt=$rc $kl sp=${sp:--} #$trial" \
-			"$step" - llama-13b a100-4xhdr "$gpus" \
+			"$gpus $seq $gbs" "$step" - llama-13b a100-4xhdr "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp 1 --mbs "$mbs" --gbs "$gbs" --seq "$seq" \
 			--schedule 1f1b --recompute "$rc" --zero 1 \
 			--attention "$att" --norm "$norm" --sequence-parallel "$spo" --fp8 off \
@@ -179,7 +219,7 @@ map_amp2022_homogeneous_trials() {
 				"AMP's partition leaves stage(s) ${lay#EMPTY } without a block, the embedding or the head"
 			continue ;;
 		esac
-		row AMP2022 "mbs$mbs tp$tp dp$dp pp$pp $lay" "$meas" "$amp" gpt2-medium g4dn "$gpus" \
+		row AMP2022 "mbs$mbs tp$tp dp$dp pp$pp $lay" "$gpus 1024 32" "$meas" "$amp" gpt2-medium g4dn "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp 1 --mbs "$mbs" --gbs 32 --seq 1024 \
 			--schedule 1f1b --recompute none --zero 0 --layout "$lay" \
 			--attention unfused --norm fused --sequence-parallel off --fp8 off \
@@ -244,6 +284,19 @@ profiles() {
  "bias": true, "position_embedding": "learned", "dtype": "fp16"'
 }
 
+# grok_profile LAYERS: Grok-1 314B (shared/reference/validation README:
+# hidden 6144, 48 heads, 8 query groups, head dim 128, 8 experts top-2,
+# expert FFN 32768 gated GeLU (three matrices, as SwiGLU), RMSNorm, RoPE,
+# untied, no biases, the Llama-3 vocabulary) with LAYERS blocks.
+grok_profile() {
+	write_profile "grok1-L$1" '"hidden_size": 6144, "num_layers": '"$1"', "num_attention_heads": 48,
+ "num_kv_heads": 8, "head_dim": 128, "ffn_hidden_size": 32768, "ffn_kind": "swiglu",
+ "vocab_size": 128256, "seq_length": 8192, "global_batch_size": 1, "max_position_embeddings": 8192,
+ "tie_word_embeddings": false, "bias": false, "position_embedding": "rope", "dtype": "bf16",
+ "normalization": "rmsnorm", "rope_theta": 1000000, "num_experts": 8, "moe_top_k": 2,
+ "moe_ffn_hidden_size": 32768'
+}
+
 # gpt_profile NAME HEADS HIDDEN LAYERS SEQ: a Megatron GPT (f = 4h, MHA,
 # biases, learned positions, tied embeddings, vocabulary padded to 51,200).
 gpt_profile() {
@@ -303,25 +356,26 @@ quote() {
 	esac
 }
 
-# record FILE SOURCE CONFIGURATION MEASURED OTHER PREDICTED FIT MEM NOTE: one
-# line of $dir/results.txt, tab-separated (the input of validate_stats.awk).
+# record FILE SOURCE CONFIGURATION MEASURED OTHER PREDICTED FIT MEM NOTE GROUP LAYOUT:
+# one line of $dir/results.txt, tab-separated (the input of validate_stats.awk).
 record() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$dir/results.txt"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$dir/results.txt"
 }
 
 # skip_row SOURCE CONFIGURATION MEASURED OTHER WHY: a row not evaluated.
 skip_row() {
-	record "$file" "$1" "$2" "$3" "$4" - N - "$5"
+	record "$file" "$1" "$2" "$3" "$4" - N - "$5" - -
 	printf '# %s: %s\n# not evaluated: %s\n\n' "$file" "$2" "$5" >>"$dir/commands.txt"
 }
 
 row() {
-	src=$1 label=$2 meas=$3 other=$4 model=$dir/models/$5.json
-	cl=$(cluster_file "$6" "$7")
-	shift 7
+	src=$1 label=$2 grp=$3 meas=$4 other=$5 model=$dir/models/$6.json
+	cl=$(cluster_file "$7" "$8")
+	shift 8
 	cmd="$(quote "$bin") --model $model --cluster $cl"
+	lay=
 	for a in "$@"; do
-		cmd="$cmd $(quote "$a")"
+		cmd="$cmd $(quote "$a")" lay="$lay $a"
 	done
 	cmd="$cmd --show-infeasible"
 	printf '# %s: %s\n%s\n\n' "$file" "$label" "$cmd" >>"$dir/commands.txt"
@@ -345,7 +399,7 @@ row() {
 		}')
 	fit=${res%%|*} res=${res#*|}
 	pred=${res%%|*} res=${res#*|}
-	record "$file" "$src" "$label" "$meas" "$other" "$pred" "$fit" "${res%%|*}" "${res#*|}"
+	record "$file" "$src" "$label" "$meas" "$other" "$pred" "$fit" "${res%%|*}" "${res#*|}" "$grp" "$model$lay"
 }
 
 # self_test: validate_stats.awk on a hand-made case worked out by hand.
@@ -358,43 +412,64 @@ row() {
 #   AMP's predictions 1..6 rank like the measurements: spearman 1.000, its
 #   errors 90 90 90 90 90 90% (mape 90.0); ampplan's first trial (fits, least
 #   predicted) is the failed row predicted 5 s; AMP's first is the 10 s row.
+#   No row has a layout group: pairs 0/0.
 #  b.csv, ties in the measurements: measured 5 5 7, predicted 1 2 3: average
 #   ranks 1.5 1.5 3 against 1 2 3: 1.5 / sqrt(1.5 x 2) = 0.866 (the formula
 #   1 - 6 sum d^2 / (n (n^2 - 1)) would give 0.875); errors 80 60 57.1%:
 #   mape 65.7, max 80.0.
+#  c.csv, layout pairs: group g measured 100 104 110 120 130 (c1 c2 c3 c4
+#   c7), predicted 100 90 112 95 112; c5 and c6 in group h with one
+#   layout (200 and 300 s, predicted 50 and 10: no pair, one layout).
+#   c1-c2 1.04 apart: no pair; c1-c3 1.10 ordered; c1-c4 1.20 not (100 >
+#   95); c1-c7 1.30 ordered; c2-c3 1.058 ordered; c2-c4 1.154 ordered;
+#   c2-c7 1.25 ordered; c3-c4 1.091 not (112 > 95); c3-c7 1.18 not (a
+#   predicted tie); c4-c7 1.083 ordered: pairs 6/9, of the five 15% apart
+#   (c1-c4 c1-c7 c2-c4 c2-c7 c3-c7) 3 ordered. Errors 0 13.46 1.82 20.83
+#   75 96.67 13.85%: mape 221.63 / 7 = 31.7, max 96.7; prediction ranks 5
+#   3 6.5 4 2 1 6.5 against 1 2 3 4 6 7 5: -14 / sqrt(27.5 x 28) = -0.505.
+#   Misordered 3 > 0 (9 - ceil(0.97 x 9)) and 2 > 0.
 self_test() {
 	st=$dir/selftest
 	tr "|" "\t" >"$st.in" <<'EOF'
-a.csv|t|r1|10|1|11|1|-|
-a.csv|t|r2|20|2|18|1|-|
-a.csv|t|r3|30|3|33|1|-|
-a.csv|t|r4|40|4|33|1|-|
-a.csv|t|r5|50|5|45|1|-|
-a.csv|t|r6|60|6|69|0|-|
-a.csv|t|r7|inf|7|5|1|-|
-a.csv|t|r8|inf|8|4|0|-|
-a.csv|t|r9|inf|9|-|N|-|not run
-b.csv|t|s1|5|-|1|1|-|
-b.csv|t|s2|5|-|2|1|-|
-b.csv|t|s3|7|-|3|1|-|
+a.csv|t|r1|10|1|11|1|-||-|r1
+a.csv|t|r2|20|2|18|1|-||-|r2
+a.csv|t|r3|30|3|33|1|-||-|r3
+a.csv|t|r4|40|4|33|1|-||-|r4
+a.csv|t|r5|50|5|45|1|-||-|r5
+a.csv|t|r6|60|6|69|0|-||-|r6
+a.csv|t|r7|inf|7|5|1|-||-|r7
+a.csv|t|r8|inf|8|4|0|-||-|r8
+a.csv|t|r9|inf|9|-|N|-|not run|-|r9
+b.csv|t|s1|5|-|1|1|-||-|s1
+b.csv|t|s2|5|-|2|1|-||-|s2
+b.csv|t|s3|7|-|3|1|-||-|s3
+c.csv|t|c1|100|-|100|1|-||g|c1
+c.csv|t|c2|104|-|90|1|-||g|c2
+c.csv|t|c3|110|-|112|1|-||g|c3
+c.csv|t|c4|120|-|95|0|-||g|c4
+c.csv|t|c5|200|-|50|1|-||h|x
+c.csv|t|c6|300|-|10|1|-||h|x
+c.csv|t|c7|130|-|112|1|-||g|c7
 EOF
 	cat >"$st.want" <<'EOF'
-summary a.csv rows=8 mape=12.1 max=17.5 spearman=0.986 false_oom=1 missed_oom=1
+summary a.csv rows=8 mape=12.1 max=17.5 spearman=0.986 false_oom=1 missed_oom=1 pairs=0/0 pairs15=0/0
   AMP's own prediction: spearman=1.000 mape=90.0 max=90.0 over the 6 rows that ran
   ampplan's first trial (fits, least predicted): r7: predicted 5.000 s, measured inf (failed)
   AMP's first trial (least amp_predicted_s): r1: AMP 1.000 s, measured 10.000 s
   best measured: r1: 10.000 s
-summary b.csv rows=3 mape=65.7 max=80.0 spearman=0.866 false_oom=0 missed_oom=0
-validate: 5 targets missed: a.csv: mape 12.1 > 5; a.csv: false_oom 1 > 0; a.csv: missed_oom 1 > 0; b.csv: mape 65.7 > 5; b.csv: spearman 0.866 < 0.95 (VALIDATE_STRICT=0: exit 0)
+summary b.csv rows=3 mape=65.7 max=80.0 spearman=0.866 false_oom=0 missed_oom=0 pairs=0/0 pairs15=0/0
+summary c.csv rows=7 mape=31.7 max=96.7 spearman=-0.505 false_oom=1 missed_oom=0 pairs=6/9 pairs15=3/5
+validate: 10 targets missed: a.csv: mape 12.1 > 5; a.csv: false_oom 1 > 0; a.csv: missed_oom 1 > 0; b.csv: mape 65.7 > 5; b.csv: spearman 0.866 < 0.95; c.csv: mape 31.7 > 5; c.csv: spearman -0.505 < 0.95; c.csv: false_oom 1 > 0; c.csv: pairs misordered 3 > 0; c.csv: pairs 15% apart misordered 2 > 0 (VALIDATE_STRICT=0: exit 0)
 EOF
 	awk -v strict=0 -f scripts/validate_stats.awk "$st.in" >"$st.out" || {
 		echo "validate: self-test: validate_stats.awk failed" >&2
 		return 1
 	}
 	grep -e '^summary' -e "^  AMP's" -e '^  ampplan' -e '^  best' -e '^validate:' "$st.out" >"$st.got"
-	# The regression bounds: a.csv within all but missed_oom; b.csv has no line.
-	printf '# comment\na.csv 13 0.98 1 0\n' >"$st.lim"
-	echo "validate: 4 targets missed: a.csv: missed_oom 1 > 0; b.csv: no line in $st.lim; b.csv: mape 65.7 > -1; b.csv: spearman 0.866 < 0.95" >>"$st.want"
+	# The regression bounds: a.csv within all but missed_oom; b.csv has no
+	# line; c.csv within all but the pairs 15% apart (2 misordered > 1).
+	printf '# comment\na.csv 13 0.98 1 0 0 0\nc.csv 40 -0.6 1 0 3 1\n' >"$st.lim"
+	echo "validate: 5 targets missed: a.csv: missed_oom 1 > 0; b.csv: no line in $st.lim; b.csv: mape 65.7 > -1; b.csv: spearman 0.866 < 0.95; c.csv: pairs 15% apart misordered 2 > 1" >>"$st.want"
 	awk -v limits="$st.lim" -f scripts/validate_stats.awk "$st.in" | grep '^validate:' >>"$st.got"
 	if ! cmp -s "$st.want" "$st.got"; then
 		echo "validate: self-test of scripts/validate_stats.awk failed (want, got):" >&2
@@ -428,7 +503,8 @@ profiles
 : >"$dir/results.txt"
 : >"$dir/commands.txt"
 for file in megatron2021_table1_weak_scaling.csv korthikanti2022_table5_iteration_time.csv \
-	dgxc_h100_nemo_24.11.csv hagemann2023_llama13b_runs.csv amp2022_homogeneous_trials.csv; do
+	dgxc_h100_nemo_24.11.csv dgxc_h100_grok1.csv hagemann2023_llama13b_runs.csv \
+	amp2022_homogeneous_trials.csv; do
 	[ -f "$data/$file" ] || die "missing $data/$file"
 	fn=$(echo "${file%.csv}" | tr '.' '_')
 	"map_$fn" "$data/$file"
