@@ -89,14 +89,19 @@ map_korthikanti2022_table5_iteration_time() {
 
 # NVIDIA DGX Cloud benchmarking recipes 24.11.1 (NeMo / Megatron-Core) on
 # DGX H100 nodes. Every row: its degrees and batches (empty cp = 1; vp given:
-# interleaved with vp virtual stages, else 1F1B), no recomputation, the
-# distributed optimizer (ZeRO-1), flash attention (cuDNN / TE fused
-# attention), TE's fused norm, FP8 for the FP8 rows, sequence parallelism and
-# TP communication overlap with TP > 1 (NeMo's recipes), DP gradient
-# reduce-scatter and parameter all-gather overlapped, fp32 gradient reduction.
+# interleaved with vp virtual stages, else 1F1B), flash attention (cuDNN /
+# TE fused attention, or FlashAttention-2 where NVTE_FUSED_ATTN=0), TE's
+# fused norm, FP8 for the FP8 rows, DP gradient reduce-scatter and
+# parameter all-gather overlapped; and the settings its row of
+# dgxc_h100_nemo_24.11_recipes.csv states (recipe below): recomputation,
+# sequence parallelism, TP communication overlap, gradient accumulation
+# fusion, gradients reduced in grad_sync_dtype, FP8 parameters. The
+# optimizer, Apex's distributed_fused_adam, shards the optimizer states
+# over DP (ZeRO-1; its gradients stay whole in one persistent bf16 buffer,
+# contiguous_grad_buffer=true, so they are not sharded as ZeRO-2 would).
 map_dgxc_h100_nemo_24_11() {
 	csv_rows "$1" |
-	while IFS=, read -r _rel model _fw prec gpus seq _layers gbs mbs tp pp cp vp dp _ga step _tps _mfu _file _commit _note; do
+	while IFS=, read -r rel model _fw prec gpus seq layers gbs mbs tp pp cp vp dp _ga step _tps _mfu _file _commit _note; do
 		case $model in
 		Llama-3.1-8B) prof=llama3.1-8b ;;
 		GPT-3-175B) prof=gpt3-175b ;;
@@ -108,22 +113,72 @@ map_dgxc_h100_nemo_24_11() {
 		FP8) fp8=on ;;
 		*) die "$1: precision '$prec' has no mapping" ;;
 		esac
+		key="$rel,$model,$prec,$gpus,$layers,$tp,$pp,$cp,$vp"
 		[ -n "$cp" ] || cp=1
 		if [ -n "$vp" ]; then
 			sched="--schedule interleaved --vp $vp" vl=" vp$vp"
 		else
 			sched="--schedule 1f1b" vl=
 		fi
-		if [ "$tp" -gt 1 ]; then tpo=on; else tpo=off; fi
+		recipe "$1" "$key"
 		# shellcheck disable=SC2086
 		row DGXC-NeMo-24.11 "$model $prec ${gpus}g tp$tp pp$pp cp$cp$vl dp$dp mbs$mbs gbs$gbs" \
 			"$model $prec $gpus $seq $gbs" "$step" - "$prof" dgx-h100 "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp "$cp" --mbs "$mbs" --gbs "$gbs" --seq "$seq" \
-			$sched --recompute none --zero 1 \
-			--attention flash --norm fused --sequence-parallel "$tpo" --fp8 "$fp8" \
-			--tp-comm-overlap "$tpo" --overlap-grad-reduce on --overlap-param-gather on \
-			--grad-dtype fp32
+			$sched --recompute "$r_rc" --zero 1 \
+			--attention flash --norm fused --sequence-parallel "$r_sp" --fp8 "$fp8" \
+			--tp-comm-overlap "$r_tpo" --overlap-grad-reduce on --overlap-param-gather on \
+			--grad-dtype "$r_grad" --grad-acc-fusion "$r_gaf"
 	done
+}
+
+# recipe FILE KEY: sets r_rc, r_sp, r_tpo, r_grad, r_gaf from the row of
+# FILE's recipes file (FILE with _recipes before .csv) whose release, model,
+# precision, gpus, layers, tp, pp, cp, vp are KEY (comma-separated, as the
+# two files write them): recomputation (its recompute cell starts with
+# none, selective or full), sequence parallelism (sequence_parallel true),
+# TP overlap (ub_tp_comm_overlap=true), gradients (grad_sync_dtype=bf16:
+# bf16, else fp32), gradient accumulation fusion (=true). Fails on a row
+# without a recipe, or a cell with no mapping.
+recipe() {
+	rfile=${1%.csv}_recipes.csv
+	[ -f "$rfile" ] || die "missing $rfile"
+	set -- "$rfile" "$2" "$(awk -v key="$2" -f scripts/validate_csv.awk "$rfile")"
+	[ -n "$3" ] || die "$1: no recipe for $2"
+	r_rc=$(recipe_cell "$3" recompute) r_sp=$(recipe_cell "$3" sequence_parallel)
+	r_tpo=$(recipe_cell "$3" tp_comm_overlap) r_grad=$(recipe_cell "$3" grad_dtype)
+	r_gaf=$(recipe_cell "$3" grad_acc_fusion)
+	case $r_rc in
+	none*) r_rc=none ;;
+	selective*) r_rc=selective ;;
+	full*) r_rc=full ;;
+	*) die "$1: $2: recompute '$r_rc' has no mapping" ;;
+	esac
+	case $r_sp in
+	[Tt]rue*) r_sp=on ;;
+	[Ff]alse*) r_sp=off ;;
+	*) die "$1: $2: sequence_parallel '$r_sp' has no mapping" ;;
+	esac
+	case $r_tpo in
+	*ub_tp_comm_overlap=[Tt]rue*) r_tpo=on ;;
+	*ub_tp_comm_overlap=[Ff]alse*) r_tpo=off ;;
+	*) die "$1: $2: tp_comm_overlap '$r_tpo' has no mapping" ;;
+	esac
+	case $r_grad in
+	*grad_sync_dtype=bf16*) r_grad=bf16 ;;
+	*grad_sync_dtype=fp32* | "") r_grad=fp32 ;;
+	*) die "$1: $2: grad_dtype '$r_grad' has no mapping" ;;
+	esac
+	case $r_gaf in
+	*=[Tt]rue* | "") r_gaf=on ;;
+	*=[Ff]alse*) r_gaf=off ;;
+	*) die "$1: $2: grad_acc_fusion '$r_gaf' has no mapping" ;;
+	esac
+}
+
+# recipe_cell ROW NAME: the cell NAME of ROW (validate_csv.awk's NAME=VALUE lines).
+recipe_cell() {
+	printf '%s\n' "$1" | sed -n "s/^$2=//p"
 }
 
 # The same benchmark's Grok-1 314B rows (releases 24.11.1 and 25.02): an
@@ -511,6 +566,7 @@ for file in megatron2021_table1_weak_scaling.csv korthikanti2022_table5_iteratio
 done
 set +f
 for f in "$data"/*.csv; do
+	case $f in *_recipes.csv) continue ;; esac # read by their measurements' mapping
 	grep -q "^${f##*/}$(printf "\t")" "$dir/results.txt" || echo "validate: warning: $f has no mapping: not evaluated" >&2
 done
 
