@@ -358,9 +358,9 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * buffers, at less than peak bandwidth: 160 bytes, calibrated on the
  * single-micro-batch rows of Korthikanti et al. 2022 Table 5 (make
  * validate). */
-double compute_optimizer(const struct gpu_type *g, double params)
+double compute_optimizer(const struct gpu_type *g, double params, double moment_bytes)
 {
 	if (g->hbm_bw <= 0)
 		return 0;
-	return params * COMPUTE_ADAM_BYTES / g->hbm_bw;
+	return params * (COMPUTE_ADAM_BYTES - 4 * (4 - moment_bytes)) / g->hbm_bw;
 }

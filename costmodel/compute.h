@@ -122,7 +122,10 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		  struct err *e);
 
 /* Seconds of one Adam step over params parameters on a GPU of type g
- * (memory-bound); 0 if g's hbm_bw is unknown (<= 0). */
-double compute_optimizer(const struct gpu_type *g, double params);
+ * (memory-bound), whose two moments take moment_bytes each (4 fp32, 2
+ * bf16): COMPUTE_ADAM_BYTES per parameter with fp32 moments, less the 4 x
+ * (4 - moment_bytes) bytes of reading and writing m and v in a narrower
+ * dtype; 0 if g's hbm_bw is unknown (<= 0). */
+double compute_optimizer(const struct gpu_type *g, double params, double moment_bytes);
 
 #endif

@@ -569,7 +569,7 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 	*dp = x_r + x_g;
 	*hidden = reduce + gather - *dp;
 	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
-				 s->zero >= 1 ? D / n + E / n_e : D + E);
+				 s->zero >= 1 ? D / n + E / n_e : D + E, memory_moment_bytes(s));
 }
 
 /* The tail of pipeline rank r over all its chunks. */

@@ -13,6 +13,16 @@ double memory_grad_bytes(const struct strategy *s)
 	return s->grad_bytes > 0 ? s->grad_bytes : 4.0;
 }
 
+double memory_moment_bytes(const struct strategy *s)
+{
+	return s->moment_bytes > 0 ? s->moment_bytes : 4.0;
+}
+
+double memory_opt_bytes(const struct strategy *s)
+{
+	return MEM_MASTER_BYTES + 2 * memory_moment_bytes(s);
+}
+
 void memory_params(const struct layer *ly, const struct strategy *s,
 		   double *dense, double *expert)
 {
@@ -27,11 +37,12 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 
 /* Model states per GPU (Rajbhandari et al. 2020 Sec. 5, Fig. 1; Megatron
  * theoretical_memory_usage.py), per parameter, with G = grad_bytes (4 for
- * Megatron's fp32 main gradients, 2 for DeepSpeed's or fp16 Megatron's):
- *   zero 0: 2 + G + 12
- *   zero 1: 2 + G + 12/n      (distributed optimizer: 6 + 12/n)
- *   zero 2: 2 + (G + 12)/n
- *   zero 3: (2 + G + 12)/n
+ * Megatron's fp32 main gradients, 2 for DeepSpeed's or fp16 Megatron's)
+ * and K = memory_opt_bytes (12, or 8 with bf16 Adam moments):
+ *   zero 0: 2 + G + K
+ *   zero 1: 2 + G + K/n       (distributed optimizer: 6 + 12/n)
+ *   zero 2: 2 + (G + K)/n
+ *   zero 3: (2 + G + K)/n
  * FP8 adds nothing that persists: Transformer Engine casts each weight to
  * FP8 for its GEMM (a transient within the allowance) and saves FP8 GEMM
  * inputs for the backward pass, which the bf16 activation model bounds.
@@ -47,7 +58,7 @@ static void states(struct layer_mem *lm, const struct layer *ly,
 	n_e = strategy_edp(s);
 	lm->weights = MEM_WEIGHT_BYTES * (s->zero >= 3 ? D / n + E / n_e : D + E);
 	lm->grads = memory_grad_bytes(s) * (s->zero >= 2 ? D / n + E / n_e : D + E);
-	lm->optimizer = MEM_OPT_BYTES * (s->zero >= 1 ? D / n + E / n_e : D + E);
+	lm->optimizer = memory_opt_bytes(s) * (s->zero >= 1 ? D / n + E / n_e : D + E);
 }
 
 /* Activations per micro-batch per GPU (Korthikanti et al. 2022 Sec. 4,

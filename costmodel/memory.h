@@ -11,8 +11,8 @@ struct strategy;
  * 2 + 2 + 12 with fp16 grads; Megatron keeps fp32 main grads: 2 + 4 + 12 = 18,
  * megatron/training/theoretical_memory_usage.py). The gradient bytes are the
  * strategy's grad_bytes (memory_grad_bytes). */
-#define MEM_WEIGHT_BYTES 2.0  /* bf16 weights */
-#define MEM_OPT_BYTES	 12.0 /* fp32 master weights, Adam m and v */
+#define MEM_WEIGHT_BYTES 2.0 /* bf16 weights */
+#define MEM_MASTER_BYTES 4.0 /* fp32 master weights */
 
 /* The allowance per GPU (cluster.mem_allowance when the user sets it):
  * MEM_CONTEXT_BYTES for the CUDA context, cuBLAS / cuDNN workspaces and NCCL
@@ -33,6 +33,17 @@ struct layer_mem {
 
 /* Bytes per gradient of strategy s: s->grad_bytes, 4 when unset. */
 double memory_grad_bytes(const struct strategy *s);
+
+/* Bytes per Adam moment of strategy s: s->moment_bytes, 4 when unset. */
+double memory_moment_bytes(const struct strategy *s);
+
+/* Optimizer-state bytes per parameter of strategy s: the fp32 master
+ * weight and the two Adam moments, MEM_MASTER_BYTES + 2 x
+ * memory_moment_bytes: 12 with fp32 moments (Rajbhandari et al. 2020 Sec.
+ * 3.1, K = 12), 8 with bf16 ones (Megatron's precision-aware optimizer,
+ * megatron/core/optimizer/optimizer_config.py exp_avg_dtype and
+ * exp_avg_sq_dtype; the master weights stay fp32). */
+double memory_opt_bytes(const struct strategy *s);
 
 /* Parameters of layer ly per GPU: *dense = (params - expert_params) / tp,
  * *expert = expert_params / (ep * etp) (strategy_etp). */

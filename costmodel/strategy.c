@@ -45,6 +45,11 @@ const char *moe_balance_name(enum moe_balance x)
 	return balance_names[x];
 }
 
+const char *optim_dtype_name(const struct strategy *s)
+{
+	return s->moment_bytes == 2 ? "bf16" : "fp32";
+}
+
 const char *grad_dtype_name(const struct strategy *s, bool fp16)
 {
 	return s->grad_bytes == 2 ? (fp16 ? "fp16" : "bf16") : "fp32";

@@ -91,6 +91,11 @@ struct strategy {
 	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
+	int moment_bytes;		   /* bytes per Adam moment (exp_avg and
+				   exp_avg_sq each): 4 (fp32, the default) or
+				   2 (bf16: Megatron's precision-aware
+				   optimizer, --exp-avg-dtype and
+				   --exp-avg-sq-dtype bf16); 0 reads as 4 */
 	bool vocab_par;			   /* vocabulary parallelism (Yeung et al. 2024,
 				   "Balancing Pipeline Parallelism with
 				   Vocabulary Parallelism"): the embedding,
@@ -127,6 +132,9 @@ const char *attention_name(enum attention a);
 /* The gradients' dtype as printed: "fp32" for grad_bytes 4 (or unset),
  * else "fp16" when the model trains in fp16 (fp16 true), else "bf16". */
 const char *grad_dtype_name(const struct strategy *s, bool fp16);
+/* The Adam moments' dtype as printed: "bf16" for moment_bytes 2, else
+ * "fp32". */
+const char *optim_dtype_name(const struct strategy *s);
 /* Returns the enum value, or -1 for an unknown name. */
 int recompute_parse(const char *name);
 int attention_parse(const char *name);

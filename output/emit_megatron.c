@@ -207,6 +207,9 @@ enum field_place {
 	F_FP8,
 	F_FP8_RECIPE,
 	F_GRAD_ACC_FUSION,
+	F_PRECISION_OPT,
+	F_EXP_AVG,
+	F_EXP_AVG_SQ,
 	F_COUNT
 };
 
@@ -458,6 +461,15 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 	if (s->grad_acc_unfused)
 		set_bool(l, F_GRAD_ACC_FUSION, "--no-gradient-accumulation-fusion", true,
 			 "model.gradient_accumulation_fusion", false);
+	/* bf16 Adam moments: megatron/core/optimizer/optimizer_config.py */
+	if (s->moment_bytes == 2) {
+		set_bool(l, F_PRECISION_OPT, "--use-precision-aware-optimizer", true,
+			 "optimizer.use_precision_aware_optimizer", true);
+		set(l, F_EXP_AVG, "--exp-avg-dtype", "optimizer.exp_avg_dtype", val("bf16"),
+		    val("torch.bfloat16"));
+		set(l, F_EXP_AVG_SQ, "--exp-avg-sq-dtype", "optimizer.exp_avg_sq_dtype", val("bf16"),
+		    val("torch.bfloat16"));
+	}
 }
 
 /* Lists the settings of x into l (empty; settings_free frees it): the

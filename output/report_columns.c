@@ -121,7 +121,9 @@
 	/* the model's parameters, all and those one token runs through        \
 	 * (model_active_params; the same for a dense model) */                                       \
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
-	X(params_active, NUM, put_count(v, model_active_params(m)))
+	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
+	/* cost model v3: the Adam moments' dtype (fp32 or bf16) */                                                    \
+	X(optim_dtype, STR, put_text(v, optim_dtype_name(s)))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

@@ -145,6 +145,9 @@ enum opt_scope { SCOPE_RUN,
 	X(GRAD_DTYPE, "grad-dtype", KIND_ENUM, opts.grad_bytes, OPT_NAMES(grad_dtype_parse), SCOPE_STRATEGY, "NAME",                                               \
 	  OPT_NEEDS("fp32, bf16 or fp16"),                                                                                                                         \
 	  "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)")                                                                                  \
+	X(OPTIM_DTYPE, "optim-dtype", KIND_ENUM, opts.moment_bytes, OPT_NAMES(optim_dtype_parse), SCOPE_STRATEGY, "NAME",                                          \
+	  OPT_NEEDS("fp32 or bf16"),                                                                                                                               \
+	  "Adam moments: fp32 (default), bf16 (Megatron's precision-aware optimizer)")                                                                             \
 	X(MEM_ALLOWANCE, "mem-allowance", KIND_GIB, mem_allowance, OPT_RANGE(0, 1e6), SCOPE_RUN, "GiB",                                                            \
 	  OPT_NEEDS("a positive number of GiB"),                                                                                                                   \
 	  "per-GPU memory for CUDA context, NCCL, allocator (default: estimated)")                                                                                 \

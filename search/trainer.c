@@ -283,6 +283,9 @@ static int check_precision(enum trainer t, const struct strategy *s, struct err 
 {
 	if (s->fp8 && !trainer_allows((int)t, FEATURE_FP8, s))
 		return refuse(e, t, "no FP8 GEMMs: ds_config.json sets bf16 or fp16 only");
+	/* bf16 Adam moments: Megatron's precision-aware optimizer only */
+	if (s->moment_bytes == 2 && t != TRAINER_MEGATRON && t != TRAINER_NEMO)
+		return refuse(e, t, "bf16 Adam moments: only Megatron's precision-aware optimizer keeps them");
 	return 0;
 }
 

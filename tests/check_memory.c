@@ -208,6 +208,39 @@ START_TEST(test_memory_grad_bytes)
 }
 END_TEST
 
+/* bf16 Adam moments (Megatron's precision-aware optimizer): optimizer
+ * states 4 (fp32 master) + 2 x 2 = 8 bytes per parameter instead of 12;
+ * the GPT-3 block at TP 8, P = 226512384 per GPU: 8 P without ZeRO, 8 P / 8
+ * = P with ZeRO-1 over dp 8. The Adam step reads and writes m and v in 2
+ * bytes: 160 - 4 x 2 = 152 bytes per parameter, so 1e9 parameters on a GPU
+ * of 2e12 B/s take 152e9 / 2e12 = 0.076 s (0.080 s with fp32 moments). */
+START_TEST(test_memory_moment_bytes)
+{
+	struct strategy s = strat(8, 1, 1, 8, 1, 8, 2048);
+	struct gpu_type g = { .hbm_bw = 2e12 };
+	struct layer_mem lm;
+	double P = 226512384.0;
+
+	gpt(2, 12288, 96, 51200, 2048);
+	s.zero = 0;
+	ck_assert_rel(memory_opt_bytes(&s), 12, 0);
+	s.moment_bytes = 2;
+	ck_assert_rel(memory_moment_bytes(&s), 2, 0);
+	ck_assert_rel(memory_opt_bytes(&s), 8, 0);
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.optimizer, 8 * P, 1e-12);
+	ck_assert_rel(lm.weights + lm.grads, 6 * P, 1e-12);
+	s.zero = 1;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.optimizer, P, 1e-12);
+	ck_assert_rel(compute_optimizer(&g, 1e9, 2), 0.076, 1e-12);
+	ck_assert_rel(compute_optimizer(&g, 1e9, 4), 0.080, 1e-12);
+	ck_assert_str_eq(optim_dtype_name(&s), "bf16");
+	s.moment_bytes = 0;
+	ck_assert_str_eq(optim_dtype_name(&s), "fp32");
+}
+END_TEST
+
 /* Attention-score memory (Korthikanti 2022 Table 2, 5as/h * sbh / t): the
  * GPT block of test_compute_analytic (check_cost.c), tp 2 without SP:
  * ((34h - 10h)/2 + 10h) s = 22 * 4096 * 2048 = 184549376 bytes, plus
@@ -550,6 +583,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_gpt3);
 	tcase_add_test(tc, test_memory_overflow);
 	tcase_add_test(tc, test_memory_moe);
+	tcase_add_test(tc, test_memory_moment_bytes);
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_attention_memory);
 	tcase_add_test(tc, test_allowance);
