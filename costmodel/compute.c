@@ -164,6 +164,8 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	}
 	f = ffn_per_token(m, l);
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
+	if (model_block_moe(m, l - 1))
+		bytes += (2 + 2.0 * m->top_k) * h * dt * rows;
 	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
 	if (!m->learned_pos)
 		bytes += 2 * (a + g) * rot * dt / t;
@@ -273,7 +275,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
  *   COMPUTE_HBM_EFF (the per-token bytes are already per GPU), backward
  *   MEM_BWD x forward;
- * - LAYER_OVERHEAD_S per layer, MEM_BWD x that backward;
+ * - LAYER_OVERHEAD_S per layer (plus MOE_LAYER_OVERHEAD_S in an MoE
+ *   block), MEM_BWD x that backward;
  * - with s->grad_acc_unfused, the backward adds the pass that adds the
  *   micro-batch's weight gradients into the gradient buffer: the layer's
  *   parameters per GPU x (2 grad_bytes + dtype) bytes over the bandwidth
@@ -295,7 +298,11 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double bw = g->hbm_bw * COMPUTE_HBM_EFF, tok = (double)s->mbs * s->seq / s->cp;
 	double gemm = gemms(g, m, l, s, w, tok);
 	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1;
+	double over = LAYER_OVERHEAD_S;
 	int rc;
+
+	if (ly->kind == LAYER_BLOCK && model_block_moe(m, l - 1))
+		over += MOE_LAYER_OVERHEAD_S;
 
 	if (wa > 0 && (s->attn == ATTN_FLASH || s->attn == ATTN_FLASH1)) {
 		double eff = g->flash_eff > 0 ? g->flash_eff : FLASH_RATE * g->eff_max;
@@ -326,8 +333,8 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	t->attn_fwd = x * attn_f;
 	t->attn_bwd = x * attn_b;
 	t->mem_fwd = x * mem;
-	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + LAYER_OVERHEAD_S;
-	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + LAYER_OVERHEAD_S);
+	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + over;
+	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over);
 	if (s->grad_acc_unfused && bw > 0) {
 		/* un-fused gradient accumulation: read and write the buffer
 		 * (grad_bytes each), read the new gradient (the dtype's) */

@@ -60,7 +60,12 @@ struct strategy;
  *   about six fp32 passes (max, subtract, exp, sum, log, gradient): 24
  *   bytes per logit;
  * - the embedding writes its output row: 2 (plus the position add, 3,
- *   with learned positions).
+ *   with learned positions);
+ * - an MoE block's token permutation (Megatron-Core's all-to-all
+ *   dispatcher, moe_utils.py permute and unpermute): permute reads each
+ *   token's row and writes its top_k copies in expert order, unpermute
+ *   reads the top_k expert outputs and writes their probability-weighted
+ *   sum: 2 + 2 top_k rows of h (MOE_PERMUTE_ROWS) per token of the GPU.
  * The backward pass moves twice the forward's bytes (it reads the saved
  * input and the output gradient and writes the input gradient). */
 #define NORM_FUSED	   2.0
@@ -79,6 +84,16 @@ struct strategy;
  * MEM_BWD times as many; the embedding and the head count as one block.
  * Calibrated (README "Validation"). */
 #define LAYER_OVERHEAD_S 38e-6
+
+/* Fixed seconds per MoE block per forward pass beside LAYER_OVERHEAD_S: its
+ * router (gate GEMM, softmax, top-k, the auxiliary loss and its
+ * bookkeeping), the dispatcher's index computations, capacity padding and
+ * splits, each a small kernel (a hundred or so a forward in Megatron-Core
+ * 0.9-0.11's MoELayer, against a dense block's 20-40), and the host
+ * synchronisation of the all-to-all's split sizes, after which the GPU
+ * waits on the launches; backward MEM_BWD x. Calibrated on the BF16 rows
+ * of dgxc_h100_grok1.csv (README "Validation"). */
+#define MOE_LAYER_OVERHEAD_S 250e-6
 
 /* Seconds per micro-batch of one layer on one GPU (compute only): a
  * roofline per layer part (Calculon, Isaev et al. SC'23): GEMMs at their

@@ -717,6 +717,39 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* An MoE block against the dense one (the GPT block of
+ * test_compute_analytic at tp 2, no SP, 2048 tokens): the same block made
+ * MoE with 8 experts, top 2, expert FFN f/2 (so the activation's bytes,
+ * top_k x f_e, stay those of f) adds the token permutation's 2 + 2 top_k
+ * = 6 rows of h = 4096 in bf16 per token, 6 * 4096 * 2 * 2048 bytes, to
+ * the memory-bound part, and MOE_LAYER_OVERHEAD_S to the forward's fixed
+ * time; the backward MEM_BWD x both (the GEMMs apart, whose shapes
+ * change). */
+START_TEST(test_compute_moe_dispatch)
+{
+	struct strategy s = strat(2, 1, 1, 1, 1, 1, 2048);
+	struct layer_time d, x;
+	double bw = 2e12 * COMPUTE_HBM_EFF, dm = 6.0 * 4096 * 2 * 2048 / bw;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	gpus[0].eff_max = 0.5;
+	ck_assert_int_eq(compute_layer(&d, &mod, 1, &gpus[0], &s, NULL), 0);
+	mod.experts = 8;
+	mod.top_k = 2;
+	mod.moe_ffn = mod.ffn / 2;
+	ck_assert_int_eq(compute_layer(&x, &mod, 1, &gpus[0], &s, NULL), 0);
+	ck_assert_rel(x.mem_fwd - d.mem_fwd, dm, 1e-9);
+	ck_assert_rel((x.fwd - x.gemm_fwd) - (d.fwd - d.gemm_fwd), dm + MOE_LAYER_OVERHEAD_S, 1e-9);
+	ck_assert_rel((x.bwd - 2 * x.gemm_fwd) - (d.bwd - 2 * d.gemm_fwd),
+		      MEM_BWD * (dm + MOE_LAYER_OVERHEAD_S), 1e-9);
+	/* the head is no MoE block: unchanged */
+	compute_layer(&d, &mod, 3, &gpus[0], &s, NULL);
+	mod.experts = 0;
+	compute_layer(&x, &mod, 3, &gpus[0], &s, NULL);
+	ck_assert_rel(x.fwd, d.fwd, 1e-12);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -724,6 +757,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_compute_analytic);
+	tcase_add_test(tc, test_compute_moe_dispatch);
 	tcase_add_test(tc, test_compute_measured);
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_doc_masking);
