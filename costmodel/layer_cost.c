@@ -124,7 +124,10 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   compute) and the backward's max(0, a2a - the forward's compute), the
  *   rest (1 - q) whole; the recomputation's stays exposed. At the layer's
  *   granularity: the pair's dispatch and combine hide under the other
- *   pass's attention and experts as a whole;
+ *   pass's attention and experts as a whole. The same with s->ep_overlap
+ *   under 1F1B and interleaved 1F1B (Megatron-Core's combined 1F1B, with
+ *   the experts' weight gradients deferred so that the backward's compute
+ *   covers the combine: --delay-wgrad-compute), q = schedule_ep_paired;
  * - ZeRO-3: the parameter gather prefetched under the layer's compute,
  *   forward max(0, gather - fwd), backward max(0, gather - bwd); the
  *   backward's gather serves the recomputation too;
@@ -179,8 +182,11 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->ep_b = p->ep_f;
 	p->ep_r = block && full ? p->ep_f : 0;
 	p->ep_h = 0;
-	if (schedule_fb_overlap(s->schedule) && p->ep_f > 0) {
-		double q = schedule_fb_paired(s->schedule, s->pp, cost_micro_batches(s));
+	if ((schedule_fb_overlap(s->schedule) || s->ep_overlap) && p->ep_f > 0) {
+		double q = s->ep_overlap && !schedule_fb_overlap(s->schedule)
+				   ? schedule_ep_paired(s->schedule, s->pp, strategy_vp(s),
+							cost_micro_batches(s))
+				   : schedule_fb_paired(s->schedule, s->pp, cost_micro_batches(s));
 		double a2a = p->ep_f;
 
 		p->ep_f = (1 - q) * a2a + q * exposed(a2a, t.bwd);

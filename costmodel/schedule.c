@@ -233,6 +233,19 @@ double schedule_time(double a, double b, const double *c, int n)
  * chunk passes of DualPipeV's 2 m, pp + 1 stage passes of DualPipe's m)
  * and as many backwards after its last forward run alone. An estimate:
  * max(0, 1 - held / passes); 0 for the other schedules. */
+double schedule_ep_paired(enum schedule sc, int pp, int v, int m)
+{
+	double held, passes;
+
+	if (sc != SCHED_1F1B && sc != SCHED_INTERLEAVED)
+		return 0;
+	if (v < 1 || sc == SCHED_1F1B)
+		v = 1;
+	held = sc == SCHED_1F1B ? (pp < m ? pp : m) : 2.0 * (pp - 1) + (double)(v - 1) * pp + 1;
+	passes = (double)m * v;
+	return passes > held ? 1 - held / passes : 0;
+}
+
 double schedule_fb_paired(enum schedule sc, int pp, int m)
 {
 	double held, passes;

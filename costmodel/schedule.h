@@ -192,6 +192,18 @@ double schedule_inflight(enum schedule sc, int pp, int v, int m, int k);
  * DualPipeV; 0 for the others), for pp ranks and m micro-batches. */
 double schedule_fb_paired(enum schedule sc, int pp, int m);
 
+/* The share, 0 to 1, of a rank's forward and backward passes that
+ * Megatron-Core's EP all-to-all overlap (strategy.ep_overlap) runs paired
+ * under 1F1B (pp = 1 included) and interleaved 1F1B: every forward after
+ * the warm-up is merged with a backward of an earlier micro-batch (its
+ * combined 1F1B schedule, each one's dispatch and combine under the
+ * other's compute). Rank 0's warm-up forwards run alone, and as many
+ * backwards of the cool-down: schedule_inflight's count for it in chunk
+ * passes, min(pp, m) (1F1B) or 2 (pp - 1) + (v - 1) pp + 1 (interleaved),
+ * of its m v forwards: max(0, 1 - held / (m v)); 0 for the other
+ * schedules (DualPipe's pairing is schedule_fb_paired's). */
+double schedule_ep_paired(enum schedule sc, int pp, int v, int m);
+
 /* a * max_k c[k] + b * sum_k c[k] over n stages. */
 double schedule_time(double a, double b, const double *c, int n);
 

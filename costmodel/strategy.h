@@ -91,6 +91,14 @@ struct strategy {
 	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
+	bool ep_overlap;		   /* MoE under 1F1B or interleaved 1F1B:
+				   each micro-batch's expert all-to-alls run
+				   under another micro-batch's compute, a
+				   forward paired with a backward
+				   (Megatron-Core's
+				   --overlap-moe-expert-parallel-comm with
+				   --delay-wgrad-compute;
+				   schedule_ep_paired) */
 	int moment_bytes;		   /* bytes per Adam moment (exp_avg and
 				   exp_avg_sq each): 4 (fp32, the default) or
 				   2 (bf16: Megatron's precision-aware

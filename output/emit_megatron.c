@@ -207,6 +207,8 @@ enum field_place {
 	F_FP8,
 	F_FP8_RECIPE,
 	F_GRAD_ACC_FUSION,
+	F_EP_OVERLAP,
+	F_DELAY_WGRAD,
 	F_PRECISION_OPT,
 	F_EXP_AVG,
 	F_EXP_AVG_SQ,
@@ -293,6 +295,13 @@ static void moe_settings(struct settings *l, const struct model *m, const struct
 	if (drop)
 		set(l, F_DROP_POLICY, "--moe-token-drop-policy", "model.moe_token_drop_policy",
 		    val("probs"), NULL);
+	/* megatron/training/arguments.py; TransformerConfig's fields */
+	if (s->ep_overlap) {
+		set_bool(l, F_EP_OVERLAP, "--overlap-moe-expert-parallel-comm", true,
+			 "model.overlap_moe_expert_parallel_comm", true);
+		set_bool(l, F_DELAY_WGRAD, "--delay-wgrad-compute", true, "model.delay_wgrad_compute",
+			 true);
+	}
 	if (m->shared_experts > 0)
 		set(l, F_SHARED, "--moe-shared-expert-intermediate-size",
 		    "model.moe_shared_expert_intermediate_size",

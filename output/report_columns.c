@@ -123,7 +123,9 @@
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
 	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
 	/* cost model v3: the Adam moments' dtype (fp32 or bf16) */                                                    \
-	X(optim_dtype, STR, put_text(v, optim_dtype_name(s)))
+	X(optim_dtype, STR, put_text(v, optim_dtype_name(s)))                                                          \
+	/* MoE: the EP all-to-all overlapped with another micro-batch (on/off) */                                      \
+	X(ep_overlap, BOOL, put_int(v, s->ep_overlap))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

@@ -156,9 +156,9 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 		fprintf(out, "    %-12s %9.3f s  %s\n", hidden[i].name, hidden[i].v, hidden[i].with);
 	if (m->experts > 0)
 		fprintf(out, "    %-12s %9.3f s  %s\n", "EP comm", t->ep_hidden,
-			schedule_fb_overlap(s->schedule)
+			schedule_fb_overlap(s->schedule) || s->ep_overlap
 				? "under the paired micro-batch's compute (forward and backward overlapped)"
-				: "(none: only DualPipe and DualPipeV pair micro-batches)");
+				: "(none: only DualPipe, DualPipeV and --ep-overlap pair micro-batches)");
 }
 
 /* report_explain's strategy: kernels, precision and overlaps, then the

@@ -118,6 +118,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.moe_capacity = opts.moe_capacity;
 	s.grad_bytes = opts.grad_bytes;
 	s.moment_bytes = opts.moment_bytes;
+	s.ep_overlap = opts.ep_overlap == 1;
 	rc = pool_run(&S, &s, e);
 	if (opts.progress)
 		opts.progress(1.0, opts.progress_arg);

@@ -258,6 +258,11 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 	    strategy_etp(s) != 1 && strategy_etp(s) != s->tp)
 		return refuse(e, t, "expert tensor parallelism %d: the experts split over all of TP (%d) or none",
 			      strategy_etp(s), s->tp);
+	if (s->ep_overlap && t != TRAINER_MEGATRON && t != TRAINER_NEMO)
+		return refuse(e, t, "EP all-to-all overlap: Megatron-Core's --overlap-moe-expert-parallel-comm only");
+	if (s->ep_overlap && s->schedule != SCHED_1F1B && s->schedule != SCHED_INTERLEAVED)
+		return refuse(e, t, "EP all-to-all overlap runs under 1F1B or interleaved 1F1B, not %s",
+			      schedule_name(s->schedule));
 	if (s->ep == 1)
 		return 0;
 	if (m->experts < 1)

@@ -7,6 +7,7 @@
 
 #include "compute.h"
 #include "cost.h"
+#include "cost_int.h"
 #include "model.h"
 #include "strategy.h"
 #include "testutil.h"
@@ -750,6 +751,43 @@ START_TEST(test_compute_moe_dispatch)
 }
 END_TEST
 
+/* Megatron-Core's EP all-to-all overlap (--ep-overlap) on the toy made an
+ * MoE of 4 experts, top 1, at EP 2 over DP 2, 1F1B without a pipeline, m =
+ * 8 / 2 = 4: schedule_ep_paired 1 - 1/4 = 3/4 of the passes run paired,
+ * and the toy block's compute (about a second) covers the all-to-alls (tens
+ * of microseconds), so the forward's and the backward's exposed
+ * all-to-alls fall to the unpaired quarter, and the hidden ones are the
+ * paired 2 x 3/4. */
+START_TEST(test_ep_overlap_parts)
+{
+	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
+	struct parts off, on;
+
+	toy();
+	toy_cluster();
+	mod.experts = 4;
+	mod.top_k = 1;
+	mod.moe_ffn = mod.ffn;
+	lay[1].expert_params = 8e6;
+	s.ep = 2;
+	ck_assert_int_eq(cost_layer_parts(&off, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert(off.ep_f > 0 && off.ep_f < 1e-3 && off.bwd > 0.1);
+	ck_assert_rel(off.ep_b, off.ep_f, 0);
+	ck_assert_rel(off.ep_h, 0, 0);
+	s.ep_overlap = true;
+	ck_assert_int_eq(cost_layer_parts(&on, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert_rel(on.ep_f, 0.25 * off.ep_f, 1e-12);
+	ck_assert_rel(on.ep_b, 0.25 * off.ep_f, 1e-12);
+	ck_assert_rel(on.ep_h, 1.5 * off.ep_f, 1e-12);
+	ck_assert_rel(on.fwd, off.fwd, 0);
+	/* under GPipe nothing pairs */
+	s.schedule = SCHED_GPIPE;
+	ck_assert_int_eq(cost_layer_parts(&on, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert_rel(on.ep_f, off.ep_f, 1e-12);
+	ck_assert_rel(on.ep_h, 0, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -758,6 +796,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_compute_analytic);
 	tcase_add_test(tc, test_compute_moe_dispatch);
+	tcase_add_test(tc, test_ep_overlap_parts);
 	tcase_add_test(tc, test_compute_measured);
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_doc_masking);

@@ -250,6 +250,23 @@ START_TEST(test_dualpipe)
 }
 END_TEST
 
+/* Megatron-Core's EP all-to-all overlap (schedule_ep_paired): rank 0's
+ * warm-up forwards run alone, and as many backwards after its last
+ * forward: 1F1B pp 4, m 8: 4 held of 8 forwards, 1 - 4/8 = 1/2; pp 1, m 4
+ * (no pipeline: forward i + 1 with backward i): 1 - 1/4 = 3/4; interleaved
+ * pp 4, v 2, m 8: 2 x 3 + 1 x 4 + 1 = 11 held of 16 chunk forwards, 5/16;
+ * m 2: 11 of 4, none; not under GPipe or DualPipe (schedule_fb_paired's). */
+START_TEST(test_ep_paired)
+{
+	ck_assert_rel(schedule_ep_paired(SCHED_1F1B, 4, 1, 8), 0.5, 1e-12);
+	ck_assert_rel(schedule_ep_paired(SCHED_1F1B, 1, 1, 4), 0.75, 1e-12);
+	ck_assert_rel(schedule_ep_paired(SCHED_INTERLEAVED, 4, 2, 8), 5.0 / 16, 1e-12);
+	ck_assert_rel(schedule_ep_paired(SCHED_INTERLEAVED, 4, 2, 2), 0, 0);
+	ck_assert_rel(schedule_ep_paired(SCHED_GPIPE, 4, 1, 8), 0, 0);
+	ck_assert_rel(schedule_ep_paired(SCHED_DUALPIPE, 4, 1, 8), 0, 0);
+}
+END_TEST
+
 /* The table's rules, schedule by schedule, against the lists the planner,
  * the trainers' checks and the cost model held before the table: names
  * both ways; virtual stages (interleaved, interleaved-zb, zb-v, dualpipev;
@@ -312,6 +329,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_1f1b_balanced);
+	tcase_add_test(tc, test_ep_paired);
 	tcase_add_test(tc, test_1f1b_gpipe_unbalanced);
 	tcase_add_test(tc, test_interleaved);
 	tcase_add_test(tc, test_zb_h1);
