@@ -212,7 +212,10 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
  * (f/t) x h; in an MoE block (model_block_moe) the routed experts, of f_e,
  * see tok * top_k * ep / E tokens each on average and the shared experts
  * every token, and the busiest EP rank runs moe_load_factor x its
- * routed-expert GEMMs (the layer's pace);
+ * routed-expert GEMMs (the layer's pace); one GEMM per expert, or with
+ * s->grouped_gemm the E / ep local experts' as one grouped GEMM
+ * (Megatron-Core's GroupedMLP: one kernel over all of them, at the
+ * efficiency of their combined size);
  * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
  * run less efficiently (compute_eff). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
@@ -232,7 +235,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 	double per_tok[6] = { 2 * h * (ad + 2 * gd) / t, 2 * ad * h / t,
 			      2 * h * f * up / t, 2 * f * h / t,
 			      2 * h * fs * up / t, 2 * fs * h / t };
-	double gemm_tok[6] = { tok, tok, tok * moe, tok * moe, tok, tok };
+	double local = is_moe && s->grouped_gemm ? (double)m->experts / (s->ep > 0 ? s->ep : 1) : 1;
+	double gemm_tok[6] = { tok, tok, tok * moe * local, tok * moe * local, tok, tok };
 	/* each token runs top_k experts: their share of the layer's FLOPs */
 	double k = is_moe ? m->top_k : 1, ks = is_moe ? m->shared_experts : 0;
 	double share[6] = { per_tok[0], per_tok[1], k * per_tok[2], k * per_tok[3],

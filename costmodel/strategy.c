@@ -45,6 +45,23 @@ const char *moe_balance_name(enum moe_balance x)
 	return balance_names[x];
 }
 
+/* The parallel dimensions of s above 1 among TP, CP, PP and EP. */
+static int dimensions(const struct strategy *s)
+{
+	return (s->tp > 1) + (s->cp > 1) + (s->pp > 1) + (s->ep > 1);
+}
+
+int strategy_simpler(const struct strategy *a, const struct strategy *b)
+{
+	if (dimensions(a) != dimensions(b))
+		return dimensions(a) < dimensions(b) ? -1 : 1;
+	if ((a->cp > 1) != (b->cp > 1))
+		return a->cp > 1 ? 1 : -1;
+	if ((a->ep > 1) != (b->ep > 1))
+		return a->ep > 1 ? 1 : -1;
+	return 0;
+}
+
 const char *optim_dtype_name(const struct strategy *s)
 {
 	return s->moment_bytes == 2 ? "bf16" : "fp32";

@@ -91,6 +91,10 @@ struct strategy {
 	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
+	bool grouped_gemm;		   /* MoE: the local experts' GEMMs run as one
+				   grouped GEMM (Megatron-Core's GroupedMLP,
+				   --moe-grouped-gemm); false: one GEMM per
+				   expert (SequentialMLP) */
 	bool ep_overlap;		   /* MoE under 1F1B or interleaved 1F1B:
 				   each micro-batch's expert all-to-alls run
 				   under another micro-batch's compute, a
@@ -146,6 +150,13 @@ const char *optim_dtype_name(const struct strategy *s);
 /* Returns the enum value, or -1 for an unknown name. */
 int recompute_parse(const char *name);
 int attention_parse(const char *name);
+
+/* Orders two strategies by simplicity, for rankings that must break an
+ * exact tie of time and memory: fewer parallel dimensions above 1 (TP,
+ * CP, PP, EP) first, then no CP before CP, then no EP before EP (data
+ * parallelism before expert parallelism). Returns < 0 when a is the
+ * simpler, > 0 when b is, 0 when these rules do not tell them apart. */
+int strategy_simpler(const struct strategy *a, const struct strategy *b);
 
 /* The pipeline rank of virtual stage k: k % pp, or under ZB-V (Qi et al.
  * 2024 Sec. 5; torch.distributed.pipelining's "v" style) and DualPipeV

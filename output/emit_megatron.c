@@ -108,7 +108,7 @@ static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
 			    s->tp, x->m->vocab,
 			    (x->m->vocab + s->tp - 1) / s->tp * s->tp,
 			    (x->m->vocab + s->tp - 1) / s->tp * s->tp - x->m->vocab);
-	if (x->m->experts > 0)
+	if (x->m->experts > 0 && !s->grouped_gemm)
 		emit_printf(&n, "# - MoE: each expert's GEMMs are costed one by one; %s\n"
 				"#   (grouped GEMM) runs them faster than the plan costed.\n",
 			    nemo ? "model.moe_grouped_gemm=true" : "--moe-grouped-gemm");
@@ -207,6 +207,7 @@ enum field_place {
 	F_FP8,
 	F_FP8_RECIPE,
 	F_GRAD_ACC_FUSION,
+	F_GROUPED_GEMM,
 	F_EP_OVERLAP,
 	F_DELAY_WGRAD,
 	F_PRECISION_OPT,
@@ -295,6 +296,8 @@ static void moe_settings(struct settings *l, const struct model *m, const struct
 	if (drop)
 		set(l, F_DROP_POLICY, "--moe-token-drop-policy", "model.moe_token_drop_policy",
 		    val("probs"), NULL);
+	if (s->grouped_gemm)
+		set_bool(l, F_GROUPED_GEMM, "--moe-grouped-gemm", true, "model.moe_grouped_gemm", true);
 	/* megatron/training/arguments.py; TransformerConfig's fields */
 	if (s->ep_overlap) {
 		set_bool(l, F_EP_OVERLAP, "--overlap-moe-expert-parallel-comm", true,

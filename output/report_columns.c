@@ -125,7 +125,9 @@
 	/* cost model v3: the Adam moments' dtype (fp32 or bf16) */                                                    \
 	X(optim_dtype, STR, put_text(v, optim_dtype_name(s)))                                                          \
 	/* MoE: the EP all-to-all overlapped with another micro-batch (on/off) */                                      \
-	X(ep_overlap, BOOL, put_int(v, s->ep_overlap))
+	X(ep_overlap, BOOL, put_int(v, s->ep_overlap))                                                                 \
+	/* MoE: the local experts as one grouped GEMM (on/off; empty for dense) */                                     \
+	X(moe_grouped_gemm, BOOL, m->experts ? put_int(v, s->grouped_gemm) : put_text(v, ""))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

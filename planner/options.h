@@ -145,6 +145,9 @@ enum opt_scope { SCOPE_RUN,
 	X(GRAD_DTYPE, "grad-dtype", KIND_ENUM, opts.grad_bytes, OPT_NAMES(grad_dtype_parse), SCOPE_STRATEGY, "NAME",                                               \
 	  OPT_NEEDS("fp32, bf16 or fp16"),                                                                                                                         \
 	  "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)")                                                                                  \
+	X(MOE_GROUPED_GEMM, "moe-grouped-gemm", KIND_SWITCH, opts.grouped_gemm, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                 \
+	  OPT_NEEDS("on or off"),                                                                                                                                  \
+	  "MoE: each rank's experts as one grouped GEMM (default: off, one GEMM per expert)")                                                                      \
 	X(EP_OVERLAP, "ep-overlap", KIND_SWITCH, opts.ep_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                               \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "MoE: expert all-to-alls under another micro-batch's compute in 1F1B / interleaved (default: off)")                                                      \

@@ -45,6 +45,9 @@ static int by_throughput(const void *a, const void *b)
 		return x->r.tokens_per_s > y->r.tokens_per_s ? -1 : 1;
 	if (x->r.peak_bytes != y->r.peak_bytes)
 		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
+	/* an exact tie: the simpler first (README "Ties") */
+	if ((o = strategy_simpler(&x->s, &y->s)))
+		return o;
 	/* then the choices, so that the order never depends on the threads */
 	const int kx[] = { x->s.tp, x->s.cp, x->s.pp, x->s.dp, x->s.ep, x->s.mbs,
 			   x->s.schedule, x->s.vp, x->s.recompute, x->s.zero, x->s.fp8 };
@@ -119,6 +122,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.grad_bytes = opts.grad_bytes;
 	s.moment_bytes = opts.moment_bytes;
 	s.ep_overlap = opts.ep_overlap == 1;
+	s.grouped_gemm = opts.grouped_gemm == 1;
 	rc = pool_run(&S, &s, e);
 	if (opts.progress)
 		opts.progress(1.0, opts.progress_arg);

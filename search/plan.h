@@ -74,6 +74,8 @@ struct plan_opts {
 	int grad_bytes;	     /* 4 or 2; 0: 2 with the DeepSpeed trainer
 				   (ZeRO keeps the training dtype), else 4
 				   (Megatron's fp32 main gradients) */
+	int grouped_gemm;    /* MoE: strategy.grouped_gemm, 1 on, 0 or -1 off
+				   (the search does not try it) */
 	int ep_overlap;	     /* MoE: strategy.ep_overlap, 1 on, 0 or -1 off
 				   (the search does not try it) */
 	int moment_bytes;    /* bytes per Adam moment (strategy.moment_bytes):

@@ -788,6 +788,73 @@ START_TEST(test_ep_overlap_parts)
 }
 END_TEST
 
+/* Grouped GEMM (--moe-grouped-gemm) on the toy made an MoE of 4 experts,
+ * top 1, f_e = f, capacity factor 1 (load 1), EP 2, so 2 local experts: of
+ * the block's 1e9 GEMM FLOPs per token, the routed up and down
+ * projections' shares are 8e6 / 24e6 each (QKV 6e6, output 2e6, up 8e6,
+ * down 8e6 per token), w = 1e12 / 3 FLOPs each over the micro-batch's 1000
+ * tokens; each expert sees 1000 x 1 x 2 / 4 = 500 of them, one GEMM of 8e6
+ * x 500 = 4e9 FLOPs, the grouped GEMM 8e9. At eff_max 1 and a half point
+ * of 4e9 FLOPs on 1 TFLOP/s: w (4e9 + 4e9) / (1e12 x 4e9) = 2/3 s per
+ * projection one by one, w (8e9 + 4e9) / (1e12 x 8e9) = 1/2 s grouped: the
+ * forward's GEMMs 1/3 s less, the backward's 2/3 s. */
+START_TEST(test_grouped_gemm)
+{
+	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
+	struct layer_time off, on;
+
+	toy();
+	toy_cluster();
+	mod.experts = 4;
+	mod.top_k = 1;
+	mod.moe_ffn = mod.ffn;
+	lay[1].expert_params = 8e6;
+	gpus[0].eff_max = 1;
+	gpus[0].eff_half_flop = 4e9;
+	s.ep = 2;
+	s.moe_capacity = 1;
+	ck_assert_int_eq(compute_layer(&off, &mod, 1, &gpus[0], &s, NULL), 0);
+	s.grouped_gemm = true;
+	ck_assert_int_eq(compute_layer(&on, &mod, 1, &gpus[0], &s, NULL), 0);
+	ck_assert_rel(off.gemm_fwd - on.gemm_fwd, 1.0 / 3, 1e-9);
+	ck_assert_rel(off.bwd - on.bwd, 2.0 / 3, 1e-9);
+	/* EP 4: one local expert, nothing to group */
+	s.ep = 4;
+	s.dp = 4;
+	compute_layer(&on, &mod, 1, &gpus[0], &s, NULL);
+	s.grouped_gemm = false;
+	compute_layer(&off, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(on.gemm_fwd, off.gemm_fwd, 1e-12);
+}
+END_TEST
+
+/* Ties (strategy_simpler): TP 2 x PP 2 (two dimensions) before TP 2 x PP
+ * 2 x CP 2 (three); TP 2 (one, no CP) before CP 2 (one, CP); DP 8 x EP 1
+ * before DP 8 x EP 2 (both TP 2: one dimension against two); TP 2 x CP 2
+ * before TP 2 x EP 2 x CP 2; TP 4 and TP 2 alike by these rules (0). */
+START_TEST(test_strategy_simpler)
+{
+	struct strategy a = strat(2, 1, 2, 2, 1, 8, 1000), b = strat(2, 2, 2, 1, 1, 8, 1000);
+
+	ck_assert_int_lt(strategy_simpler(&a, &b), 0);
+	ck_assert_int_gt(strategy_simpler(&b, &a), 0);
+	a = strat(2, 1, 1, 4, 1, 8, 1000);
+	b = strat(1, 2, 1, 4, 1, 8, 1000);
+	ck_assert_int_lt(strategy_simpler(&a, &b), 0);
+	ck_assert_int_gt(strategy_simpler(&b, &a), 0);
+	b = a;
+	b.ep = 2;
+	ck_assert_int_lt(strategy_simpler(&a, &b), 0);
+	a = strat(2, 2, 1, 4, 1, 8, 1000);
+	b = a;
+	b.ep = 2;
+	ck_assert_int_lt(strategy_simpler(&a, &b), 0);
+	a = strat(4, 1, 1, 2, 1, 8, 1000);
+	b = strat(2, 1, 1, 4, 1, 8, 1000);
+	ck_assert_int_eq(strategy_simpler(&a, &b), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cost");
@@ -797,6 +864,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_compute_analytic);
 	tcase_add_test(tc, test_compute_moe_dispatch);
 	tcase_add_test(tc, test_ep_overlap_parts);
+	tcase_add_test(tc, test_strategy_simpler);
+	tcase_add_test(tc, test_grouped_gemm);
 	tcase_add_test(tc, test_compute_measured);
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_doc_masking);
