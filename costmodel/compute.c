@@ -139,6 +139,25 @@ static int measured(const struct layer *ly, int l, const char *gpu,
 	return 1;
 }
 
+/* The MLP activation's bytes per token of block l on one GPU, forward: it
+ * reads its inputs and writes its output over the FFN width a token runs
+ * through (ffn_per_token): SwiGLU 3 rows of f, GeLU / squared ReLU 2. */
+static double act_bytes_per_token(const struct model *m, int l, const struct strategy *s)
+{
+	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+
+	return (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * ffn_per_token(m, l) * dt / s->tp;
+}
+
+/* The two norms' bytes per token of block l on one GPU, forward. */
+static double norm_bytes_per_token(const struct model *m, const struct strategy *s)
+{
+	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	double rows = (s->sp || s->tp <= 1) ? 1.0 / s->tp : 1.0;
+
+	return 2 * (s->unfused_norm ? NORM_UNFUSED : NORM_FUSED) * m->hidden * dt * rows;
+}
+
 /* Memory-bound bytes per token of layer l on one GPU under s, forward,
  * the attention core's softmax excepted (score_bytes_per_token); the MLP's
  * activation over the FFN width a token runs through (ffn_per_token), RoPE
@@ -152,7 +171,7 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	double norm = s->unfused_norm ? NORM_UNFUSED : NORM_FUSED;
 	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim : m->rotary_dim > 0 ? m->rotary_dim
 									      : d;
-	double bytes, f;
+	double bytes;
 
 	switch (m->layer[l].kind) {
 	case LAYER_EMBEDDING:
@@ -162,11 +181,10 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	case LAYER_BLOCK:
 		break;
 	}
-	f = ffn_per_token(m, l);
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
 	if (model_block_moe(m, l - 1))
 		bytes += (2 + 2.0 * m->top_k) * h * dt * rows;
-	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
+	bytes += act_bytes_per_token(m, l, s);
 	if (!m->learned_pos)
 		bytes += 2 * (a + g) * rot * dt / t;
 	return bytes;
@@ -219,7 +237,7 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
  * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
  * run less efficiently (compute_eff). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
-		    const struct strategy *s, double w, double tok)
+		    const struct strategy *s, double w, double tok, double *mlp)
 {
 	bool is_moe = m->layer[l].kind == LAYER_BLOCK && model_block_moe(m, l - 1);
 	double h = m->hidden, t = s->tp, ad = (double)m->heads * m->head_dim;
@@ -243,6 +261,7 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 			    ks * per_tok[4], ks * per_tok[5] };
 	double sum = 0, time = 0;
 
+	*mlp = 0;
 	if (w <= 0)
 		return 0;
 	if (m->layer[l].kind != LAYER_BLOCK)
@@ -257,10 +276,17 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 	}
 	for (int i = 0; i < 6; i++)
 		sum += share[i];
-	for (int i = 0; i < 6; i++)
-		if (share[i] > 0)
-			time += gemm_time(g, s->fp8, w * share[i] / sum * (i == 2 || i == 3 ? lam : 1),
-					  per_tok[i] * gemm_tok[i]);
+	for (int i = 0; i < 6; i++) {
+		double x;
+
+		if (share[i] <= 0)
+			continue;
+		x = gemm_time(g, s->fp8, w * share[i] / sum * (i == 2 || i == 3 ? lam : 1),
+			      per_tok[i] * gemm_tok[i]);
+		time += x;
+		if (!is_moe && (i == 2 || i == 3))
+			*mlp += x;
+	}
 	return time;
 }
 
@@ -287,8 +313,9 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  *   (Megatron's --gradient-accumulation-fusion has the weight-gradient
  *   GEMM accumulate in place instead; DeepSpeed and PyTorch's autograd
  *   add .grad in a kernel of its own).
- * Recomputation reruns the forward of the block (full) or of its attention
- * core (selective): recompute = fwd or attn_fwd. A measured profile scales
+ * Recomputation reruns the forward of the block (full) or, selective, of
+ * the modules of s->recompute_modules (compute_selective): recompute = fwd
+ * or their parts of it. A measured profile scales
  * every part by measured / analytic. */
 int compute_layer(struct layer_time *t, const struct model *m, int l,
 		  const struct gpu_type *g, const struct strategy *s,
@@ -300,12 +327,14 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double n = (double)s->mbs * s->seq / ((double)s->tp * s->cp);
 	double w = (F - A > 0 ? F - A : 0) * n, wa = A * n;
 	double bw = g->hbm_bw * COMPUTE_HBM_EFF, tok = (double)s->mbs * s->seq / s->cp;
-	double gemm = gemms(g, m, l, s, w, tok);
+	double mlp_gemm, gemm = gemms(g, m, l, s, w, tok, &mlp_gemm);
 	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1;
-	double over = LAYER_OVERHEAD_S;
+	double over = LAYER_OVERHEAD_S, norm_mem = 0, act_mem = 0;
+	bool block = ly->kind == LAYER_BLOCK, moe = block && model_block_moe(m, l - 1);
+	unsigned mods = block ? strategy_rc_modules(s) : 0;
 	int rc;
 
-	if (ly->kind == LAYER_BLOCK && model_block_moe(m, l - 1))
+	if (moe)
 		over += MOE_LAYER_OVERHEAD_S;
 
 	if (wa > 0 && (s->attn == ATTN_FLASH || s->attn == ATTN_FLASH1)) {
@@ -328,6 +357,10 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	}
 	if (bw > 0)
 		mem = mem_bytes_per_token(m, l, s) * tok / bw;
+	if (bw > 0 && block) {
+		norm_mem = norm_bytes_per_token(m, s) * tok / bw;
+		act_mem = act_bytes_per_token(m, l, s) * tok / bw;
+	}
 	rc = ly->n_measure > 0 && g->name ? measured(ly, l, g->name, s, &fwd, &bwd, e) : 0;
 	if (rc < 0)
 		return -1;
@@ -337,6 +370,9 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	t->attn_fwd = x * attn_f;
 	t->attn_bwd = x * attn_b;
 	t->mem_fwd = x * mem;
+	t->norm_fwd = x * norm_mem;
+	t->mlp_fwd = moe ? 0 : x * (mlp_gemm + act_mem);
+	t->act_fwd = moe ? x * act_mem : 0;
 	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + over;
 	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over);
 	if (s->grad_acc_unfused && bw > 0) {
@@ -352,7 +388,7 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		t->recompute = t->fwd;
 		break;
 	case RECOMPUTE_SELECTIVE:
-		t->recompute = t->attn_fwd;
+		t->recompute = compute_selective(t, mods);
 		break;
 	default:
 		t->recompute = 0;
@@ -369,6 +405,12 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * buffers, at less than peak bandwidth: 160 bytes, calibrated on the
  * single-micro-batch rows of Korthikanti et al. 2022 Table 5 (make
  * validate). */
+double compute_selective(const struct layer_time *t, unsigned mods)
+{
+	return (mods & RM_CORE_ATTN ? t->attn_fwd : 0) + (mods & RM_LAYERNORM ? t->norm_fwd : 0) +
+	       (mods & RM_MLP ? t->mlp_fwd : 0) + (mods & RM_MOE_ACT ? t->act_fwd : 0);
+}
+
 double compute_optimizer(const struct gpu_type *g, double params, double moment_bytes)
 {
 	if (g->hbm_bw <= 0)

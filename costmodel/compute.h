@@ -108,6 +108,12 @@ struct layer_time {
 				   (what TP communication overlaps with; their
 				   backward is 2 x this) */
 	double mem_fwd;	  /* of fwd, the memory-bound kernels */
+	/* Of fwd, what each module of selective recomputation reruns
+	 * (strategy.recompute_modules; recompute is their sum over the
+	 * strategy's modules, core_attn's being attn_fwd): */
+	double norm_fwd; /* layernorm: the two norms' traffic */
+	double mlp_fwd;	 /* mlp: a dense block's MLP GEMMs and activation */
+	double act_fwd;	 /* moe_act: an MoE block's expert activation */
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's
@@ -135,6 +141,15 @@ double compute_eff(const struct gpu_type *g, double w);
 int compute_layer(struct layer_time *t, const struct model *m, int l,
 		  const struct gpu_type *g, const struct strategy *s,
 		  struct err *e);
+
+/* Seconds of selective recomputation of one layer whose forward parts are
+ * t, rerunning the modules mods (enum recompute_module bits): core_attn
+ * the attention core (attn_fwd; Korthikanti et al. 2022 Sec. 4.2.2),
+ * layernorm the norms (norm_fwd), mlp a dense MLP's GEMMs and activation
+ * (mlp_fwd), moe_act the experts' activation (act_fwd): Megatron-Core's
+ * recompute_modules, each rerun from its saved input before the backward
+ * (transformer_layer.py, mlp.py, experts.py). */
+double compute_selective(const struct layer_time *t, unsigned mods);
 
 /* Seconds of one Adam step over params parameters on a GPU of type g
  * (memory-bound), whose two moments take moment_bytes each (4 fp32, 2

@@ -67,16 +67,20 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
  * whole causal attention, and SlimPipe's workload redistribution gives
  * each slice 1/n of it (without it the last slice would do (2n - 1)/n^2
  * and pace the pipeline). Recomputation as compute_layer: the whole
- * forward (full) or the attention core (selective). */
+ * forward (full) or the modules mods of it (selective, compute_selective). */
 static void slice_time(struct layer_time *t, const struct layer_time *u, int n,
-		       enum recompute rc)
+		       enum recompute rc, unsigned mods)
 {
 	t->fwd = n * (u->fwd - u->attn_fwd) + t->attn_fwd;
 	t->bwd = n * (u->bwd - u->attn_bwd) + t->attn_bwd;
 	t->gemm_fwd = n * u->gemm_fwd;
 	t->mem_fwd = n * u->mem_fwd;
-	t->recompute = rc == RECOMPUTE_FULL ? t->fwd : rc == RECOMPUTE_SELECTIVE ? t->attn_fwd
-										 : 0;
+	t->norm_fwd = n * u->norm_fwd;
+	t->mlp_fwd = n * u->mlp_fwd;
+	t->act_fwd = n * u->act_fwd;
+	t->recompute = rc == RECOMPUTE_FULL	   ? t->fwd
+		       : rc == RECOMPUTE_SELECTIVE ? compute_selective(t, mods)
+						   : 0;
 }
 
 /* Layer l's compute on one GPU of type gpu (compute_layer), as SlimPipe's
@@ -96,7 +100,8 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
 	sl.slices = 0;
 	if (compute_layer(&u, m, l, gpu, &sl, e) < 0)
 		return -1;
-	slice_time(t, &u, k, m->layer[l].kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE);
+	slice_time(t, &u, k, m->layer[l].kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE,
+		   m->layer[l].kind == LAYER_BLOCK ? strategy_rc_modules(s) : 0);
 	return 0;
 }
 

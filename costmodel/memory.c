@@ -61,6 +61,26 @@ static void states(struct layer_mem *lm, const struct layer *ly,
 	lm->optimizer = memory_opt_bytes(s) * (s->zero >= 1 ? D / n + E / n_e : D + E);
 }
 
+/* The activation bytes per GPU that selective recomputation's modules
+ * other than core_attn drop from block l (memory_layer clamps what is left
+ * at the block's input). */
+static double module_savings(const struct model *m, int l, const struct strategy *s,
+			     double tokens)
+{
+	unsigned mods = strategy_rc_modules(s);
+	int dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	bool split = s->sp || s->tp <= 1, moe = model_block_moe(m, l - 1);
+	double x = 0;
+
+	if (mods & RM_LAYERNORM)
+		x += 2.0 * dt * m->hidden * tokens / (split ? s->tp : 1);
+	if ((mods & RM_MLP) && !moe)
+		x += 2.0 * m->ffn * dt * tokens / s->tp;
+	if ((mods & RM_MOE_ACT) && moe)
+		x += (double)m->top_k * m->moe_ffn * dt * moe_load_factor(m, s) * tokens / s->tp;
+	return x;
+}
+
 /* Activations per micro-batch per GPU (Korthikanti et al. 2022 Sec. 4,
  * Table 2), from the layer's act_bytes_per_token A (sequence-parallel form,
  * attention scores not stored: 34h for GPT, (18 + 4f/h)h in Megatron):
@@ -74,6 +94,16 @@ static void states(struct layer_mem *lm, const struct layer *ly,
  *   t across heads), which selective recomputation saves at the cost of the
  *   attention core; flash attention never stores them (Dao et al. 2022);
  * - block, recompute selective: A only (Sec. 4.2.2: the score term dropped);
+ *   that is the core_attn module (strategy_rc_modules); without it the
+ *   scores stay, and each other module drops what it would keep: layernorm
+ *   the two norms' outputs (the inputs of QKV and of the first MLP GEMM),
+ *   2 x dtype*h per token (/t with SP); mlp, in a dense block, the first
+ *   GEMM's output and the activation's, the 2 f x dtype / t that A counts
+ *   for them (its 4f; a gated MLP's first output is 2f wide, which A, as
+ *   Megatron's formula, does not count); moe_act, in an MoE block, the experts' activation outputs,
+ *   top_k f_e dtype / t x moe_load_factor (Megatron-Core
+ *   recompute_modules: transformer_layer.py, mlp.py, experts.py), never
+ *   below the block's input;
  * - block, recompute full: only the block input, 2*s*b*h: dtype*h * b*s/(t*c)
  *   with SP, /c without (Sec. 4.1). The one layer being recomputed during
  *   the backward pass is transient and falls under the allowance;
@@ -129,9 +159,16 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 
 		lm->act = ((A - rep) / s->tp + rep) * tokens;
 	}
-	if (s->recompute == RECOMPUTE_NONE &&
+	if (!(strategy_rc_modules(s) & RM_CORE_ATTN) &&
 	    (s->attn == ATTN_FUSED_SOFTMAX || s->attn == ATTN_UNFUSED))
 		lm->act += 5.0 * m->heads * (double)s->seq * tokens / s->tp;
+	if (strategy_rc_modules(s) & ~RM_CORE_ATTN) {
+		double keep = dt * (double)m->hidden * tokens / (split ? s->tp : 1);
+
+		lm->act -= module_savings(m, l, s, tokens);
+		if (lm->act < keep)
+			lm->act = keep;
+	}
 	/* the busiest EP rank holds moe_load_factor x the routed experts'
 	 * 4 f_e top_k bytes per token */
 	if (model_block_moe(m, l - 1))

@@ -2,6 +2,7 @@
  * and gradient dtypes. */
 #include "strategy.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const rc_names[RECOMPUTE_COUNT] = {
@@ -43,6 +44,46 @@ const char *cp_comm_name(enum cp_comm x)
 const char *moe_balance_name(enum moe_balance x)
 {
 	return balance_names[x];
+}
+
+static const char *const rm_names[] = { "core_attn", "layernorm", "mlp", "moe_act" };
+
+char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n)
+{
+	size_t w = 0;
+
+	if (n)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof rm_names / sizeof *rm_names; i++) {
+		if (!(mask & (1u << i)) || w >= n)
+			continue;
+		if (w)
+			w += (size_t)snprintf(buf + w, n - w, "%c", sep);
+		if (w < n)
+			w += (size_t)snprintf(buf + w, n - w, "%s", rm_names[i]);
+	}
+	return buf;
+}
+
+int recompute_modules_parse(const char *list)
+{
+	int mask = 0;
+	const char *p = list;
+
+	while (*p) {
+		size_t len = strcspn(p, "+"), i;
+
+		for (i = 0; i < sizeof rm_names / sizeof *rm_names; i++)
+			if (strlen(rm_names[i]) == len && strncmp(p, rm_names[i], len) == 0)
+				break;
+		if (i == sizeof rm_names / sizeof *rm_names)
+			return -1;
+		mask |= 1 << i;
+		p += len;
+		if (*p == '+' && *++p == '\0')
+			return -1;
+	}
+	return mask ? mask : -1;
 }
 
 /* The parallel dimensions of s above 1 among TP, CP, PP and EP. */

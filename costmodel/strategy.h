@@ -5,6 +5,7 @@
 #define AMPPLAN_STRATEGY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "schedule.h"
 
@@ -17,6 +18,16 @@ enum recompute { RECOMPUTE_NONE,
 		 RECOMPUTE_SELECTIVE,
 		 RECOMPUTE_FULL,
 		 RECOMPUTE_COUNT };
+/* The modules that selective recomputation reruns (Megatron-Core's
+ * --recompute-modules; bits of strategy.recompute_modules): the attention
+ * core (core_attn, the default), the two norms' outputs (layernorm), a
+ * dense block's MLP (mlp), an MoE block's expert activation function
+ * (moe_act). */
+enum recompute_module { RM_CORE_ATTN = 1,
+			RM_LAYERNORM = 2,
+			RM_MLP = 4,
+			RM_MOE_ACT = 8,
+			RM_ALL = 15 };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
  * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs
@@ -91,6 +102,9 @@ struct strategy {
 	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
+	unsigned recompute_modules;	   /* with RECOMPUTE_SELECTIVE, the modules
+				   rerun (enum recompute_module bits); 0 reads
+				   as RM_CORE_ATTN (strategy_rc_modules) */
 	bool grouped_gemm;		   /* MoE: the local experts' GEMMs run as one
 				   grouped GEMM (Megatron-Core's GroupedMLP,
 				   --moe-grouped-gemm); false: one GEMM per
@@ -150,6 +164,23 @@ const char *optim_dtype_name(const struct strategy *s);
 /* Returns the enum value, or -1 for an unknown name. */
 int recompute_parse(const char *name);
 int attention_parse(const char *name);
+
+/* The recompute_modules in effect: 0 without selective recomputation,
+ * else s->recompute_modules, RM_CORE_ATTN when unset. */
+static inline unsigned strategy_rc_modules(const struct strategy *s)
+{
+	if (s->recompute != RECOMPUTE_SELECTIVE)
+		return 0;
+	return s->recompute_modules ? s->recompute_modules : RM_CORE_ATTN;
+}
+
+/* Megatron-Core's names of the module bits, joined by sep into buf (n
+ * bytes; cut to fit): "core_attn", "layernorm", "mlp", "moe_act".
+ * Returns buf. */
+char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n);
+/* The bits of a '+'-separated list of those names ("core_attn+mlp"), or
+ * -1 for an empty list or an unknown name. */
+int recompute_modules_parse(const char *list);
 
 /* Orders two strategies by simplicity, for rankings that must break an
  * exact tie of time and memory: fewer parallel dimensions above 1 (TP,

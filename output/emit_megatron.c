@@ -192,6 +192,7 @@ enum field_place {
 	F_RECOMPUTE,
 	F_RECOMPUTE_METHOD,
 	F_RECOMPUTE_LAYERS,
+	F_RECOMPUTE_MODULES,
 	F_SEQ,
 	F_DATA_SEQ,
 	F_MBS,
@@ -443,6 +444,15 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 	if (s->recompute != RECOMPUTE_NONE)
 		set(l, F_RECOMPUTE, "--recompute-granularity", "model.recompute_granularity",
 		    val("%s", full ? "full" : "selective"), NULL);
+	/* megatron/training/arguments.py --recompute-modules (nargs '*') */
+	if (strategy_rc_modules(s) & ~RM_CORE_ATTN) {
+		char sp_list[64], nemo_list[64];
+
+		recompute_modules_name(strategy_rc_modules(s), ' ', sp_list, sizeof sp_list);
+		recompute_modules_name(strategy_rc_modules(s), ',', nemo_list, sizeof nemo_list);
+		set(l, F_RECOMPUTE_MODULES, "--recompute-modules", "model.recompute_modules",
+		    val("%s", sp_list), val("[%s]", nemo_list));
+	}
 	if (full) {
 		set(l, F_RECOMPUTE_METHOD, "--recompute-method", "model.recompute_method",
 		    val("uniform"), NULL);

@@ -127,7 +127,9 @@
 	/* MoE: the EP all-to-all overlapped with another micro-batch (on/off) */                                      \
 	X(ep_overlap, BOOL, put_int(v, s->ep_overlap))                                                                 \
 	/* MoE: the local experts as one grouped GEMM (on/off; empty for dense) */                                     \
-	X(moe_grouped_gemm, BOOL, m->experts ? put_int(v, s->grouped_gemm) : put_text(v, ""))
+	X(moe_grouped_gemm, BOOL, m->experts ? put_int(v, s->grouped_gemm) : put_text(v, ""))                          \
+	/* what selective recomputation reruns, '+'-joined (empty without it) */                                       \
+	X(recompute_modules, STR, recompute_modules_name(strategy_rc_modules(s), '+', v, REPORT_FIELD_MAX))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

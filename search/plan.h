@@ -50,35 +50,37 @@ struct plan_opts {
 	int gbs, seq;  /* 0: the model's defaults */
 	int trainer;   /* enum trainer: rank only what it runs; -1 any */
 	/* Kernels and precision, set on every strategy. */
-	int attn;	     /* enum attention (default ATTN_FLASH) */
-	int cp_comm;	     /* enum cp_comm: fix the CP flavour; -1 the
+	int attn;	       /* enum attention (default ATTN_FLASH) */
+	int cp_comm;	       /* enum cp_comm: fix the CP flavour; -1 the
 				   search picks it per strategy */
-	int vocab_par;	     /* vocabulary parallelism (strategy.vocab_par):
+	int vocab_par;	       /* vocabulary parallelism (strategy.vocab_par):
 				   1 on, 0 off, -1 (default) both tried
 				   where pp > 1 under 1F1B (what-if: off) */
-	int slices;	     /* SlimPipe slices per micro-batch
+	int slices;	       /* SlimPipe slices per micro-batch
 				   (strategy.slices): 1 none, n > 1 fixed,
 				   0 (default) none and each power of two
 				   from 2 to PLAN_MAX_SLICES with slices of
 				   at least PLAN_MIN_SLICE_TOKENS tokens,
 				   where pp > 1 under 1F1B (what-if: 1) */
-	int uneven;	     /* uneven per-replica micro-batches
+	int uneven;	       /* uneven per-replica micro-batches
 				   (strategy.uneven): 1 only those, 0 off,
 				   -1 (default) both, under 1F1B where the
 				   strategy's mixed rank has GPU types of
 				   different speed (cost_uneven; what-if:
 				   off) */
-	bool unfused_norm;   /* norms as separate kernels (default fused) */
-	int moe_balance;     /* enum moe_balance (default micro-batch) */
-	double moe_capacity; /* MoE capacity factor; 0: dropless */
-	int grad_bytes;	     /* 4 or 2; 0: 2 with the DeepSpeed trainer
+	bool unfused_norm;     /* norms as separate kernels (default fused) */
+	int moe_balance;       /* enum moe_balance (default micro-batch) */
+	double moe_capacity;   /* MoE capacity factor; 0: dropless */
+	int grad_bytes;	       /* 4 or 2; 0: 2 with the DeepSpeed trainer
 				   (ZeRO keeps the training dtype), else 4
 				   (Megatron's fp32 main gradients) */
-	int grouped_gemm;    /* MoE: strategy.grouped_gemm, 1 on, 0 or -1 off
+	int recompute_modules; /* strategy.recompute_modules of the selective
+				   strategies; 0: core_attn */
+	int grouped_gemm;      /* MoE: strategy.grouped_gemm, 1 on, 0 or -1 off
 				   (the search does not try it) */
-	int ep_overlap;	     /* MoE: strategy.ep_overlap, 1 on, 0 or -1 off
+	int ep_overlap;	       /* MoE: strategy.ep_overlap, 1 on, 0 or -1 off
 				   (the search does not try it) */
-	int moment_bytes;    /* bytes per Adam moment (strategy.moment_bytes):
+	int moment_bytes;      /* bytes per Adam moment (strategy.moment_bytes):
 				   4 or 2; 0: 4 (fp32) */
 	/* Switches: 1 on, 0 off (set on every strategy as given; the cost
 	 * model ignores an overlap with nothing to hide, such as TP overlap

@@ -298,6 +298,9 @@ static int check_kernels(const struct model *m, const struct cluster *c,
 		return err_set(e, "attention kernel %d is not one of the %d known", o->attn, ATTN_COUNT);
 	if (o->grad_bytes != 0 && o->grad_bytes != 2 && o->grad_bytes != 4)
 		return err_set(e, "gradients take 2 or 4 bytes, not %d", o->grad_bytes);
+	if (o->recompute_modules && o->recompute >= 0 && o->recompute != RECOMPUTE_SELECTIVE)
+		return err_set(e, "--recompute-modules needs --recompute selective (not %s)",
+			       recompute_name((enum recompute)o->recompute));
 	if (!m->experts && o->grouped_gemm == 1)
 		return err_set(e, "--moe-grouped-gemm on needs an MoE model (the profile has no experts)");
 	if (!m->experts && o->ep_overlap == 1)

@@ -434,6 +434,9 @@ static int check_model(enum trainer t, const struct model *m, const struct strat
 			      m->model_type, m->model_type[0] ? "', " : "", m->layers, m->hidden,
 			      m->ffn, m->experts);
 
+	/* modules beyond the attention core: Megatron-Core's recompute_modules */
+	if (t != TRAINER_MEGATRON && t != TRAINER_NEMO && (strategy_rc_modules(s) & ~RM_CORE_ATTN))
+		return refuse(e, t, "selective recomputation of layernorm, mlp or moe_act: Megatron-Core's --recompute-modules only");
 	/* Megatron: 1 <= recompute_num_layers <= num_layers // pp. */
 	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) &&
 	    s->recompute == RECOMPUTE_FULL && m->layers / s->pp < 1)

@@ -828,6 +828,65 @@ START_TEST(test_grouped_gemm)
 }
 END_TEST
 
+/* Selective recomputation by module (Megatron-Core's recompute_modules)
+ * on the GPT block of test_compute_analytic (tp 2, no SP, 2048 tokens):
+ * layernorm reruns the two fused norms, 2 NORM_FUSED x 4096 x 2 bytes a
+ * token on all 2048 rows; mlp the MLP's GEMMs, 16h^2 of the block's 24h^2
+ * GEMM FLOPs per token (2/3 of its GEMM time at constant efficiency), and
+ * the GeLU's 2 x 16384 x 2 / 2 = 32768 bytes a token; core_attn the
+ * attention core. The sum over the modules chosen; core_attn alone as
+ * before. */
+START_TEST(test_recompute_modules)
+{
+	struct strategy s = strat(2, 1, 1, 1, 1, 1, 2048);
+	struct layer_time t;
+	struct part x;
+	double bw = 2e12 * COMPUTE_HBM_EFF;
+	double norm = 2 * NORM_FUSED * 4096 * 2 * 2048 / bw;
+	double mlp;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	gpus[0].eff_max = 0.5;
+	x = gpt_block_tp2(0.5, false);
+	mlp = x.gemm * 2 / 3 + 32768.0 * 2048 / bw;
+	s.recompute = RECOMPUTE_SELECTIVE;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.recompute, x.attn, 1e-12);
+	s.recompute_modules = RM_LAYERNORM | RM_MLP;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.norm_fwd, norm, 1e-12);
+	ck_assert_rel(t.mlp_fwd, mlp, 1e-12);
+	ck_assert_rel(t.recompute, norm + mlp, 1e-12);
+	s.recompute_modules = RM_CORE_ATTN | RM_MLP | RM_MOE_ACT;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.recompute, x.attn + mlp, 1e-12);
+	/* not selective: nothing, whatever the modules */
+	s.recompute = RECOMPUTE_NONE;
+	compute_layer(&t, &mod, 1, &gpus[0], &s, NULL);
+	ck_assert_rel(t.recompute, 0, 0);
+}
+END_TEST
+
+/* recompute_modules_parse and _name: '+'-joined names both ways; an
+ * unknown or empty name is -1. */
+START_TEST(test_recompute_modules_names)
+{
+	char buf[64];
+
+	ck_assert_int_eq(recompute_modules_parse("core_attn"), RM_CORE_ATTN);
+	ck_assert_int_eq(recompute_modules_parse("mlp+layernorm"), RM_MLP | RM_LAYERNORM);
+	ck_assert_int_eq(recompute_modules_parse("moe_act+core_attn+mlp+layernorm"), RM_ALL);
+	ck_assert_int_eq(recompute_modules_parse("mlp+"), -1);
+	ck_assert_int_eq(recompute_modules_parse(""), -1);
+	ck_assert_int_eq(recompute_modules_parse("moe"), -1);
+	ck_assert_int_eq(recompute_modules_parse("mlp++layernorm"), -1);
+	ck_assert_str_eq(recompute_modules_name(RM_MLP | RM_LAYERNORM, ' ', buf, sizeof buf),
+			 "layernorm mlp");
+	ck_assert_str_eq(recompute_modules_name(0, '+', buf, sizeof buf), "");
+	ck_assert_str_eq(recompute_modules_name(RM_ALL, '+', buf, 12), "core_attn+l");
+}
+END_TEST
+
 /* Ties (strategy_simpler): TP 2 x PP 2 (two dimensions) before TP 2 x PP
  * 2 x CP 2 (three); TP 2 (one, no CP) before CP 2 (one, CP); DP 8 x EP 1
  * before DP 8 x EP 2 (both TP 2: one dimension against two); TP 2 x CP 2
@@ -866,6 +925,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ep_overlap_parts);
 	tcase_add_test(tc, test_strategy_simpler);
 	tcase_add_test(tc, test_grouped_gemm);
+	tcase_add_test(tc, test_recompute_modules);
+	tcase_add_test(tc, test_recompute_modules_names);
 	tcase_add_test(tc, test_compute_measured);
 	tcase_add_test(tc, test_eq3_flops);
 	tcase_add_test(tc, test_doc_masking);

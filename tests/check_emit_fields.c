@@ -643,6 +643,7 @@ static const char *const v2_columns[] = {
 	"optim_dtype",
 	"ep_overlap",
 	"moe_grouped_gemm",
+	"recompute_modules",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

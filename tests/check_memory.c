@@ -208,6 +208,44 @@ START_TEST(test_memory_grad_bytes)
 }
 END_TEST
 
+/* Selective recomputation's modules (memory_layer): the GPT-3 block at TP
+ * 8 with SP, 2048 tokens, 256 per GPU: core_attn alone keeps A = 34h a
+ * token, 34 x 12288 x 256 = 106954752; layernorm drops the two norms'
+ * outputs, 2 x 2h: 30h x 256 = 94371840; mlp drops the 4f = 16h A counts
+ * for the MLP: with layernorm 14h x 256 = 44040192; moe_act changes
+ * nothing in a dense block; full keeps the input, 2h x 256 = 6291456. */
+START_TEST(test_memory_recompute_modules)
+{
+	struct strategy s = strat(8, 1, 1, 8, 1, 8, 2048);
+	struct layer_mem lm;
+
+	gpt(2, 12288, 96, 51200, 2048);
+	s.sp = true;
+	s.recompute = RECOMPUTE_SELECTIVE;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 106954752.0, 1e-12);
+	s.recompute_modules = RM_CORE_ATTN | RM_LAYERNORM;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 94371840.0, 1e-12);
+	s.recompute_modules = RM_LAYERNORM | RM_MLP | RM_MOE_ACT;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 44040192.0, 1e-12);
+	s.recompute = RECOMPUTE_FULL;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 6291456.0, 1e-12);
+	/* without flash, only core_attn drops the scores 5 a s^2 / t =
+	 * 251658240 */
+	s.recompute = RECOMPUTE_SELECTIVE;
+	s.attn = ATTN_FUSED_SOFTMAX;
+	s.recompute_modules = RM_LAYERNORM;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 94371840.0 + 251658240.0, 1e-12);
+	s.recompute_modules = RM_LAYERNORM | RM_CORE_ATTN;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 94371840.0, 1e-12);
+}
+END_TEST
+
 /* bf16 Adam moments (Megatron's precision-aware optimizer): optimizer
  * states 4 (fp32 master) + 2 x 2 = 8 bytes per parameter instead of 12;
  * the GPT-3 block at TP 8, P = 226512384 per GPU: 8 P without ZeRO, 8 P / 8
@@ -584,6 +622,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_overflow);
 	tcase_add_test(tc, test_memory_moe);
 	tcase_add_test(tc, test_memory_moment_bytes);
+	tcase_add_test(tc, test_memory_recompute_modules);
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_attention_memory);
 	tcase_add_test(tc, test_allowance);
