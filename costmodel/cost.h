@@ -210,6 +210,15 @@ struct cost_mem {
 	double weights, grads, optimizer, activations, logits, allowance;
 };
 
+/* What the allowance of mem (a rank's, or the heaviest's) is made of on
+ * cluster c, bytes per GPU: *context the fixed part (the user's
+ * --mem-allowance, or MEM_CONTEXT_BYTES: CUDA context, library workspaces,
+ * NCCL buffers), *frag the allocator's fragmentation, MEM_FRAG_SHARE of
+ * the activations and logits (0 with the user's allowance); they add up
+ * to mem->allowance. *share: that share (0 or MEM_FRAG_SHARE). */
+void cost_allowance_parts(const struct cluster *c, const struct cost_mem *mem, double *context,
+			  double *frag, double *share);
+
 /* The evaluation of one fully specified strategy. */
 struct cost_result {
 	double iter_s;	     /* seconds per iteration */

@@ -652,6 +652,14 @@ double cost_frag_share(const struct cluster *c)
 	return c->mem_allowance >= 0 ? 0 : MEM_FRAG_SHARE;
 }
 
+void cost_allowance_parts(const struct cluster *c, const struct cost_mem *mem, double *context,
+			  double *frag, double *share)
+{
+	*context = cost_context_bytes(c);
+	*share = cost_frag_share(c);
+	*frag = *share * (mem->activations + mem->logits);
+}
+
 /* What comm_pp_send reads of s (layer_costs.link_key). */
 void cost_link_key(int *key, const struct strategy *s)
 {

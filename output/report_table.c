@@ -239,6 +239,28 @@ void report_explain(FILE *out, const struct plan_row *row, const struct model *m
 	report_ranks(out, row, m, c);
 }
 
+/* What each rank's allowance is made of (cost_allowance_parts). */
+static void explain_allowance(FILE *out, const struct strategy *s, const struct cost_rank *x,
+			      const struct cluster *c)
+{
+	double ctx, frag, share;
+
+	cost_allowance_parts(c, &x[0].mem, &ctx, &frag, &share);
+	if (share <= 0) {
+		fprintf(out, "  allowance per GPU: the given --mem-allowance, %.2f GiB on every rank\n",
+			ctx / GiB);
+		return;
+	}
+	fprintf(out, "  allowance per GPU = %.2f GiB (CUDA context, workspaces, NCCL buffers) + %.0f%% of the\n"
+		     "  activations and logits (allocator fragmentation, temporaries), GiB:",
+		ctx / GiB, 100 * share);
+	for (int q = 0; q < s->pp; q++) {
+		cost_allowance_parts(c, &x[q].mem, &ctx, &frag, &share);
+		fprintf(out, "%s rank %d %.2f + %.2f", q % 4 ? "," : "\n   ", q, ctx / GiB, frag / GiB);
+	}
+	fputc('\n', out);
+}
+
 void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 		  const struct cluster *c)
 {
@@ -277,5 +299,6 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 			fprintf(out, "  over by %.2f GiB", (y->peak_bytes - y->cap_bytes) / GiB);
 		fputc('\n', out);
 	}
+	explain_allowance(out, s, x, c);
 	free(x);
 }

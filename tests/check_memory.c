@@ -246,6 +246,27 @@ START_TEST(test_memory_recompute_modules)
 }
 END_TEST
 
+/* cost_allowance_parts: a rank of 10 GiB of activations and 2 of logits
+ * has MEM_CONTEXT_BYTES + MEM_FRAG_SHARE x 12 GiB of allowance; with the
+ * user's 3 GiB, 3 GiB and nothing for fragmentation. */
+START_TEST(test_allowance_parts)
+{
+	struct cost_mem mm = { .activations = 10 * GiB, .logits = 2 * GiB };
+	double ctx, frag, share;
+
+	clu.mem_allowance = -1;
+	cost_allowance_parts(&clu, &mm, &ctx, &frag, &share);
+	ck_assert_rel(ctx, MEM_CONTEXT_BYTES, 0);
+	ck_assert_rel(share, MEM_FRAG_SHARE, 0);
+	ck_assert_rel(frag, MEM_FRAG_SHARE * 12 * GiB, 1e-12);
+	clu.mem_allowance = 3 * GiB;
+	cost_allowance_parts(&clu, &mm, &ctx, &frag, &share);
+	ck_assert_rel(ctx, 3 * GiB, 0);
+	ck_assert_rel(frag, 0, 0);
+	ck_assert_rel(share, 0, 0);
+}
+END_TEST
+
 /* bf16 Adam moments (Megatron's precision-aware optimizer): optimizer
  * states 4 (fp32 master) + 2 x 2 = 8 bytes per parameter instead of 12;
  * the GPT-3 block at TP 8, P = 226512384 per GPU: 8 P without ZeRO, 8 P / 8
@@ -622,6 +643,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_overflow);
 	tcase_add_test(tc, test_memory_moe);
 	tcase_add_test(tc, test_memory_moment_bytes);
+	tcase_add_test(tc, test_allowance_parts);
 	tcase_add_test(tc, test_memory_recompute_modules);
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_attention_memory);
