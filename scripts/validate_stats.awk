@@ -31,7 +31,7 @@
 # the per-row table. Last, one line per missed target and a final line.
 #
 # Variables (awk -v): strict (1: exit 1 when a target is missed; default 1),
-# mape_max (5), spearman_min (0.95), pairs_min (0.97: P >= pairs_min x Q;
+# mape_max (4), spearman_min (0.95), pairs_min (0.97: P >= pairs_min x Q;
 # every pair 15% apart ordered, R = S), limits (a file of per-file bounds
 # that replace the targets, for a regression check: lines "FILE MAPE_MAX
 # SPEARMAN_MIN FALSE_OOM_MAX MISSED_OOM_MAX MISORDERED_MAX
@@ -41,7 +41,7 @@
 BEGIN {
 	FS = "\t"
 	if (strict == "") strict = 1
-	if (mape_max == "") mape_max = 5
+	if (mape_max == "") mape_max = 4
 	if (spearman_min == "") spearman_min = 0.95
 	if (pairs_min == "") pairs_min = 0.97
 	while (limits != "" && (getline line < limits) > 0) {
