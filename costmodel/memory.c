@@ -170,10 +170,16 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 			lm->act = keep;
 	}
 	/* the busiest EP rank holds moe_load_factor x the routed experts'
-	 * 4 f_e top_k bytes per token */
-	if (model_block_moe(m, l - 1))
-		lm->act += (moe_load_factor(m, s) - 1) * 4.0 * m->moe_ffn * m->top_k * tokens /
-			   s->tp;
+	 * 4 f_e top_k bytes per token, and the experts' input: the top_k
+	 * copies of each token the dispatch all-to-all delivers (its receive
+	 * buffer), saved for the first expert GEMM's weight gradient, which
+	 * A does not count (its norm output is the router's input, once) */
+	if (model_block_moe(m, l - 1)) {
+		double lam = moe_load_factor(m, s);
+
+		lm->act += (lam - 1) * 4.0 * m->moe_ffn * m->top_k * tokens / s->tp;
+		lm->act += lam * m->top_k * dt * (double)m->hidden * tokens / s->tp;
+	}
 }
 
 double memory_vocab_params(const struct model *m, const struct strategy *s)

@@ -57,5 +57,7 @@ double moe_load_factor(const struct model *m, const struct strategy *s)
 		c = s->moe_balance == MOE_BALANCE_GLOBAL_BATCH ? MOE_SEQ_SKEW : 0;
 		lam = 1 + moe_expected_max(ep) * sqrt((1 - 1.0 / ep) / mu + c * c / nseq);
 	}
-	return s->moe_capacity >= 1 && s->moe_capacity < lam ? s->moe_capacity : lam;
+	if (s->moe_capacity >= 1 && (s->moe_pad || s->moe_capacity < lam))
+		return s->moe_capacity;
+	return lam;
 }

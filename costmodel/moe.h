@@ -34,8 +34,10 @@ double moe_expected_max(int n);
  * etp apart: inside one TP x CP group they share the micro-batch), c =
  * MOE_SEQ_SKEW under global-batch balancing, else 0; with a capacity
  * factor C >= 1 at most C (the tokens over it are dropped: Lepikhin et
- * al. 2021, GShard Sec. 2.2). 1 for a dense model or ep = 1 (one rank
- * holds every expert). */
+ * al. 2021, GShard Sec. 2.2), and exactly C with s->moe_pad (every expert
+ * padded to its capacity: Megatron's moe_pad_expert_input_to_capacity,
+ * GShard's fixed expert buffers). 1 for a dense model or ep = 1 (one rank
+ * holds every expert) without padding. */
 double moe_load_factor(const struct model *m, const struct strategy *s);
 
 #endif

@@ -105,6 +105,11 @@ struct strategy {
 	unsigned recompute_modules;	   /* with RECOMPUTE_SELECTIVE, the modules
 				   rerun (enum recompute_module bits); 0 reads
 				   as RM_CORE_ATTN (strategy_rc_modules) */
+	bool moe_pad;			   /* MoE with a capacity factor: every expert's
+				   input padded to its capacity, so that each
+				   computes exactly capacity x the mean
+				   (Megatron's
+				   --moe-pad-expert-input-to-capacity) */
 	bool grouped_gemm;		   /* MoE: the local experts' GEMMs run as one
 				   grouped GEMM (Megatron-Core's GroupedMLP,
 				   --moe-grouped-gemm); false: one GEMM per

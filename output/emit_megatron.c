@@ -177,6 +177,7 @@ enum field_place {
 	F_BALANCE,
 	F_CAPACITY,
 	F_DROP_POLICY,
+	F_PAD_CAPACITY,
 	F_SHARED,
 	F_MOE_LAYERS,
 	F_TP,
@@ -297,6 +298,9 @@ static void moe_settings(struct settings *l, const struct model *m, const struct
 	if (drop)
 		set(l, F_DROP_POLICY, "--moe-token-drop-policy", "model.moe_token_drop_policy",
 		    val("probs"), NULL);
+	if (drop && s->moe_pad)
+		set_bool(l, F_PAD_CAPACITY, "--moe-pad-expert-input-to-capacity", true,
+			 "model.moe_pad_expert_input_to_capacity", true);
 	if (s->grouped_gemm)
 		set_bool(l, F_GROUPED_GEMM, "--moe-grouped-gemm", true, "model.moe_grouped_gemm", true);
 	/* megatron/training/arguments.py; TransformerConfig's fields */

@@ -129,7 +129,9 @@
 	/* MoE: the local experts as one grouped GEMM (on/off; empty for dense) */                                     \
 	X(moe_grouped_gemm, BOOL, m->experts ? put_int(v, s->grouped_gemm) : put_text(v, ""))                          \
 	/* what selective recomputation reruns, '+'-joined (empty without it) */                                       \
-	X(recompute_modules, STR, recompute_modules_name(strategy_rc_modules(s), '+', v, REPORT_FIELD_MAX))
+	X(recompute_modules, STR, recompute_modules_name(strategy_rc_modules(s), '+', v, REPORT_FIELD_MAX))            \
+	/* MoE with a capacity factor: inputs padded to capacity (on/off; empty otherwise) */                          \
+	X(moe_pad_capacity, BOOL, m->experts && s->moe_capacity > 0 ? put_int(v, s->moe_pad) : put_text(v, ""))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

@@ -210,7 +210,7 @@ map_dgxc_h100_grok1() {
 			"$rel $prec $gpus $seq $gbs L$layers" "$step" - "grok1-L$layers" dgx-h100 "$gpus" \
 			--tp "$tp" --pp "$pp" --dp "$dp" --cp "$cp" --ep "$ep" --etp "$etp" \
 			--mbs "$mbs" --gbs "$gbs" --seq "$seq" \
-			$sched --recompute none --zero 1 --moe-capacity 1 \
+			$sched --recompute none --zero 1 --moe-capacity 1 --moe-pad-capacity on \
 			--attention flash --norm fused --sequence-parallel on --fp8 "$fp8" \
 			--tp-comm-overlap on --overlap-grad-reduce on --overlap-param-gather on \
 			--grad-dtype fp32

@@ -123,6 +123,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.moment_bytes = opts.moment_bytes;
 	s.ep_overlap = opts.ep_overlap == 1;
 	s.grouped_gemm = opts.grouped_gemm == 1;
+	s.moe_pad = opts.moe_pad == 1;
 	s.recompute_modules = (unsigned)opts.recompute_modules;
 	rc = pool_run(&S, &s, e);
 	if (opts.progress)

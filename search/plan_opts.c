@@ -301,6 +301,8 @@ static int check_kernels(const struct model *m, const struct cluster *c,
 	if (o->recompute_modules && o->recompute >= 0 && o->recompute != RECOMPUTE_SELECTIVE)
 		return err_set(e, "--recompute-modules needs --recompute selective (not %s)",
 			       recompute_name((enum recompute)o->recompute));
+	if (o->moe_pad == 1 && !(m->experts && o->moe_capacity >= 1))
+		return err_set(e, "--moe-pad-capacity on needs an MoE model and --moe-capacity");
 	if (!m->experts && o->grouped_gemm == 1)
 		return err_set(e, "--moe-grouped-gemm on needs an MoE model (the profile has no experts)");
 	if (!m->experts && o->ep_overlap == 1)

@@ -258,6 +258,8 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 	    strategy_etp(s) != 1 && strategy_etp(s) != s->tp)
 		return refuse(e, t, "expert tensor parallelism %d: the experts split over all of TP (%d) or none",
 			      strategy_etp(s), s->tp);
+	if (m->experts > 0 && s->moe_pad && s->moe_capacity > 0 && t == TRAINER_DEEPSPEED)
+		return refuse(e, t, "padding to capacity: set by Megatron's --moe-pad-expert-input-to-capacity only");
 	if (m->experts > 0 && s->grouped_gemm && t == TRAINER_DEEPSPEED)
 		return refuse(e, t, "grouped GEMM: DeepSpeed's MoE runs its local experts one by one");
 	if (s->ep_overlap && t != TRAINER_MEGATRON && t != TRAINER_NEMO)

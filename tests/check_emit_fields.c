@@ -644,6 +644,7 @@ static const char *const v2_columns[] = {
 	"ep_overlap",
 	"moe_grouped_gemm",
 	"recompute_modules",
+	"moe_pad_capacity",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

@@ -129,6 +129,41 @@ START_TEST(test_expert_tp_memory)
 }
 END_TEST
 
+/* Padding to capacity (moe_load_factor with moe_pad): every expert
+ * computes exactly C x the mean, C = 1.25 here, where without padding the
+ * busiest of 2 EP ranks at mu = 16 x 2 = 32 assignments per expert group
+ * carries 1 + 0.5894557978497785 x sqrt(0.5 / 32) = 1.0736820 (below C).
+ * The experts' input in memory: an MoE block of A = 1000 bytes a token at
+ * TP 4 with SP, 16 tokens, padded at C = 1: 1000 x 16 / 4 plus the 2
+ * copies of each token's 16-wide bf16 row, 2 x 2 x 16 x 16 / 4 = 256. */
+START_TEST(test_pad_capacity)
+{
+	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
+			       { .kind = LAYER_BLOCK, .params = 1e9, .expert_params = 8e8, .act_bytes_per_token = 1000 },
+			       { .kind = LAYER_HEAD } };
+	struct model m;
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16, .zero = 1, .sp = true, .moe_capacity = 1.25 };
+	struct layer_mem lm;
+
+	memset(&m, 0, sizeof m);
+	m.layer = ly;
+	m.n_layer = 3;
+	m.experts = 8;
+	m.top_k = 2;
+	m.hidden = 16;
+	m.moe_ffn = 64;
+	ck_assert_double_eq_tol(moe_load_factor(&m, &s), 1.0736820, 1e-6);
+	s.moe_pad = true;
+	ck_assert_double_eq_tol(moe_load_factor(&m, &s), 1.25, 1e-12);
+	s.moe_capacity = 0;
+	ck_assert_double_eq_tol(moe_load_factor(&m, &s), 1.0736820, 1e-6);
+	s.moe_capacity = 1;
+	s.tp = s.etp = 4;
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_double_eq_tol(lm.act, 4000 + 256, 1e-9);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("moe");
@@ -137,6 +172,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_expected_max);
 	tcase_add_test(tc, test_load_factor);
 	tcase_add_test(tc, test_expert_tp_memory);
+	tcase_add_test(tc, test_pad_capacity);
 	suite_add_tcase(s, tc);
 	return s;
 }
