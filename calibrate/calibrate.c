@@ -414,9 +414,8 @@ static struct cluster *run_cluster(const struct cluster *c, int gpus, int line, 
 	s = cluster_subset(c, (1u << real) - 1);
 	if (gpus == s->total_gpus)
 		return s;
-	if (real > 1 || gpus > s->total_gpus ||
-	    (gpus > s->group[0].gpus_per_node && gpus % s->group[0].gpus_per_node)) {
-		err_set(e, "line %d: the run uses %d GPUs and the cluster has %d: a run on part of a cluster must use whole nodes of its one node group, or part of one node",
+	if (real > 1 || (gpus > s->group[0].gpus_per_node && gpus % s->group[0].gpus_per_node)) {
+		err_set(e, "line %d: the run uses %d GPUs and the cluster has %d: a run on another number of GPUs than the cluster's needs a cluster of one node group, and whole nodes of it (or part of one node)",
 			line, gpus, s->total_gpus);
 		cluster_free(s);
 		return NULL;
@@ -597,15 +596,15 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	for (int r = 0; r < n; r++)
 		if (predict(&f, r, &res->pred_before[r], &fits[r]))
 			goto done;
-	if (res->n_timed < 2) {
-		err_set(e, "calibration needs at least 2 runs with a measured time (not inf), and %d of the %d have one",
-			res->n_timed, n);
+	if (res->n_timed < 1 + CALIB_RUNS_PER_CONST) {
+		err_set(e, "calibration needs at least %d runs with a measured time (not inf) to fit one constant and check it on a run left out, and %d of the %d have one",
+			1 + CALIB_RUNS_PER_CONST, res->n_timed, n);
 		goto done;
 	}
 	S = xcalloc((size_t)f.n_k * (size_t)res->n_timed, sizeof *S);
 	if (sensitivities(&f, raw, res->pred_before, res->n_timed, S))
 		goto done;
-	m = order_candidates(&f, S, res->n_timed, order, res->n_timed - 1);
+	m = order_candidates(&f, S, res->n_timed, order, (res->n_timed - 1) / CALIB_RUNS_PER_CONST);
 	if (!m) {
 		err_set(e, "no run's time depends on a constant calibration fits (efficiency_max, efficiency_half_gflop, fp8_efficiency_max, flash_efficiency, hbm_efficiency, intra_node_efficiency, inter_node_efficiency) by 0.1%% or more for a 10%% change");
 		goto done;
@@ -629,7 +628,7 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 				memcpy(res->cv_pred, cv, sizeof(double) * (size_t)n);
 			}
 		}
-		if (best_mape >= res->cv_before.mape)
+		if (best_mape > res->cv_before.mape * CALIB_MIN_GAIN)
 			best = 0;
 	}
 	stats(&res->cv_after, runs, n, res->cv_pred, fits);

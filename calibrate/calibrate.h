@@ -104,9 +104,19 @@ struct calib_result {
  * over the n timed runs: the negative log-posterior (times b / n) of
  * Laplace-distributed log errors of scale b = 0.05 (a 5% error per run;
  * the absolute error, as MAPE, lets one odd run move the fit less than a
- * square would) and a log-normal prior of sigma 0.5 around the catalogue's
- * value: b / (2 sigma^2) = 0.1. */
-#define CALIB_PRIOR_WEIGHT 0.1
+ * square would) and a log-normal prior around the catalogue's value of
+ * sigma 0.16 (b / (2 sigma^2) = 1): the catalogue's constants were fitted
+ * to hundreds of published runs, and a few runs of one's own should move
+ * them by tens of percent only where they disagree clearly. */
+#define CALIB_PRIOR_WEIGHT 1.0
+
+/* Against overfitting a handful of runs: at most (n_timed - 1) /
+ * CALIB_RUNS_PER_CONST constants, and a fitted set replaces the
+ * catalogue's only when its leave-one-out MAPE is at most CALIB_MIN_GAIN
+ * times the catalogue's (10% lower). Chosen on the validation files
+ * (README "Calibration"). */
+#define CALIB_RUNS_PER_CONST 2
+#define CALIB_MIN_GAIN	     0.9
 
 /* Bounds of a fitted value: within a factor CALIB_MAX_FACTOR of its
  * before, and efficiencies in [0.01, 1] (the cluster file's range),
@@ -133,12 +143,13 @@ bool calib_param_per_group(enum calib_param param);
  * Candidates: the calib_param of each GPU type and group of c. Those
  * exercised are ordered by pivoted Gram-Schmidt on their log-sensitivity
  * columns over the timed runs (the one explaining the most first), up to
- * n_timed - 1 of them; the fit of each prefix of that order is
- * cross-validated (leave one timed run out), and the prefix with the least
- * MAPE is fitted to all runs, unless none beats the catalogue's own
- * leave-one-out MAPE (res->kept). Returns 0, or -1 with e set: a run that
+ * (n_timed - 1) / CALIB_RUNS_PER_CONST of them; the fit of each prefix of
+ * that order is cross-validated (leave one timed run out), and the prefix
+ * with the least MAPE is fitted to all runs, unless its MAPE is above
+ * CALIB_MIN_GAIN times the catalogue's own (res->kept). Returns 0, or -1 with e set: a run that
  * cannot be costed (e names its line), fewer than 2 runs with a time, or
- * no constant a run exercises. res is filled on success (free with
+ * no constant a run exercises (or fewer than 1 + CALIB_RUNS_PER_CONST
+ * timed runs: too few to fit one). res is filled on success (free with
  * calib_result_free). */
 int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_run *runs, int n,
 	      struct err *e);
