@@ -628,7 +628,7 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 				memcpy(res->cv_pred, cv, sizeof(double) * (size_t)n);
 			}
 		}
-		if (best_mape > res->cv_before.mape * CALIB_MIN_GAIN)
+		if (!(best_mape < res->cv_before.mape * CALIB_MIN_GAIN))
 			best = 0;
 	}
 	stats(&res->cv_after, runs, n, res->cv_pred, fits);

@@ -108,7 +108,7 @@ struct calib_result {
  * sigma 0.16 (b / (2 sigma^2) = 1): the catalogue's constants were fitted
  * to hundreds of published runs, and a few runs of one's own should move
  * them by tens of percent only where they disagree clearly. */
-#define CALIB_PRIOR_WEIGHT 1.0
+#define CALIB_PRIOR_WEIGHT 0.25
 
 /* Against overfitting a handful of runs: at most (n_timed - 1) /
  * CALIB_RUNS_PER_CONST constants, and a fitted set replaces the

@@ -223,7 +223,10 @@ int runs_load(struct runs **out, const char *path, struct err *e)
 			rd.field_start = false;
 		}
 		if (!rd.failed && csv_parse(&p, &b, 1, on_field, on_row, &rd) != 1)
-			fail(&rd, rd.line, rd.col, "%s%s", csv_strerror(csv_error(&p)), "");
+			fail(&rd, rd.line, rd.col, "%s%s",
+			     csv_error(&p) == CSV_EPARSE ? "a quote out of place (quote a whole field, and double a quote inside it)"
+							 : csv_strerror(csv_error(&p)),
+			     "");
 		if (b == '\n') {
 			rd.line++;
 			rd.col = 1;
@@ -234,7 +237,10 @@ int runs_load(struct runs **out, const char *path, struct err *e)
 	if (!rd.failed && ferror(f))
 		fail(&rd, rd.line, rd.col, "read error: %s%s", strerror(errno), "");
 	if (!rd.failed && csv_fini(&p, on_field, on_row, &rd))
-		fail(&rd, rd.line, rd.col, "%s%s", csv_strerror(csv_error(&p)), "");
+		fail(&rd, rd.fline, rd.fcol, "%s%s",
+		     csv_error(&p) == CSV_EPARSE ? "a quoted field is not closed by the end of the file"
+						 : csv_strerror(csv_error(&p)),
+		     "");
 	on_row(0, &rd); /* frees a row the error left */
 	csv_free(&p);
 	fclose(f);
