@@ -109,6 +109,12 @@ validate: deps
 	@$(MAKE) --no-print-directory all
 	scripts/validate.sh
 
+# `ampplan calibrate` on each validation file: calibrated on 5 of its rows,
+# the others predicted; prints README "Calibration"'s tables.
+calibrate-validation: deps
+	@$(MAKE) --no-print-directory all
+	scripts/calibrate_validation.sh
+
 # Search time and memory on generated clusters of 64 to 16,384 GPUs.
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench
@@ -186,7 +192,7 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps test-deps demo check test validate bench install format clean \
+.PHONY: all deps test-deps demo check test validate calibrate-validation bench install format clean \
 	fuzz fuzz-build fuzz-smoke $(TEST_RUNS) $(FUZZ_TARGETS:%=fuzz-smoke-%)
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

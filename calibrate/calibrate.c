@@ -13,8 +13,8 @@
 #include "util.h"
 
 static const char *const param_keys[CALIB_N_PARAM] = {
-	"efficiency_max",   "efficiency_half_gflop", "fp8_efficiency_max",	"flash_efficiency",
-	"hbm_efficiency",   "intra_node_efficiency", "inter_node_efficiency"
+	"efficiency_max", "efficiency_half_gflop", "fp8_efficiency_max", "flash_efficiency",
+	"hbm_efficiency", "intra_node_efficiency", "inter_node_efficiency"
 };
 
 const char *calib_param_key(enum calib_param param)
@@ -142,7 +142,8 @@ static void set_all(struct fit *f, int j, double v)
 
 static double clamp(double v, double lo, double hi)
 {
-	return v < lo ? lo : v > hi ? hi : v;
+	return v < lo ? lo : v > hi ? hi
+				    : v;
 }
 
 /* Sets the selected constants to exp(x[i]), within their bounds. */
@@ -195,7 +196,7 @@ static double objective(struct fit *f, const double *x)
 static void nelder_mead(struct fit *f, double *x)
 {
 	int d = f->n_sel, evals = 0, limit = NM_MAX_EVALS * (d + 1);
-	double (*p)[NM_MAX_DIM] = xcalloc((size_t)d + 1, sizeof *p);
+	double(*p)[NM_MAX_DIM] = xcalloc((size_t)d + 1, sizeof *p);
 	double *fv = xcalloc((size_t)d + 1, sizeof *fv);
 	double c[NM_MAX_DIM], xr[NM_MAX_DIM], xe[NM_MAX_DIM], xc[NM_MAX_DIM];
 
@@ -334,7 +335,8 @@ static double spearman(const double *a, const double *b, int n)
 	}
 	free(ra);
 	free(rb);
-	return n < 2 ? NAN : saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb) : 0;
+	return n < 2 ? NAN : saa > 0 && sbb > 0 ? sab / sqrt(saa * sbb)
+						: 0;
 }
 
 /* The errors of predictions pred[] (and fit-test results fits[]) against
@@ -444,7 +446,7 @@ static int order_candidates(struct fit *f, double *S, int nt, int *order, int li
 			own[j] += S[j * nt + r] * S[j * nt + r];
 		own[j] = sqrt(own[j]);
 		f->k[j].status = f->k[j].sensitivity < CALIB_MIN_SENSITIVITY ? CALIB_UNUSED
-									   : CALIB_NOT_SEPARABLE;
+									     : CALIB_NOT_SEPARABLE;
 	}
 	while (m < limit) {
 		int best = -1;

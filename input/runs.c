@@ -29,10 +29,10 @@ struct reader {
 	struct runs *r;
 	struct err *e;
 	bool failed;
-	int line, col;	   /* of the byte being fed, from 1 */
-	bool field_start;  /* the next byte begins a field */
-	int fline, fcol;   /* where the field being read began */
-	int n_field;	   /* fields of the row so far */
+	int line, col;	  /* of the byte being fed, from 1 */
+	bool field_start; /* the next byte begins a field */
+	int fline, fcol;  /* where the field being read began */
+	int n_field;	  /* fields of the row so far */
 	char *field[COL_COUNT];
 	int at_line[COL_COUNT], at_col[COL_COUNT];
 	int header[COL_COUNT]; /* field index -> enum column */

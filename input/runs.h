@@ -7,15 +7,15 @@ struct err;
 
 /* One measured run, a row of the file. */
 struct run_row {
-	char *model;	     /* the "model" column (a profile or config path or
+	char *model;	    /* the "model" column (a profile or config path or
 				NAME); NULL when the file has no such column or
 				the field is empty: the --model of the command */
-	char *spec;	     /* the "spec" column, in --compare's syntax */
-	double measured_s;   /* seconds per iteration; INFINITY: the run
+	char *spec;	    /* the "spec" column, in --compare's syntax */
+	double measured_s;  /* seconds per iteration; INFINITY: the run
 				failed out of memory ("inf") */
-	double peak_gib;     /* "measured_peak_GiB" (GiB per GPU of the
+	double peak_gib;    /* "measured_peak_GiB" (GiB per GPU of the
 				fullest); < 0: not given */
-	int line, spec_col;  /* line of the row and column of its spec field,
+	int line, spec_col; /* line of the row and column of its spec field,
 				from 1, for messages */
 };
 

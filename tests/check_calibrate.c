@@ -22,8 +22,7 @@
 /* The synthetic runs: (tp, pp, dp) on 8 to 32 A100s of clusters/dgx-a100.json
  * (8 per node), micro-batch 1, global batch 64, fused-softmax attention (so
  * that no run exercises flash_efficiency). */
-static const int shapes[][3] = { { 1, 1, 8 },  { 2, 1, 8 }, { 4, 1, 4 }, { 8, 1, 2 }, { 1, 2, 16 },
-				 { 1, 1, 32 }, { 2, 2, 4 }, { 1, 4, 4 }, { 2, 1, 16 } };
+static const int shapes[][3] = { { 1, 1, 8 }, { 2, 1, 8 }, { 4, 1, 4 }, { 8, 1, 2 }, { 1, 2, 16 }, { 1, 1, 32 }, { 2, 2, 4 }, { 1, 4, 4 }, { 2, 1, 16 } };
 #define N_SHAPES ((int)(sizeof shapes / sizeof *shapes))
 
 static struct plan_opts shape_opts(int i)
@@ -106,7 +105,6 @@ START_TEST(test_synthetic_recovery)
 		run[i].measured_s = truth_time(m, truth, &run[i].o) * (1 + 0.02 * (uniform(&seed) - 0.5));
 	}
 	ck_assert_msg(calib_fit(&res, c, run, N_SHAPES, &e) == 0, "%s", e.msg);
-	calib_print(stderr, c, &res, run);
 	ck_assert(!res.kept);
 	ck_assert_int_eq(find(&res, CALIB_EFF_MAX)->status, CALIB_FITTED);
 	ck_assert_rel(find(&res, CALIB_EFF_MAX)->after, eff, 0.05);
@@ -329,11 +327,12 @@ END_TEST
 /* make validate's AMP file (GPT-2 medium on 16 T4s) left out of the
  * calibration: calibrated on 5 of its trials
  * (scripts/calibrate_validation.sh), the held-out trials' MAPE is no worse
- * than the catalogue's and their Spearman stays at 0.95 or more (the
- * issue's targets). */
+ * than the shipped constants' and their Spearman stays at 0.95 or more
+ * (the issue's targets); from a stale start (efficiency_max 0.5, the
+ * loader's default NCCL efficiencies) the held-out MAPE drops. */
 START_TEST(test_validation_held_out)
 {
-	char *out = NULL, *err = NULL;
+	char *out = NULL;
 	double b, a, sb, sa;
 	const char *row;
 
@@ -347,8 +346,11 @@ START_TEST(test_validation_held_out)
 		      "%s", row);
 	ck_assert_msg(a <= b, "held-out MAPE %.1f -> %.1f", b, a);
 	ck_assert_msg(sa >= 0.95, "held-out Spearman %.3f -> %.3f", sb, sa);
+	ck_assert_ptr_nonnull(row = strstr(strstr(out, "stale"), "| amp2022_homogeneous_trials.csv |"));
+	ck_assert_msg(sscanf(row, "| amp2022_homogeneous_trials.csv | %*d | %lf -> %lf |", &b, &a) == 2,
+		      "%s", row);
+	ck_assert_msg(a < b, "held-out MAPE from the stale start %.1f -> %.1f", b, a);
 	free(out);
-	free(err);
 }
 END_TEST
 
