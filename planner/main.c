@@ -39,7 +39,7 @@ struct cli {
 	const char *timeline; /* --timeline FILE.svg */
 	const char *runs;     /* calibrate --runs FILE */
 	bool profile, explain;
-	bool calibrate; /* `ampplan calibrate` */
+	bool calibrate;	    /* `ampplan calibrate` */
 	bool help, version; /* --help, --version: print and exit 0 */
 	int top, pick;
 	double mem_allowance; /* bytes per GPU, or -1: the cost model's */
