@@ -79,7 +79,7 @@ static cJSON *stats_json(const struct calib_stats *s)
 
 static cJSON *block(const struct cluster *c, const struct calib_result *res, const char *runs_path)
 {
-	cJSON *b = cJSON_CreateObject(), *ks = cJSON_CreateArray(), *err = cJSON_CreateObject();
+	cJSON *b = cJSON_CreateObject(), *ks = cJSON_CreateArray(), *err = cJSON_CreateObject(), *mem;
 
 	cJSON_AddStringToObject(b, "tool", "ampplan calibrate");
 	cJSON_AddStringToObject(b, "runs", runs_path);
@@ -106,6 +106,20 @@ static cJSON *block(const struct cluster *c, const struct calib_result *res, con
 	cJSON_AddItemToObject(err, "leave_one_out_before", stats_json(&res->cv_before));
 	cJSON_AddItemToObject(err, "leave_one_out_after", stats_json(&res->cv_after));
 	cJSON_AddItemToObject(b, "errors", err);
+	mem = cJSON_AddObjectToObject(b, "memory_allowance");
+	cJSON_AddNumberToObject(mem, "runs_with_peak", res->mem.n_peak);
+	if (res->mem.before >= 0)
+		cJSON_AddNumberToObject(mem, "before_GiB", round4(res->mem.before / 1073741824.0));
+	else
+		cJSON_AddStringToObject(mem, "before_GiB", "estimate");
+	if (res->mem.after >= 0)
+		cJSON_AddNumberToObject(mem, "after_GiB", round4(res->mem.after / 1073741824.0));
+	else
+		cJSON_AddStringToObject(mem, "after_GiB", "estimate");
+	cJSON_AddBoolToObject(mem, "fitted", res->mem.fitted);
+	cJSON_AddNumberToObject(mem, "peak_mape_before_pct", round4(res->mem.mape_before));
+	cJSON_AddNumberToObject(mem, "peak_mape_after_pct", round4(res->mem.mape_after));
+	cJSON_AddNumberToObject(mem, "peak_mape_left_out_pct", round4(res->mem.cv_after));
 	return b;
 }
 
@@ -152,6 +166,8 @@ int calib_write(const char *src, const char *out, const struct cluster *c,
 		if (k->param == CALIB_EFF_MAX && c->gpu[k->index].peak_fp8_flops > 0)
 			set_num(o, "fp8_efficiency_max", round4(c->gpu[k->index].fp8_eff_max));
 	}
+	if (res->mem.fitted)
+		set_num(doc, "memory_allowance_GiB", round4(res->mem.after / 1073741824.0));
 	cJSON_DeleteItemFromObjectCaseSensitive(doc, "calibration");
 	cJSON_AddItemToObject(doc, "calibration", block(c, res, runs_path));
 	text = spaced(cJSON_Print(doc));

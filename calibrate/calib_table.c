@@ -5,6 +5,7 @@
 
 #include "calibrate.h"
 #include "cluster.h"
+#include "memory.h"
 
 /* "12.345" or "inf" (a run out of memory). */
 static void seconds(FILE *out, double s)
@@ -33,9 +34,22 @@ static void stats_row(FILE *out, const char *what, const struct calib_stats *s)
 	fprintf(out, "   %d/%d\n", s->oom_agree, s->n_all);
 }
 
+/* An allowance as "2.1 GiB", or the cost model's estimate for -1. */
+static const char *allowance(char *buf, size_t n, double bytes)
+{
+	if (bytes < 0)
+		snprintf(buf, n, "the estimate (%.1f GiB + %.0f%% of activations)",
+			 MEM_CONTEXT_BYTES / 1073741824.0, 100 * MEM_FRAG_SHARE);
+	else
+		snprintf(buf, n, "%.2f GiB", bytes / 1073741824.0);
+	return buf;
+}
+
 void calib_print(FILE *out, const struct cluster *c, const struct calib_result *res,
 		 const struct calib_run *runs)
 {
+	char a[96], b[96];
+
 	fprintf(out, "calibration of %s on %d runs (%d with a time, %d out of memory), %ld runs costed\n\n",
 		c->name, res->n_runs, res->n_timed, res->n_runs - res->n_timed, res->evaluations);
 	fprintf(out, "  %-6s %10s %10s %8s %10s %8s %10s %8s\n", "line", "measured", "catalogue",
@@ -68,6 +82,14 @@ void calib_print(FILE *out, const struct cluster *c, const struct calib_result *
 	stats_row(out, "fitted runs, calibrated", &res->fit_after);
 	stats_row(out, "leave-one-out, catalogue", &res->cv_before);
 	stats_row(out, "leave-one-out, calibrated", &res->cv_after);
+	if (res->mem.n_peak < 2)
+		fprintf(out, "\nmemory allowance: not fitted (%d runs with a time and measured_peak_GiB; it needs 2)\n",
+			res->mem.n_peak);
+	else
+		fprintf(out, "\nmemory allowance: %s -> %s (%s), peak MAPE on %d runs %.1f%% -> %.1f%%, left out %.1f%%\n",
+			allowance(a, sizeof a, res->mem.before), allowance(b, sizeof b, res->mem.after),
+			res->mem.fitted ? "fitted" : "kept", res->mem.n_peak, res->mem.mape_before,
+			res->mem.mape_after, res->mem.cv_after);
 	if (res->kept)
 		fprintf(out, "\nkept the catalogue's constants: no fit lowered the leave-one-out MAPE below %.1f%% (the best: %.1f%%)\n",
 			res->cv_before.mape, res->cv_after.mape);

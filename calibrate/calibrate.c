@@ -83,6 +83,8 @@ void calib_apply(struct cluster *c, const struct calib_result *res)
 	for (int j = 0; j < res->n_k; j++)
 		if (res->k[j].status == CALIB_FITTED)
 			set_value(c, res->k[j].param, res->k[j].index, res->k[j].after);
+	if (res->mem.fitted)
+		c->mem_allowance = res->mem.after;
 }
 
 void calib_result_free(struct calib_result *res)
@@ -110,7 +112,7 @@ struct fit {
 
 /* Seconds per iteration of run r on its cluster as it stands, and whether
  * it fits. Returns 0, or -1 with f->e naming the run's line. */
-static int predict(struct fit *f, int r, double *t, bool *fits)
+static int predict(struct fit *f, int r, double *t, bool *fits, double *fullest)
 {
 	struct plan *p = NULL;
 	struct err e = { "" };
@@ -125,6 +127,8 @@ static int predict(struct fit *f, int r, double *t, bool *fits)
 	*t = p->row[0].r.iter_s;
 	if (fits)
 		*fits = p->row[0].r.fits;
+	if (fullest)
+		*fullest = p->row[0].r.fullest_bytes;
 	plan_free(p);
 	return 0;
 fail:
@@ -169,7 +173,7 @@ static double objective(struct fit *f, const double *x)
 	for (int r = 0; r < f->n; r++) {
 		if (!f->use[r] || !isfinite(f->run[r].measured_s))
 			continue;
-		if (predict(f, r, &t, NULL))
+		if (predict(f, r, &t, NULL, NULL))
 			return HUGE_VAL;
 		sum += fabs(log(t / f->run[r].measured_s));
 		n++;
@@ -503,7 +507,7 @@ static int sensitivities(struct fit *f, const double *raw, const double *pred, i
 		for (int r = 0; r < f->n; r++) {
 			if (!isfinite(f->run[r].measured_s))
 				continue;
-			if (predict(f, r, &t, NULL))
+			if (predict(f, r, &t, NULL, NULL))
 				return -1;
 			S[j * nt + i] = log(t / pred[r]) / log(step);
 			k->sensitivity = fmax(k->sensitivity, fabs(S[j * nt + i]));
@@ -537,7 +541,7 @@ static int cross_validate(struct fit *f, const double *raw, const int *order, in
 			f->use[q] = q != r;
 		reset(f, raw);
 		fit_prefix(f, order, m, values);
-		if (f->failed || predict(f, r, &cv[r], NULL))
+		if (f->failed || predict(f, r, &cv[r], NULL, NULL))
 			return -1;
 	}
 	for (int q = 0; q < f->n; q++)
@@ -559,12 +563,46 @@ static double mape_of(const struct calib_run *run, int n, const double *pred)
 	return k ? sum / k : 0;
 }
 
+/* The memory allowance (calib_mem): each run with a time and a peak
+ * costed without an allowance, the fit (calib_fit_allowance), and the fit
+ * test of every run with the fitted one into fits_after (fits where none is
+ * fitted); full[] the runs' predicted peaks before. Returns 0 or -1. */
+static int fit_memory(struct fit *f, const struct cluster *c, struct calib_result *res,
+		      const double *full, const bool *fits, bool *fits_after)
+{
+	double *base = xcalloc((size_t)f->n, sizeof *base), cap = HUGE_VAL, t;
+	int rc = -1;
+
+	memcpy(fits_after, fits, sizeof *fits * (size_t)f->n);
+	for (int i = 0; i < c->n_gpu; i++)
+		cap = fmin(cap, c->gpu[i].mem_bytes / 2);
+	for (int r = 0; r < f->n; r++) {
+		if (f->run[r].peak_bytes <= 0 || !isfinite(f->run[r].measured_s))
+			continue;
+		f->rc[r]->mem_allowance = 0;
+		if (predict(f, r, &t, NULL, &base[r]))
+			goto done;
+		f->rc[r]->mem_allowance = c->mem_allowance;
+	}
+	calib_fit_allowance(&res->mem, f->run, f->n, base, full, c->mem_allowance, cap);
+	for (int r = 0; r < f->n && res->mem.fitted; r++) {
+		f->rc[r]->mem_allowance = res->mem.after;
+		if (predict(f, r, &t, &fits_after[r], NULL))
+			goto done;
+	}
+	rc = 0;
+done:
+	free(base);
+	return rc;
+}
+
 int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_run *runs, int n,
 	      struct err *e)
 {
 	struct fit f = { .run = runs, .n = n, .e = e };
 	double raw[CALIB_MAX_CONSTS], values[NM_MAX_DIM], *S = NULL, *cv = NULL;
-	bool *fits = xcalloc((size_t)n, sizeof *fits);
+	bool *fits = xcalloc((size_t)n, sizeof *fits), *fits_after = xcalloc((size_t)n, sizeof *fits);
+	double *full = xcalloc((size_t)n, sizeof *full);
 	int order[CALIB_MAX_CONSTS], m, best = 0, rc = -1;
 
 	memset(res, 0, sizeof *res);
@@ -588,15 +626,14 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	candidates(&f, c);
 	res->n_k = f.n_k;
 	for (int j = 0; j < f.n_k; j++) {
-		const struct gpu_type *g = &c->gpu[f.k[j].index];
-
-		raw[j] = f.k[j].param == CALIB_FLASH_EFF ? g->flash_eff
-			 : f.k[j].param == CALIB_HBM_EFF ? g->hbm_eff
+		/* flash_eff and hbm_eff 0 stand for the compute model's */
+		raw[j] = f.k[j].param == CALIB_FLASH_EFF ? c->gpu[f.k[j].index].flash_eff
+			 : f.k[j].param == CALIB_HBM_EFF ? c->gpu[f.k[j].index].hbm_eff
 							 : f.k[j].before;
 		f.k[j].after = f.k[j].before;
 	}
 	for (int r = 0; r < n; r++)
-		if (predict(&f, r, &res->pred_before[r], &fits[r]))
+		if (predict(&f, r, &res->pred_before[r], &fits[r], &full[r]))
 			goto done;
 	if (res->n_timed < 1 + CALIB_RUNS_PER_CONST) {
 		err_set(e, "calibration needs at least %d runs with a measured time (not inf) to fit one constant and check it on a run left out, and %d of the %d have one",
@@ -648,10 +685,13 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 		}
 		res->n_fitted = best;
 		for (int r = 0; r < n; r++)
-			if (predict(&f, r, &res->pred_after[r], NULL))
+			if (predict(&f, r, &res->pred_after[r], NULL, NULL))
 				goto done;
 	}
-	stats(&res->fit_after, runs, n, res->pred_after, fits);
+	if (fit_memory(&f, c, res, full, fits, fits_after))
+		goto done;
+	stats(&res->fit_after, runs, n, res->pred_after, fits_after);
+	res->cv_after.oom_agree = res->fit_after.oom_agree;
 	rc = 0;
 done:
 	res->evaluations = f.evals;
@@ -661,6 +701,8 @@ done:
 	free(f.use);
 	free(f.sel);
 	free(fits);
+	free(fits_after);
+	free(full);
 	free(S);
 	free(cv);
 	if (rc)

@@ -67,8 +67,31 @@ struct calib_run {
 	struct model *m;
 	struct plan_opts o;
 	double measured_s;
+	double peak_bytes; /* measured peak per GPU of the fullest GPU
+			      (RUNS.csv measured_peak_GiB); <= 0: none */
 	int line;
 };
+
+/* The memory allowance (cluster.mem_allowance) fitted to the measured
+ * peaks: the median over the runs with a peak (and a time) of measured
+ * minus predicted-without-allowance bytes, within [0, half the least GPU
+ * memory]; taken only with 2 or more such runs and when its leave-one-out
+ * peak MAPE (each run's allowance the median of the others') is at most
+ * CALIB_MIN_GAIN times the file's own. Bytes; before -1: the cost model's
+ * estimate (memory.h MEM_CONTEXT_BYTES plus MEM_FRAG_SHARE). */
+struct calib_mem {
+	int n_peak;
+	bool fitted;
+	double before, after;
+	double mape_before, mape_after, cv_after; /* of the peaks, % */
+};
+
+/* Fits m from base[r] (bytes of the fullest GPU without allowance), the
+ * runs' peak_bytes and pred[r] (the predicted peak with the file's
+ * allowance before, bytes), for the runs with a time and a peak; cap the
+ * upper bound (bytes). calibrate.c's part that is only arithmetic. */
+void calib_fit_allowance(struct calib_mem *m, const struct calib_run *run, int n, const double *base,
+			 const double *pred, double before, double cap);
 
 /* Errors over runs: MAPE (%) and Spearman's rank correlation of the
  * predicted against the measured times of the runs with a time (n), and
@@ -94,6 +117,7 @@ struct calib_result {
 	struct calib_stats fit_before, fit_after; /* on the runs it was fitted to */
 	struct calib_stats cv_before, cv_after;	  /* leave-one-out */
 	bool kept;
+	struct calib_mem mem;
 	long evaluations; /* runs costed in all */
 	double *pred_before, *pred_after, *cv_pred;
 };

@@ -21,6 +21,7 @@
  * "field 'PATH' must be a number in [MIN, MAX]":
  *   peak_bf16_tflops, peak_fp8_tflops   [0.1, 1e5] TFLOP/s
  *   memory_GiB                          [0.125, 1e5] GiB
+ *   memory_allowance_GiB (root)         [0, 1e5] GiB
  *   hbm_GBps                            [1, 1e6] GB/s
  *   intra_node_GBps                     [0.1, 1e6] GB/s
  *   inter_node_Gbps, inter_fabric_Gbps  [0.1, 1e7] Gb/s
@@ -56,7 +57,7 @@
 
 static const char *const root_fields[] = {
 	"name", "source", "note", "gpu_types", "groups", "inter_fabric_Gbps",
-	"inter_fabric_latency_us", "calibration", NULL
+	"inter_fabric_latency_us", "memory_allowance_GiB", "calibration", NULL
 };
 /* The figures of a GPU type, in a cluster file and in the catalogue. */
 #define GPU_FIGURES                                                           \
@@ -591,8 +592,11 @@ int cluster_load(struct cluster **out, const char *path, struct err *e)
 	    json_str(doc, "", "note", false, &s, e))
 		goto fail;
 	c->name = xstrdup(name);
-	if (read_gpus(c, doc, path, e) || read_groups(c, doc, e))
+	if (read_gpus(c, doc, path, e) || read_groups(c, doc, e) ||
+	    json_num(doc, "", "memory_allowance_GiB", false, 0, MAX_GIB, &c->mem_allowance, e))
 		goto fail;
+	if (c->mem_allowance > 0)
+		c->mem_allowance *= 1073741824.0;
 	cJSON_Delete(doc);
 	*out = c;
 	return 0;

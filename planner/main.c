@@ -995,6 +995,7 @@ static int run_calibrate(const struct cli *cl, const struct cluster *c)
 			goto done;
 		}
 		run[n].measured_s = w->measured_s;
+		run[n].peak_bytes = w->peak_gib > 0 ? w->peak_gib * 1073741824.0 : 0;
 		run[n].line = w->line;
 	}
 	if (calib_fit(&res, c, run, n, &e)) {

@@ -24,6 +24,7 @@
  * that no run exercises flash_efficiency). */
 static const int shapes[][3] = { { 1, 1, 8 }, { 2, 1, 8 }, { 4, 1, 4 }, { 8, 1, 2 }, { 1, 2, 16 }, { 1, 1, 32 }, { 2, 2, 4 }, { 1, 4, 4 }, { 2, 1, 16 } };
 #define N_SHAPES ((int)(sizeof shapes / sizeof *shapes))
+#define GIB	 1073741824.0
 
 static struct plan_opts shape_opts(int i)
 {
@@ -42,8 +43,10 @@ static struct plan_opts shape_opts(int i)
 	return o;
 }
 
-/* The iteration time of o on c's group cut to o's GPUs. */
-static double truth_time(struct model *m, const struct cluster *c, const struct plan_opts *o)
+/* The iteration time of o on c's group cut to o's GPUs; *fullest (unless
+ * NULL) the bytes of its fullest GPU. */
+static double truth_run(struct model *m, const struct cluster *c, const struct plan_opts *o,
+			double *fullest)
 {
 	struct cluster *t = cluster_subset(c, 1);
 	struct plan *p = NULL;
@@ -55,9 +58,16 @@ static double truth_time(struct model *m, const struct cluster *c, const struct 
 	ck_assert_msg(plan_search(&p, m, t, o, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(p->n_row, 1);
 	s = p->row[0].r.iter_s;
+	if (fullest)
+		*fullest = p->row[0].r.fullest_bytes;
 	plan_free(p);
 	cluster_free(t);
 	return s;
+}
+
+static double truth_time(struct model *m, const struct cluster *c, const struct plan_opts *o)
+{
+	return truth_run(m, c, o, NULL);
 }
 
 /* A uniform deviate in [0, 1) of a fixed linear congruential sequence
@@ -83,7 +93,10 @@ static const struct calib_const *find(const struct calib_result *res, enum calib
  * catalogue's cluster on them recovers both within 5% and 10%, brings
  * the runs' MAPE from above 8% to under 2% (the noise is at most 1%),
  * lowers the leave-one-out MAPE as much, and leaves flash_efficiency (no
- * run uses flash attention) at its value, marked as not exercised. */
+ * run uses flash attention) at its value, marked as not exercised. The
+ * runs' measured peaks are the model's bytes with an allowance of 3 GiB
+ * (in place of the estimate), +- 0.1 GiB: the allowance comes out within
+ * 0.1 GiB of 3 and the peaks' MAPE drops. */
 START_TEST(test_synthetic_recovery)
 {
 	struct cluster *c, *truth;
@@ -100,9 +113,12 @@ START_TEST(test_synthetic_recovery)
 	inter = 0.5 * c->group[0].inter_eff;
 	truth->gpu[0].eff_max = eff;
 	truth->group[0].inter_eff = inter;
+	truth->mem_allowance = 3 * GIB;
 	for (int i = 0; i < N_SHAPES; i++) {
 		run[i] = (struct calib_run){ .m = m, .o = shape_opts(i), .line = i + 2 };
-		run[i].measured_s = truth_time(m, truth, &run[i].o) * (1 + 0.02 * (uniform(&seed) - 0.5));
+		run[i].measured_s = truth_run(m, truth, &run[i].o, &run[i].peak_bytes) *
+				    (1 + 0.02 * (uniform(&seed) - 0.5));
+		run[i].peak_bytes += 0.2 * GIB * (uniform(&seed) - 0.5);
 	}
 	ck_assert_msg(calib_fit(&res, c, run, N_SHAPES, &e) == 0, "%s", e.msg);
 	ck_assert(!res.kept);
@@ -116,6 +132,12 @@ START_TEST(test_synthetic_recovery)
 	ck_assert_msg(res.fit_after.mape < 2, "after %.2f%%", res.fit_after.mape);
 	ck_assert_msg(res.cv_after.mape < 2, "leave-one-out %.2f%%", res.cv_after.mape);
 	ck_assert_int_eq(res.n_timed, N_SHAPES);
+	ck_assert(res.mem.fitted);
+	ck_assert_int_eq(res.mem.n_peak, N_SHAPES);
+	ck_assert_double_eq(res.mem.before, -1);
+	ck_assert_msg(fabs(res.mem.after - 3 * GIB) <= 0.1 * GIB, "allowance %.3f GiB", res.mem.after / GIB);
+	ck_assert_msg(res.mem.mape_after < res.mem.mape_before, "peak MAPE %.2f -> %.2f", res.mem.mape_before,
+		      res.mem.mape_after);
 	/* the fitted constants set into the cluster predict every run */
 	calib_apply(c, &res);
 	for (int i = 0; i < N_SHAPES; i++)
@@ -144,6 +166,8 @@ START_TEST(test_keeps_catalogue)
 	}
 	ck_assert_msg(calib_fit(&res, c, run, N_SHAPES, &e) == 0, "%s", e.msg);
 	ck_assert(res.kept);
+	ck_assert(!res.mem.fitted);
+	ck_assert_int_eq(res.mem.n_peak, 0);
 	ck_assert_int_eq(res.n_fitted, 0);
 	for (int j = 0; j < res.n_k; j++)
 		ck_assert_double_eq(res.k[j].after, res.k[j].before);
@@ -266,7 +290,7 @@ START_TEST(test_cli)
 	char *out = NULL, *err = NULL, args[1024], *text;
 	char *bad = temp_file("spec,measured_s\n\"tp=1,pp=1,dp=8,cp=1\",2\n");
 	char *keep = temp_file("keep\n");
-	char *good, rows[2048] = "model,spec,measured_s\n";
+	char *good, rows[4096] = "model,spec,measured_s,measured_peak_GiB\n";
 	struct cluster *c;
 	struct model *m;
 	struct err e = { "" };
@@ -287,16 +311,20 @@ START_TEST(test_cli)
 	ck_assert_str_eq(text, "keep\n");
 	free(text);
 	/* llama2-7b on 8 to 32 A100s, the measured times made up as 1.25 x
-	 * the catalogue's predictions: the fit writes a file that loads */
+	 * the catalogue's predictions and the peaks as its bytes with an
+	 * allowance of 2 GiB: the written file loads, with that allowance */
 	ck_assert_msg(cluster_load(&c, "clusters/dgx-a100.json", &e) == 0, "%s", e.msg);
 	ck_assert_msg(model_load(&m, "profiles/llama2-7b.json", &e) == 0, "%s", e.msg);
+	c->mem_allowance = 2 * GIB; /* the peaks' */
 	for (int i = 0; i < N_SHAPES; i++) {
 		struct plan_opts o = shape_opts(i);
+		double t, peak;
 
 		o.seq = 2048;
+		t = truth_run(m, c, &o, &peak);
 		snprintf(rows + strlen(rows), sizeof rows - strlen(rows),
-			 "llama2-7b,\"tp=%d,pp=%d,dp=%d,cp=1,mbs=1,gbs=%d,seq=2048,attention=fused-softmax\",%.6g\n",
-			 shapes[i][0], shapes[i][1], shapes[i][2], o.gbs, 1.25 * truth_time(m, c, &o));
+			 "llama2-7b,\"tp=%d,pp=%d,dp=%d,cp=1,mbs=1,gbs=%d,seq=2048,attention=fused-softmax\",%.6g,%.6g\n",
+			 shapes[i][0], shapes[i][1], shapes[i][2], o.gbs, 1.25 * t, peak / GIB);
 	}
 	cluster_free(c);
 	model_free(m);
@@ -307,6 +335,7 @@ START_TEST(test_cli)
 	free(out);
 	free(err);
 	ck_assert_msg(cluster_load(&c, keep, &e) == 0, "%s", e.msg);
+	ck_assert_msg(fabs(c->mem_allowance - 2 * GIB) < 0.001 * GIB, "allowance %g GiB", c->mem_allowance / GIB);
 	cluster_free(c);
 	text = read_file(keep);
 	doc = cJSON_Parse(text);
