@@ -85,7 +85,7 @@ static cJSON *block(const struct cluster *c, const struct calib_result *res, con
 	cJSON_AddStringToObject(b, "runs", runs_path);
 	cJSON_AddNumberToObject(b, "runs_used", res->n_runs);
 	cJSON_AddNumberToObject(b, "runs_timed", res->n_timed);
-	cJSON_AddBoolToObject(b, "catalogue_kept", res->kept);
+	cJSON_AddBoolToObject(b, "kept_file_values", res->kept);
 	for (int j = 0; j < res->n_k; j++) {
 		const struct calib_const *k = &res->k[j];
 		cJSON *o = cJSON_CreateObject();

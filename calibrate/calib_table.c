@@ -52,8 +52,8 @@ void calib_print(FILE *out, const struct cluster *c, const struct calib_result *
 
 	fprintf(out, "calibration of %s on %d runs (%d with a time, %d out of memory), %ld runs costed\n\n",
 		c->name, res->n_runs, res->n_timed, res->n_runs - res->n_timed, res->evaluations);
-	fprintf(out, "  %-6s %10s %10s %8s %10s %8s %10s %8s\n", "line", "measured", "catalogue",
-		"error", "fitted", "error", "left out", "error");
+	fprintf(out, "  %-6s %10s %10s %8s %10s %8s %10s %8s\n", "line", "measured", "before",
+		"error", "after", "error", "left out", "error");
 	for (int r = 0; r < res->n_runs; r++) {
 		double m = runs[r].measured_s;
 
@@ -78,10 +78,10 @@ void calib_print(FILE *out, const struct cluster *c, const struct calib_result *
 			k->before * scale, k->after * scale, k->sensitivity, calib_status_name(k->status));
 	}
 	fprintf(out, "\n  %-28s %8s %9s   %s\n", "errors", "MAPE", "Spearman", "OOM agree");
-	stats_row(out, "fitted runs, catalogue", &res->fit_before);
-	stats_row(out, "fitted runs, calibrated", &res->fit_after);
-	stats_row(out, "leave-one-out, catalogue", &res->cv_before);
-	stats_row(out, "leave-one-out, calibrated", &res->cv_after);
+	stats_row(out, "fitted runs, before", &res->fit_before);
+	stats_row(out, "fitted runs, after", &res->fit_after);
+	stats_row(out, "left out, before", &res->cv_before);
+	stats_row(out, "left out, after", &res->cv_after);
 	if (res->mem.n_peak < 2)
 		fprintf(out, "\nmemory allowance: not fitted (%d runs with a time and measured_peak_GiB; it needs 2)\n",
 			res->mem.n_peak);
@@ -91,9 +91,9 @@ void calib_print(FILE *out, const struct cluster *c, const struct calib_result *
 			res->mem.fitted ? "fitted" : "kept", res->mem.n_peak, res->mem.mape_before,
 			res->mem.mape_after, res->mem.cv_after);
 	if (res->kept)
-		fprintf(out, "\nkept the catalogue's constants: no fit lowered the leave-one-out MAPE below %.1f%% (the best: %.1f%%)\n",
+		fprintf(out, "\nkept the file's constants: no fit lowered the left-out MAPE by 10%% from %.1f%% (the best: %.1f%%)\n",
 			res->cv_before.mape, res->cv_after.mape);
 	else
-		fprintf(out, "\nfitted %d constant%s: leave-one-out MAPE %.1f%% -> %.1f%%\n", res->n_fitted,
+		fprintf(out, "\nfitted %d constant%s: left-out MAPE %.1f%% -> %.1f%%\n", res->n_fitted,
 			res->n_fitted == 1 ? "" : "s", res->cv_before.mape, res->cv_after.mape);
 }

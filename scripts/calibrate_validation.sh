@@ -93,7 +93,7 @@ experiment() {
 	echo "| $1 | $(field rows "$b") | $(field mape "$b") -> $(field mape "$a") |" \
 		"$(field spearman "$b") -> $(field spearman "$a") |" \
 		"$(field false_oom "$b") / $(field missed_oom "$b") -> $(field false_oom "$a") / $(field missed_oom "$a") |" \
-		"${fitted:-none (catalogue kept)} |"
+		"${fitted:-none (kept)} |"
 }
 
 for start in $starts; do
