@@ -353,6 +353,30 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* A model whose every layer has a measured time on the A100
+ * (tests/data/measured-a100.json), on one GPU: no constant calibrate fits
+ * changes a run's time, and it refuses, naming why; --out is not
+ * written. */
+START_TEST(test_refuses_unexercised)
+{
+	char *runs = temp_file("spec,measured_s\n\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=8\",0.05\n"
+			       "\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=16\",0.1\n"
+			       "\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=24\",0.15\n");
+	char args[512], *err = NULL, out[] = "build/check-calibrate-unexercised.json";
+
+	remove(out);
+	snprintf(args, sizeof args,
+		 "calibrate --model tests/data/measured-a100.json --cluster dgx-a100 --runs %s --out %s", runs,
+		 out);
+	ck_assert_int_eq(run_ampplan(args, NULL, &err), 1);
+	ck_assert_msg(strstr(err, "no run's time depends on a constant calibration fits"), "%s", err);
+	ck_assert_ptr_null(read_file(out));
+	free(err);
+	remove(runs);
+	free(runs);
+}
+END_TEST
+
 /* make validate's AMP file (GPT-2 medium on 16 T4s) left out of the
  * calibration: calibrated on 5 of its trials
  * (scripts/calibrate_validation.sh), the held-out trials' MAPE is no worse
@@ -398,6 +422,7 @@ int main(void)
 	tcase_add_test(t, test_runs_errors);
 	tcase_add_test(t, test_runs_read);
 	tcase_add_test(t, test_cli);
+	tcase_add_test(t, test_refuses_unexercised);
 	tcase_set_timeout(v, 600);
 	tcase_add_test(v, test_validation_held_out);
 	suite_add_tcase(s, t);
