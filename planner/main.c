@@ -1041,7 +1041,7 @@ int main(int argc, char **argv)
 	}
 	if (cl.calibrate) {
 		if (find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
-		    cluster_load(&c, cl.cluster, &e)) {
+		    cluster_load(&c, cl.cluster, &e) || apply_headroom(&cl, c, &e)) {
 			fflush(stdout);
 			fprintf(stderr, "ampplan: error: %s\n", e.msg);
 			rc = EXIT_INPUT;
