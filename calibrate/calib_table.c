@@ -91,7 +91,7 @@ void calib_print(FILE *out, const struct cluster *c, const struct calib_result *
 			res->mem.fitted ? "fitted" : "kept", res->mem.n_peak, res->mem.mape_before,
 			res->mem.mape_after, res->mem.cv_after);
 	if (res->kept)
-		fprintf(out, "\nkept the file's constants: no fit lowered the left-out MAPE by 10%% from %.1f%% (the best: %.1f%%)\n",
+		fprintf(out, "\nkept the file's constants: no fit lowered the left-out MAPE by 20%% from %.1f%% (the best: %.1f%%)\n",
 			res->cv_before.mape, res->cv_after.mape);
 	else
 		fprintf(out, "\nfitted %d constant%s: left-out MAPE %.1f%% -> %.1f%%\n", res->n_fitted,

@@ -142,10 +142,13 @@ struct calib_result {
 /* Against overfitting a handful of runs: at most (n_timed - 1) /
  * CALIB_RUNS_PER_CONST constants, and a fitted set replaces the
  * file's only when its leave-one-out MAPE is at most CALIB_MIN_GAIN
- * times the file's (10% lower). Chosen on the validation files
- * (README "Calibration"). */
+ * times the file's (20% lower). Chosen on the validation files (README
+ * "Calibration"): at 0.9 a fit to 5 rows of the Korthikanti file passed
+ * (left-out MAPE 5.1% to 4.5%) and its other 3 rows got worse (4.6% to
+ * 6.1%); at 0.8 no file's held-out rows get worse, and the fits from a
+ * stale start all pass. */
 #define CALIB_RUNS_PER_CONST 2
-#define CALIB_MIN_GAIN	     0.9
+#define CALIB_MIN_GAIN	     0.8
 
 /* Bounds of a fitted value: within a factor CALIB_MAX_FACTOR of its
  * before, and efficiencies in [0.01, 1] (the cluster file's range),
