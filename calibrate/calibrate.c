@@ -563,6 +563,53 @@ static double mape_of(const struct calib_run *run, int n, const double *pred)
 	return k ? sum / k : 0;
 }
 
+/* Cross-validates each prefix of order[0..m) (cross_validate), takes the
+ * one of least leave-one-out MAPE unless it is not CALIB_MIN_GAIN times
+ * below the file's (res->kept), fits it to every run and fills res's
+ * statuses, afters, cv_pred, cv_after and pred_after; cv is scratch of
+ * f->n. Returns 0 or -1. */
+static int choose_and_fit(struct fit *f, const double *raw, const int *order, int m,
+			  struct calib_result *res, const bool *fits, double *cv)
+{
+	double best_mape = HUGE_VAL, values[NM_MAX_DIM];
+	int best = 0, n = f->n;
+
+	for (int s = 1; s <= m; s++) {
+		double mp;
+
+		if (cross_validate(f, raw, order, s, res->pred_before, cv))
+			return -1;
+		mp = mape_of(f->run, n, cv);
+		if (mp < best_mape) {
+			best_mape = mp;
+			best = s;
+			memcpy(res->cv_pred, cv, sizeof(double) * (size_t)n);
+		}
+	}
+	/* kept: cv_after still shows the best prefix's */
+	if (!(best_mape < res->cv_before.mape * CALIB_MIN_GAIN))
+		best = 0;
+	stats(&res->cv_after, f->run, n, res->cv_pred, fits);
+	res->kept = best == 0;
+	if (res->kept) {
+		for (int i = 0; i < m; i++)
+			f->k[order[i]].status = CALIB_KEPT;
+		memcpy(res->pred_after, res->pred_before, sizeof(double) * (size_t)n);
+		return 0;
+	}
+	reset(f, raw);
+	fit_prefix(f, order, best, values);
+	for (int i = 0; i < best; i++) {
+		f->k[order[i]].status = CALIB_FITTED;
+		f->k[order[i]].after = values[i];
+	}
+	res->n_fitted = best;
+	for (int r = 0; r < n; r++)
+		if (predict(f, r, &res->pred_after[r], NULL, NULL))
+			return -1;
+	return 0;
+}
+
 /* The memory allowance (calib_mem): each run with a time and a peak
  * costed without an allowance, the fit (calib_fit_allowance), and the fit
  * test of every run with the fitted one into fits_after (fits where none is
@@ -600,10 +647,10 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	      struct err *e)
 {
 	struct fit f = { .run = runs, .n = n, .e = e };
-	double raw[CALIB_MAX_CONSTS], values[NM_MAX_DIM], *S = NULL, *cv = NULL;
+	double raw[CALIB_MAX_CONSTS], *S = NULL, *cv = NULL;
 	bool *fits = xcalloc((size_t)n, sizeof *fits), *fits_after = xcalloc((size_t)n, sizeof *fits);
 	double *full = xcalloc((size_t)n, sizeof *full);
-	int order[CALIB_MAX_CONSTS], m, best = 0, rc = -1;
+	int order[CALIB_MAX_CONSTS], m, rc = -1;
 
 	memset(res, 0, sizeof *res);
 	res->n_runs = n;
@@ -650,44 +697,8 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	}
 	stats(&res->fit_before, runs, n, res->pred_before, fits);
 	res->cv_before = res->fit_before; /* nothing fitted: the same predictions */
-	{
-		/* the prefix of least leave-one-out MAPE; kept when it does not
-		 * beat the catalogue's (cv_after then shows it all the same) */
-		double best_mape = HUGE_VAL;
-
-		for (int s = 1; s <= m; s++) {
-			double mp;
-
-			if (cross_validate(&f, raw, order, s, res->pred_before, cv))
-				goto done;
-			mp = mape_of(runs, n, cv);
-			if (mp < best_mape) {
-				best_mape = mp;
-				best = s;
-				memcpy(res->cv_pred, cv, sizeof(double) * (size_t)n);
-			}
-		}
-		if (!(best_mape < res->cv_before.mape * CALIB_MIN_GAIN))
-			best = 0;
-	}
-	stats(&res->cv_after, runs, n, res->cv_pred, fits);
-	res->kept = best == 0;
-	if (res->kept) {
-		for (int i = 0; i < m; i++)
-			f.k[order[i]].status = CALIB_KEPT;
-		memcpy(res->pred_after, res->pred_before, sizeof(double) * (size_t)n);
-	} else {
-		reset(&f, raw);
-		fit_prefix(&f, order, best, values);
-		for (int i = 0; i < best; i++) {
-			f.k[order[i]].status = CALIB_FITTED;
-			f.k[order[i]].after = values[i];
-		}
-		res->n_fitted = best;
-		for (int r = 0; r < n; r++)
-			if (predict(&f, r, &res->pred_after[r], NULL, NULL))
-				goto done;
-	}
+	if (choose_and_fit(&f, raw, order, m, res, fits, cv))
+		goto done;
 	if (fit_memory(&f, c, res, full, fits, fits_after))
 		goto done;
 	stats(&res->fit_after, runs, n, res->pred_after, fits_after);
