@@ -195,7 +195,9 @@ enum opt_scope { SCOPE_RUN,
 	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
 	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
-	  "directory for --emit (default: launch)")                                                                                                                \
+	  "directory for --emit (default: launch); calibrate: the cluster file it writes")                                                                         \
+	X(RUNS, "runs", KIND_PATH, runs, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
+	  "calibrate: the measured runs (CSV: model, spec, measured_s, measured_peak_GiB)")                                                                        \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \
 	  OPT_ERROR("--pick needs a positive integer"),                                                                                                            \
 	  "the N-th strategy of the ranking for --emit and --timeline (default 1)")                                                                                \
