@@ -488,7 +488,8 @@ runs_row() {
 	echo "$rr_model,\"$spec\",$rr_meas" >>"$rf"
 }
 
-# self_test: validate_stats.awk on a hand-made case worked out by hand.
+# self_test: validate_stats.awk on a hand-made case worked out by hand, and
+# validate_csv.awk (the recipes' reader) on a small quoted CSV.
 #  a.csv, 6 rows that ran: measured 10 20 30 40 50 60, predicted 11 18 33 33
 #   45 69 (the last predicted not to fit): errors +10 -10 +10 -17.5 -10 +15%,
 #   mape 72.5 / 6 = 12.08 -> 12.1, max 17.5; ranks of the predictions 1 2 3.5
@@ -562,6 +563,22 @@ EOF
 		diff "$st.want" "$st.got" >&2 || true
 		return 1
 	fi
+	# validate_csv.awk: the row whose first nine cells are the key, its
+	# quoted cells with commas and doubled quotes read whole, CRs dropped;
+	# a key of no row prints nothing.
+	printf 'k1,k2,k3,k4,k5,k6,k7,k8,k9,a,b\r\nr,M,P,8,32,1,1,2,,"x, y",plain\r\nr,M,P,16,32,1,1,2,,"say ""hi""",z\r\n' >"$st.csv"
+	printf 'k1=r\nk2=M\nk3=P\nk4=16\nk5=32\nk6=1\nk7=1\nk8=2\nk9=\na=say "hi"\nb=z\n' >"$st.csv.want"
+	awk -v key="r,M,P,16,32,1,1,2," -f scripts/validate_csv.awk "$st.csv" >"$st.csv.got"
+	awk -v key="r,M,P,32,32,1,1,2," -f scripts/validate_csv.awk "$st.csv" >>"$st.csv.got"
+	if ! cmp -s "$st.csv.want" "$st.csv.got"; then
+		echo "validate: self-test of scripts/validate_csv.awk failed (want, got):" >&2
+		diff "$st.csv.want" "$st.csv.got" >&2 || true
+		return 1
+	fi
+	[ "$(awk -v key="r,M,P,8,32,1,1,2," -f scripts/validate_csv.awk "$st.csv" | sed -n 's/^a=//p')" = "x, y" ] || {
+		echo "validate: self-test of scripts/validate_csv.awk failed: a quoted comma" >&2
+		return 1
+	}
 }
 
 # ==========================================================================
