@@ -3,6 +3,7 @@
  * iteration (Megatron-LM; COSTMODEL.md "Collectives", "Communication"). */
 #include "collective.h"
 
+#include <math.h>
 #include <stdbool.h>
 
 #include "cluster.h"
@@ -338,11 +339,40 @@ double comm_cp_a2a(const struct model *m, int l, const struct cluster *c, int g,
  * tokens, so S /= t; the busiest rank receives moe_load_factor x its
  * share, which paces the exchange. The EP group's members sit etp apart in
  * Megatron's expert rank order (etp innermost): coll_hier_alltoall with
- * coll_per_node(ep, etp). 0 for dense layers and ep = 1. */
+ * coll_per_node(ep, etp). By dispatcher (s->moe_dispatcher):
+ * - allgather (MoEAllGatherTokenDispatcher): an all-gather of the ep
+ *   ranks' tokens, ep x S / top_k, each rank keeping its experts', and a
+ *   reduce-scatter back (coll_hier_reducescatter's form, twice);
+ * - flex (DeepEP, Zhao et al. 2025, DeepSeek's expert-parallel library):
+ *   the all-to-all with each token sent once to every node that holds one
+ *   of its experts and forwarded over NVLink inside it: the across-node
+ *   share of the bytes x D / top_k, D = N (1 - (1 - 1/N)^top_k) the
+ *   distinct nodes of a token's experts among the N nodes the group spans
+ *   under uniform routing.
+ * 0 for dense layers and ep = 1. */
+/* coll_hier_alltoall over n GPUs, k per node, whose across-node bytes
+ * shrink to D / top_k of S (comm_ep_fwd's flex): D = N (1 - (1 - 1/N)^k)
+ * for the N = n / k nodes. */
+static double ep_dedup_alltoall(const struct node_group *g, int n, int k, double S, int top_k)
+{
+	struct link nv = link_span(g, 1), net = link_inter(g, g->gpus_per_node);
+	double in, out, N = (double)n / k, D;
+
+	if (n <= 1 || S <= 0)
+		return 0;
+	if (k >= n && n <= g->gpus_per_node)
+		return coll_alltoall(n, S, nv);
+	D = N * (1 - pow(1 - 1 / N, top_k));
+	in = (double)(k - 1) / n * S / nv.bw;
+	out = (double)(n - k) / n * S * D / top_k / net.bw;
+	return (in > out ? in : out) + (n - 1) * net.lat;
+}
+
 double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 		   int g, const struct strategy *s)
 {
 	const struct layer *ly = &m->layer[l];
+	int per;
 	double S;
 
 	if (s->ep <= 1 || ly->kind != LAYER_BLOCK || ly->expert_params <= 0)
@@ -351,9 +381,17 @@ double comm_ep_fwd(const struct model *m, int l, const struct cluster *c,
 	    (m->top_k > 0 ? m->top_k : 1);
 	if (s->sp && s->tp > 1)
 		S /= s->tp;
-	return 2 * coll_hier_alltoall(&c->group[g], s->ep,
-				      coll_per_node(&c->group[g], s->ep, strategy_etp(s)),
-				      S * moe_load_factor(m, s));
+	per = coll_per_node(&c->group[g], s->ep, strategy_etp(s));
+	switch (s->moe_dispatcher) {
+	case MOE_DISPATCH_ALLGATHER:
+		return 2 * coll_hier_reducescatter(&c->group[g], s->ep, per,
+						   S * s->ep / (m->top_k > 0 ? m->top_k : 1));
+	case MOE_DISPATCH_FLEX:
+		return 2 * ep_dedup_alltoall(&c->group[g], s->ep, per, S * moe_load_factor(m, s),
+					     m->top_k > 0 ? m->top_k : 1);
+	default:
+		return 2 * coll_hier_alltoall(&c->group[g], s->ep, per, S * moe_load_factor(m, s));
+	}
 }
 
 /* DP group sizes: dense parameters are replicated over dp*cp ranks (Megatron

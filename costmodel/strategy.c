@@ -22,6 +22,12 @@ static const char *const balance_names[MOE_BALANCE_COUNT] = {
 	[MOE_BALANCE_GLOBAL_BATCH] = "global-batch",
 };
 
+static const char *const dispatcher_names[MOE_DISPATCH_COUNT] = {
+	[MOE_DISPATCH_ALLTOALL] = "alltoall",
+	[MOE_DISPATCH_ALLGATHER] = "allgather",
+	[MOE_DISPATCH_FLEX] = "flex",
+};
+
 static const char *const attn_names[ATTN_COUNT] = {
 	[ATTN_FLASH] = "flash",
 	[ATTN_FLASH1] = "flash1",
@@ -136,4 +142,12 @@ int cp_comm_parse(const char *name)
 int moe_balance_parse(const char *name)
 {
 	return lookup(balance_names, MOE_BALANCE_COUNT, name);
+}
+const char *moe_dispatcher_name(enum moe_dispatcher x)
+{
+	return dispatcher_names[x];
+}
+int moe_dispatcher_parse(const char *name)
+{
+	return lookup(dispatcher_names, MOE_DISPATCH_COUNT, name);
 }

@@ -54,6 +54,15 @@ enum attention { ATTN_FLASH,
 enum moe_balance { MOE_BALANCE_MICRO_BATCH,
 		   MOE_BALANCE_GLOBAL_BATCH,
 		   MOE_BALANCE_COUNT };
+/* Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type;
+ * comm_ep_fwd has their volumes): all-to-all of each token's top_k copies,
+ * all-gather of the EP group's tokens (each rank picks its experts'), or
+ * flex (DeepEP: the all-to-all sending each token once per destination
+ * node, forwarded over NVLink inside it). */
+enum moe_dispatcher { MOE_DISPATCH_ALLTOALL,
+		      MOE_DISPATCH_ALLGATHER,
+		      MOE_DISPATCH_FLEX,
+		      MOE_DISPATCH_COUNT };
 
 /* World size = tp * cp * pp * dp. Virtual stage k (0 <= k < n_stages) holds
  * layers [first[k], first[k+1]) of the model's layer list and runs on
@@ -73,48 +82,49 @@ struct strategy {
 	int micro_batches;	/* per DP replica: gbs / (dp * mbs) */
 	enum schedule schedule;
 	enum recompute recompute;
-	enum cp_comm cp_comm;		   /* with cp > 1 */
-	int cp_a2a;			   /* CP_A2A_P2P: ranks of each all-to-all
+	enum cp_comm cp_comm;		    /* with cp > 1 */
+	int cp_a2a;			    /* CP_A2A_P2P: ranks of each all-to-all
 				   group (1 < cp_a2a < cp, divides cp) */
-	int zero;			   /* 0 none, 1 distributed optimizer, 2, 3 */
-	bool sp;			   /* sequence parallelism (tp > 1) */
-	enum attention attn;		   /* attention kernel */
-	bool unfused_norm;		   /* norms as separate PyTorch kernels (no fused
+	int zero;			    /* 0 none, 1 distributed optimizer, 2, 3 */
+	bool sp;			    /* sequence parallelism (tp > 1) */
+	enum attention attn;		    /* attention kernel */
+	bool unfused_norm;		    /* norms as separate PyTorch kernels (no fused
 				   RMSNorm / LayerNorm kernel) */
-	bool fp8;			   /* GEMMs in FP8 (Transformer Engine) */
-	bool tp_overlap;		   /* TP comm overlapped with GEMMs
+	bool fp8;			    /* GEMMs in FP8 (Transformer Engine) */
+	bool tp_overlap;		    /* TP comm overlapped with GEMMs
 				   (--tp-comm-overlap) */
-	bool grad_overlap;		   /* DP gradient reduction overlapped with the
+	bool grad_overlap;		    /* DP gradient reduction overlapped with the
 				   backward pass (--overlap-grad-reduce) */
-	bool param_overlap;		   /* ZeRO parameter all-gather overlapped with
+	bool param_overlap;		    /* ZeRO parameter all-gather overlapped with
 				   the forward pass (--overlap-param-gather) */
-	bool grad_acc_unfused;		   /* each micro-batch's weight gradients are
+	bool grad_acc_unfused;		    /* each micro-batch's weight gradients are
 				   added to the gradient buffer in a pass of
 				   their own (DeepSpeed, torchtitan, eager
 				   PyTorch); false: the weight-gradient GEMMs
 				   accumulate into it (Megatron's
 				   --gradient-accumulation-fusion) */
-	enum moe_balance moe_balance;	   /* MoE models: the balancing loss's
+	enum moe_balance moe_balance;	    /* MoE models: the balancing loss's
 					   scope */
-	double moe_capacity;		   /* MoE: expert capacity factor (tokens beyond
+	double moe_capacity;		    /* MoE: expert capacity factor (tokens beyond
 				   capacity x the mean are dropped); 0:
 				   dropless */
-	int grad_bytes;			   /* bytes per gradient kept and reduced: 4 (fp32
+	int grad_bytes;			    /* bytes per gradient kept and reduced: 4 (fp32
 				   main gradients, Megatron's default) or 2;
 				   0 reads as 4 */
-	unsigned recompute_modules;	   /* with RECOMPUTE_SELECTIVE, the modules
+	unsigned recompute_modules;	    /* with RECOMPUTE_SELECTIVE, the modules
 				   rerun (enum recompute_module bits); 0 reads
 				   as RM_CORE_ATTN (strategy_rc_modules) */
-	bool moe_pad;			   /* MoE with a capacity factor: every expert's
+	enum moe_dispatcher moe_dispatcher; /* MoE token dispatcher */
+	bool moe_pad;			    /* MoE with a capacity factor: every expert's
 				   input padded to its capacity, so that each
 				   computes exactly capacity x the mean
 				   (Megatron's
 				   --moe-pad-expert-input-to-capacity) */
-	bool grouped_gemm;		   /* MoE: the local experts' GEMMs run as one
+	bool grouped_gemm;		    /* MoE: the local experts' GEMMs run as one
 				   grouped GEMM (Megatron-Core's GroupedMLP,
 				   --moe-grouped-gemm); false: one GEMM per
 				   expert (SequentialMLP) */
-	bool ep_overlap;		   /* MoE under 1F1B or interleaved 1F1B:
+	bool ep_overlap;		    /* MoE under 1F1B or interleaved 1F1B:
 				   each micro-batch's expert all-to-alls run
 				   under another micro-batch's compute, a
 				   forward paired with a backward
@@ -122,22 +132,22 @@ struct strategy {
 				   --overlap-moe-expert-parallel-comm with
 				   --delay-wgrad-compute;
 				   schedule_ep_paired) */
-	int moment_bytes;		   /* bytes per Adam moment (exp_avg and
+	int moment_bytes;		    /* bytes per Adam moment (exp_avg and
 				   exp_avg_sq each): 4 (fp32, the default) or
 				   2 (bf16: Megatron's precision-aware
 				   optimizer, --exp-avg-dtype and
 				   --exp-avg-sq-dtype bf16); 0 reads as 4 */
-	bool vocab_par;			   /* vocabulary parallelism (Yeung et al. 2024,
+	bool vocab_par;			    /* vocabulary parallelism (Yeung et al. 2024,
 				   "Balancing Pipeline Parallelism with
 				   Vocabulary Parallelism"): the embedding,
 				   the head and the loss split over all pp
 				   ranks (1F1B only; no trainer here runs it) */
-	int slices;			   /* SlimPipe (Li et al. 2025, arXiv
+	int slices;			    /* SlimPipe (Li et al. 2025, arXiv
 				   2504.14519): each micro-batch cut along the
 				   sequence into this many slices run as 1F1B
 				   units (1F1B only; no trainer here runs it);
 				   0 or 1: none (strategy_slices) */
-	unsigned short uneven[MAX_GROUPS]; /* uneven per-replica
+	unsigned short uneven[MAX_GROUPS];  /* uneven per-replica
 				   micro-batches (planning only; no trainer
 				   here runs them): uneven[i] the micro-batches
 				   per iteration of all the DP replicas on
@@ -146,7 +156,7 @@ struct strategy {
 				   evenly as integers go; they sum to dp x
 				   micro_batches. All 0: every replica runs
 				   micro_batches (strategy_uneven) */
-	int n_stages;			   /* pp * vp */
+	int n_stages;			    /* pp * vp */
 	unsigned short first[MAX_STAGES + 1];
 	unsigned char group[MAX_STAGES];
 };
@@ -158,6 +168,9 @@ const char *recompute_name(enum recompute r);
 const char *cp_comm_name(enum cp_comm x);
 int cp_comm_parse(const char *name);
 const char *moe_balance_name(enum moe_balance x);
+/* "alltoall", "allgather", "flex" (Megatron's names); parse: -1 unknown. */
+const char *moe_dispatcher_name(enum moe_dispatcher x);
+int moe_dispatcher_parse(const char *name);
 int moe_balance_parse(const char *name);
 const char *attention_name(enum attention a);
 /* The gradients' dtype as printed: "fp32" for grad_bytes 4 (or unset),

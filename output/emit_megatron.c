@@ -289,7 +289,7 @@ static void moe_settings(struct settings *l, const struct model *m, const struct
 	set(l, F_ETP, "--expert-tensor-parallel-size", "model.expert_tensor_parallel_size",
 	    val("%d", strategy_etp(s)), NULL);
 	set(l, F_DISPATCHER, "--moe-token-dispatcher-type", "model.moe_token_dispatcher_type",
-	    val("alltoall"), NULL);
+	    val("%s", moe_dispatcher_name(s->moe_dispatcher)), NULL);
 	set(l, F_BALANCE, "--moe-router-load-balancing-type", "model.moe_router_load_balancing_type",
 	    val("%s", emit_balance(m, s)), NULL);
 	/* dropless: Megatron's default, NeMo's null */

@@ -131,7 +131,9 @@
 	/* what selective recomputation reruns, '+'-joined (empty without it) */                                       \
 	X(recompute_modules, STR, recompute_modules_name(strategy_rc_modules(s), '+', v, REPORT_FIELD_MAX))            \
 	/* MoE with a capacity factor: inputs padded to capacity (on/off; empty otherwise) */                          \
-	X(moe_pad_capacity, BOOL, m->experts && s->moe_capacity > 0 ? put_int(v, s->moe_pad) : put_text(v, ""))
+	X(moe_pad_capacity, BOOL, m->experts && s->moe_capacity > 0 ? put_int(v, s->moe_pad) : put_text(v, ""))        \
+	/* MoE: the token dispatcher (alltoall, allgather, flex; empty for dense) */                                   \
+	X(moe_dispatcher, STR, put_text(v, m->experts ? moe_dispatcher_name(s->moe_dispatcher) : ""))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

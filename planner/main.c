@@ -403,7 +403,7 @@ static int parse_compare(struct cli *cl, int i)
 					id = k;
 		}
 		if (id < 0 || options[id].scope != SCOPE_STRATEGY) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, recompute-modules, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype, moe-pad-capacity, moe-grouped-gemm, ep-overlap, optim-dtype)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, recompute-modules, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype, moe-dispatcher, moe-pad-capacity, moe-grouped-gemm, ep-overlap, optim-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}

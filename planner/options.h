@@ -148,9 +148,12 @@ enum opt_scope { SCOPE_RUN,
 	X(GRAD_DTYPE, "grad-dtype", KIND_ENUM, opts.grad_bytes, OPT_NAMES(grad_dtype_parse), SCOPE_STRATEGY, "NAME",                                               \
 	  OPT_NEEDS("fp32, bf16 or fp16"),                                                                                                                         \
 	  "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)")                                                                                  \
-	X(MOE_PAD, "moe-pad-capacity", KIND_SWITCH, opts.moe_pad, OPT_ANY, SCOPE_STRATEGY, "on|off", \
-	  OPT_NEEDS("on or off"), \
-	  "MoE with --moe-capacity: pad every expert's input to its capacity (default: off)") \
+	X(MOE_DISPATCHER, "moe-dispatcher", KIND_ENUM, opts.moe_dispatcher, OPT_NAMES(moe_dispatcher_parse), SCOPE_STRATEGY, "NAME",                               \
+	  OPT_NEEDS("alltoall, allgather or flex"),                                                                                                                \
+	  "MoE token dispatcher: alltoall (default), allgather, flex (DeepEP)")                                                                                    \
+	X(MOE_PAD, "moe-pad-capacity", KIND_SWITCH, opts.moe_pad, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                               \
+	  OPT_NEEDS("on or off"),                                                                                                                                  \
+	  "MoE with --moe-capacity: pad every expert's input to its capacity (default: off)")                                                                      \
 	X(MOE_GROUPED_GEMM, "moe-grouped-gemm", KIND_SWITCH, opts.grouped_gemm, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                 \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "MoE: each rank's experts as one grouped GEMM (default: off, one GEMM per expert)")                                                                      \

@@ -124,6 +124,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.ep_overlap = opts.ep_overlap == 1;
 	s.grouped_gemm = opts.grouped_gemm == 1;
 	s.moe_pad = opts.moe_pad == 1;
+	s.moe_dispatcher = (enum moe_dispatcher)opts.moe_dispatcher;
 	s.recompute_modules = (unsigned)opts.recompute_modules;
 	rc = pool_run(&S, &s, e);
 	if (opts.progress)

@@ -301,6 +301,10 @@ static int check_kernels(const struct model *m, const struct cluster *c,
 	if (o->recompute_modules && o->recompute >= 0 && o->recompute != RECOMPUTE_SELECTIVE)
 		return err_set(e, "--recompute-modules needs --recompute selective (not %s)",
 			       recompute_name((enum recompute)o->recompute));
+	if (o->moe_dispatcher < 0 || o->moe_dispatcher >= MOE_DISPATCH_COUNT)
+		return err_set(e, "MoE dispatcher %d out of range", o->moe_dispatcher);
+	if (!m->experts && o->moe_dispatcher != MOE_DISPATCH_ALLTOALL)
+		return err_set(e, "--moe-dispatcher needs an MoE model (the profile has no experts)");
 	if (o->moe_pad == 1 && !(m->experts && o->moe_capacity >= 1))
 		return err_set(e, "--moe-pad-capacity on needs an MoE model and --moe-capacity");
 	if (!m->experts && o->grouped_gemm == 1)

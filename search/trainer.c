@@ -258,6 +258,10 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 	    strategy_etp(s) != 1 && strategy_etp(s) != s->tp)
 		return refuse(e, t, "expert tensor parallelism %d: the experts split over all of TP (%d) or none",
 			      strategy_etp(s), s->tp);
+	if (m->experts > 0 && s->moe_dispatcher != MOE_DISPATCH_ALLTOALL && t != TRAINER_MEGATRON &&
+	    t != TRAINER_NEMO)
+		return refuse(e, t, "token dispatcher %s: Megatron-Core's --moe-token-dispatcher-type only",
+			      moe_dispatcher_name(s->moe_dispatcher));
 	if (m->experts > 0 && s->moe_pad && s->moe_capacity > 0 && t == TRAINER_DEEPSPEED)
 		return refuse(e, t, "padding to capacity: set by Megatron's --moe-pad-expert-input-to-capacity only");
 	if (m->experts > 0 && s->grouped_gemm && t == TRAINER_DEEPSPEED)

@@ -192,6 +192,18 @@ START_TEST(test_ep)
 	s.ep = 8;
 	s.dp = 8;
 	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 0.5 * S / 12.5e9, 1e-12);
+	/* flex (DeepEP): a token's 2 experts fall on D = 2 (1 - (1 - 1/2)^2)
+	 * = 1.5 of the 2 nodes, so the NIC carries 1.5 / 2 of the bytes:
+	 * 0.375 S / 12.5e9 (NVLink's 3/8 S / 240e9 still the faster) */
+	s.moe_dispatcher = MOE_DISPATCH_FLEX;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 0.375 * S / 12.5e9, 1e-12);
+	/* allgather: the 8 ranks' tokens, 8 x S / 2 = 4 S, gathered (and
+	 * reduce-scattered back) hierarchically: over NVLink among the 4 of
+	 * a node, 3/4 x 4 S / 240e9, then across the 2 nodes, 1/2 x S / 12.5e9 */
+	s.moe_dispatcher = MOE_DISPATCH_ALLGATHER;
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * (3 * S / 240e9 + 0.5 * S / 12.5e9),
+		      1e-12);
+	s.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
 	/* with 7 us per inter-node step: + 7 steps each way */
 	groups[0].inter_lat = 7e-6;
 	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * (0.5 * S / 12.5e9 + 49e-6), 1e-12);
