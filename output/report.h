@@ -39,20 +39,35 @@ int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e);
 
 /* Writes the whole ranking as JSON (every CSV column per strategy, the
- * flags as true or false, plus a "stages" array with each stage's first
- * layer, layer count, pipeline rank, node group and GPU type) to path, or
- * stdout for "-"; atomically like report_csv. Returns 0, or -1 with e set. */
+ * flags and yes/no columns as true or false, plus a "stages" array with each
+ * stage's first layer, layer count, pipeline rank, node group and GPU type)
+ * to path, or stdout for "-"; atomically like report_csv. Both write row by
+ * row into the file: memory does not grow with the number of rows. Returns
+ * 0, or -1 with e set. */
 int report_json(const char *path, const struct plan *p, const struct model *m,
 		const struct cluster *c, struct err *e);
 
+/* How the staged CSV and JSON are written. */
+struct report_stream {
+	int json_detail; /* the JSON's first json_detail rows carry "stages";
+			    the others "stages": null */
+	void (*progress)(double done, void *arg); /* NULL, or called every
+						     1024 rows with the share
+						     written (0 to 1) */
+	void *progress_arg;
+};
+
 /* Like report_csv and report_json, but add the file to the transaction t
- * (outfile.h) instead of writing it: nothing is written until
- * outfile_commit(t). Returns 0, or -1 with e set (outfile_conflict(t) is
- * true when path names a file already in t). */
+ * (outfile.h) instead of writing it: it is written row by row when
+ * outfile_commit(t) runs, so p, m and c must live until then. Returns 0, or
+ * -1 with e set (outfile_conflict(t) is true when path names a file already
+ * in t). */
 int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		     const struct model *m, const struct cluster *c, struct err *e);
+		     const struct model *m, const struct cluster *c,
+		     const struct report_stream *o, struct err *e);
 int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		      const struct model *m, const struct cluster *c, struct err *e);
+		      const struct model *m, const struct cluster *c,
+		      const struct report_stream *o, struct err *e);
 
 /* The fullest GPU of r as "used/capacity" in GiB, e.g. "38.1/40" (the
  * capacity without decimals when whole), into buf of n bytes. */

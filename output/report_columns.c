@@ -16,19 +16,19 @@
 
 /* The columns, in order: X(name, kind, value) with name the column's name
  * (an identifier, so that it is written once), kind STR, NUM or BOOL
- * (enum report_kind) and value a statement writing the field's text to v
+ * (enum report_kind; YESNO: "yes" or "no") and value a statement writing the field's text to v
  * (REPORT_FIELD_MAX bytes) from rank, row, m and c (report_fields), s and r
  * (the row's strategy and cost), and priced, usd_iter and usd_mtok
  * (report_row_cost). Add columns only at the end. */
 #define COLUMNS(X)                                                                                                     \
 	X(rank, NUM, put_int(v, rank))                                                                                 \
-	X(fits, STR, put_text(v, r->fits ? "yes" : "no"))                                                              \
+	X(fits, YESNO, put_text(v, r->fits ? "yes" : "no"))                                                              \
 	X(tp, NUM, put_int(v, s->tp))                                                                                  \
 	X(pp, NUM, put_int(v, s->pp))                                                                                  \
 	X(dp, NUM, put_int(v, s->dp))                                                                                  \
 	X(cp, NUM, put_int(v, s->cp))                                                                                  \
 	X(ep, NUM, put_int(v, s->ep))                                                                                  \
-	X(sp, STR, put_text(v, s->sp ? "yes" : "no"))                                                                  \
+	X(sp, YESNO, put_text(v, s->sp ? "yes" : "no"))                                                                  \
 	X(micro_batch_seqs, NUM, put_int(v, s->mbs))                                                                   \
 	X(micro_batches, NUM, put_int(v, s->micro_batches))                                                            \
 	X(global_batch_seqs, NUM, put_int(v, s->gbs))                                                                  \
@@ -121,7 +121,10 @@
 	/* the model's parameters, all and those one token runs through        \
 	 * (model_active_params; the same for a dense model) */                                       \
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
-	X(params_active, NUM, put_count(v, model_active_params(m)))
+	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
+	/* the peak mfu_pct is against: bf16 on every row (cost_result.mfu),   \
+	 * FP8 rows included */                                                                                        \
+	X(mfu_peak, STR, put_text(v, "bf16"))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

@@ -11,10 +11,12 @@ struct model;
 struct cluster;
 
 /* How a column is written in the JSON: a string, a number (null when its
- * text is empty or not finite), or a boolean (0 or 1 in the CSV). */
+ * text is empty or not finite), or a boolean (0 or 1 in the CSV; YESNO:
+ * "yes" or "no" in the CSV, as its first columns always were). */
 enum report_kind { REPORT_STR,
 		   REPORT_NUM,
-		   REPORT_BOOL };
+		   REPORT_BOOL,
+		   REPORT_YESNO };
 
 /* A column: its name, which carries its unit, and its JSON type. */
 struct report_column {

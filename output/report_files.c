@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <csv.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,30 +52,49 @@ static void csv_text_field(FILE *f, const char *s)
 	}
 }
 
-/* Writes the ranking to f: a header of the column names, then one line
- * per row (rank 0 for the infeasible ones). */
-static void write_csv(FILE *f, const struct plan *p, const struct model *m,
-		      const struct cluster *c)
-{
-	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+/* What a CSV or JSON writer needs while the set is committed (owned by the
+ * set: free_output). */
+struct output {
+	const struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+	struct report_stream o;
+	char (*fields)[REPORT_FIELD_MAX]; /* one row's, report_n_columns */
+};
 
+/* Calls the progress callback every 1024 rows with the share written. */
+static void row_progress(const struct output *x, int r)
+{
+	if (x->o.progress && r % 1024 == 0)
+		x->o.progress(x->p->n_row ? (double)r / x->p->n_row : 1.0, x->o.progress_arg);
+}
+
+/* Writes the ranking to f, row by row: a header of the column names, then
+ * one line per row (rank 0 for the infeasible ones). */
+static int write_csv(FILE *f, void *arg, struct err *e)
+{
+	struct output *x = arg;
+	const struct plan *p = x->p;
+
+	(void)e;
 	for (size_t i = 0; i < report_n_columns; i++) {
 		fputs(i ? "," : "", f);
 		csv_field(f, report_columns[i].name);
 	}
 	fputc('\n', f);
-	for (int r = 0; r < p->n_row; r++) {
-		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+	for (int r = 0; r < p->n_row && !ferror(f); r++) {
+		row_progress(x, r);
+		report_fields(x->fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
 		for (size_t i = 0; i < report_n_columns; i++) {
 			fputs(i ? "," : "", f);
 			if (report_columns[i].kind == REPORT_STR)
-				csv_text_field(f, fields[i]);
+				csv_text_field(f, x->fields[i]);
 			else
-				csv_field(f, fields[i]);
+				csv_field(f, x->fields[i]);
 		}
 		fputc('\n', f);
 	}
-	free(fields);
+	return 0;
 }
 
 /* A number of the JSON as the CSV writes it (6 digits, report_fields), null
@@ -172,15 +192,19 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 
 /* Writes the ranking to f: the summary keys, then "strategies", one
  * object per line, each built, printed and freed in turn, so that memory
- * holds one row's tree at a time (a ranking can have 100,000 rows). */
-static void write_json(FILE *f, const struct plan *p, const struct model *m,
-		       const struct cluster *c)
+ * holds one row's tree at a time (a ranking can have 500,000 rows); the
+ * rows past o.json_detail get "stages": null. */
+static int write_json(FILE *f, void *arg, struct err *e)
 {
-	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+	struct output *x = arg;
+	const struct plan *p = x->p;
+	const struct model *m = x->m;
+	const struct cluster *c = x->c;
 	cJSON *doc = cJSON_CreateObject();
 	char *text;
 	size_t n;
 
+	(void)e;
 	cJSON_AddStringToObject(doc, "model", m->name);
 	cJSON_AddStringToObject(doc, "cluster", c->name);
 	cJSON_AddNumberToObject(doc, "params_total", model_params(m));
@@ -191,64 +215,74 @@ static void write_json(FILE *f, const struct plan *p, const struct model *m,
 	cJSON_AddNumberToObject(doc, "degrees", p->degrees);
 	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
 	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
-	text = cJSON_PrintUnformatted(doc);
+	cJSON_AddNumberToObject(doc, "json_detail_rows",
+				p->n_row < x->o.json_detail ? p->n_row : x->o.json_detail);
+	text = must_alloc(cJSON_PrintUnformatted(doc));
 	n = strlen(text); /* an object's text ends with its '}' */
 	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
 	cJSON_free(text);
 	cJSON_Delete(doc);
-	for (int r = 0; r < p->n_row; r++) {
+	for (int r = 0; r < p->n_row && !ferror(f); r++) {
 		cJSON *o = cJSON_CreateObject();
+		char(*fields)[REPORT_FIELD_MAX] = x->fields;
 
+		row_progress(x, r);
 		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
 		for (size_t i = 0; i < report_n_columns; i++) {
+			const char *name = report_columns[i].name;
+
 			if (report_columns[i].kind == REPORT_NUM)
-				json_number(o, report_columns[i].name, fields[i]);
+				json_number(o, name, fields[i]);
 			else if (report_columns[i].kind == REPORT_BOOL)
-				cJSON_AddBoolToObject(o, report_columns[i].name, strcmp(fields[i], "1") == 0);
+				cJSON_AddBoolToObject(o, name, strcmp(fields[i], "1") == 0);
+			else if (report_columns[i].kind == REPORT_YESNO)
+				cJSON_AddBoolToObject(o, name, strcmp(fields[i], "yes") == 0);
 			else
-				cJSON_AddStringToObject(o, report_columns[i].name, fields[i]);
+				cJSON_AddStringToObject(o, name, fields[i]);
 		}
-		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
+		if (r < x->o.json_detail)
+			cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
+		else
+			cJSON_AddNullToObject(o, "stages");
 		if (r < p->n_feasible) /* plan_row.gap_pct */
 			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
 		else
 			cJSON_AddNullToObject(o, "gap_pct");
-		text = cJSON_PrintUnformatted(o);
+		text = must_alloc(cJSON_PrintUnformatted(o));
 		fprintf(f, "%s\n%s", r ? "," : "", text);
 		cJSON_free(text);
 		cJSON_Delete(o);
 	}
 	fputs("]}\n", f);
-	free(fields);
+	return 0;
 }
 
-/* Renders body into memory and adds it to t as path ("-" for stdout). */
-static int stage_whole(struct outfile_set *t, const char *path,
-		       void (*body)(FILE *, const void *), const void *arg, struct err *e)
+static void free_output(void *arg)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int rc;
+	struct output *x = arg;
 
-	if (!f)
-		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
-	body(f, arg);
-	if (fclose(f) != 0) {
-		free(text);
-		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
-	}
-	rc = outfile_add(t, path, text, len, 0666, e);
-	free(text);
-	return rc;
+	free(x->fields);
+	free(x);
+}
+
+/* Adds path to t, its content written by write from a new struct output. */
+static int stage(struct outfile_set *t, const char *path, outfile_writer write,
+		 const struct plan *p, const struct model *m, const struct cluster *c,
+		 const struct report_stream *o, struct err *e)
+{
+	struct output *x = xcalloc(1, sizeof *x);
+
+	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, REPORT_FIELD_MAX) };
+	return outfile_add_writer(t, path, write, x, free_output, 0666, e);
 }
 
 /* A transaction of one file. */
-static int write_whole(const char *path, void (*body)(FILE *, const void *),
-		       const void *arg, struct err *e)
+static int write_whole(const char *path, outfile_writer write, const struct plan *p,
+		       const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
-	int rc = stage_whole(t, path, body, arg, e);
+	struct report_stream o = { .json_detail = INT_MAX };
+	int rc = stage(t, path, write, p, m, c, &o, e);
 
 	if (rc == 0)
 		rc = outfile_commit(t, e);
@@ -256,54 +290,28 @@ static int write_whole(const char *path, void (*body)(FILE *, const void *),
 	return rc;
 }
 
-struct output {
-	const struct plan *p;
-	const struct model *m;
-	const struct cluster *c;
-};
-
-static void csv_body(FILE *f, const void *arg)
-{
-	const struct output *o = arg;
-
-	write_csv(f, o->p, o->m, o->c);
-}
-
-static void json_body(FILE *f, const void *arg)
-{
-	const struct output *o = arg;
-
-	write_json(f, o->p, o->m, o->c);
-}
-
 int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return write_whole(path, csv_body, &o, e);
+	return write_whole(path, write_csv, p, m, c, e);
 }
 
 int report_json(const char *path, const struct plan *p, const struct model *m,
 		const struct cluster *c, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return write_whole(path, json_body, &o, e);
+	return write_whole(path, write_json, p, m, c, e);
 }
 
 int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		     const struct model *m, const struct cluster *c, struct err *e)
+		     const struct model *m, const struct cluster *c,
+		     const struct report_stream *o, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return stage_whole(t, path, csv_body, &o, e);
+	return stage(t, path, write_csv, p, m, c, o, e);
 }
 
 int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		      const struct model *m, const struct cluster *c, struct err *e)
+		      const struct model *m, const struct cluster *c,
+		      const struct report_stream *o, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return stage_whole(t, path, json_body, &o, e);
+	return stage(t, path, write_json, p, m, c, o, e);
 }

@@ -70,8 +70,9 @@ static void moe_label(char *buf, size_t n, const struct strategy *s)
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top)
 {
-	char layers[64], groups[48], sched[24], mem[48], who[40];
+	char layers[64], groups[48], sched[24], mem[48], who[40], mfu[16];
 	double usd_iter, usd_mtok;
+	bool fp8_shown = false;
 
 	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-17s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
@@ -87,17 +88,23 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		report_groups(groups, sizeof groups - 28, row, c);
 		report_schedule_label(sched, sizeof sched, s);
 		report_fullest(mem, sizeof mem, &row->r);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
+		/* MFU is against the BF16 peak on every row (cost_result.mfu):
+		 * an FP8 row's gets a '*' and the note under the table */
+		snprintf(mfu, sizeof mfu, "%.1f%s", 100.0 * row->r.mfu, s->fp8 ? "*" : "");
+		fp8_shown |= s->fp8;
+		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5s %11s",
 			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
 			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
 			row->r.iter_s,
-			row->r.tokens_per_s, 100.0 * row->r.mfu, mem);
+			row->r.tokens_per_s, mfu, mem);
 		if (priced(c) && report_row_cost(row, &usd_iter, &usd_mtok))
 			fprintf(out, " %9.3f %9.3f", usd_iter, usd_mtok);
 		else if (priced(c))
 			fprintf(out, " %9s %9s", "-", "-");
 		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
 	}
+	if (fp8_shown)
+		fputs("* MFU against the BF16 peak, as on every row (the FP8 GEMMs' peak is higher)\n", out);
 	planning_notes(out, p);
 }
 

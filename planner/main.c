@@ -37,7 +37,9 @@ struct cli {
 	const char *timeline; /* --timeline FILE.svg */
 	bool profile, explain;
 	bool help, version; /* --help, --version: print and exit 0 */
+	bool force;	    /* --force: --out may replace files not ours */
 	int top, pick;
+	int json_detail; /* --json-detail: rows with per-stage details */
 	double mem_allowance; /* bytes per GPU, or -1: the cost model's */
 	double mem_headroom;  /* --mem-headroom: GiB, or percent when
 				   headroom_pct; 0: none */
@@ -164,12 +166,45 @@ static void help(void)
 	}
 }
 
-static int usage(const char *fmt, const char *arg)
+/* Writes s to f with its control characters escaped (\n, \t, \r, \xHH,
+ * and the C1 controls U+0080 to U+009F as \u00HH), so that a path or an
+ * option value echoed in a message cannot move the cursor, clear the
+ * terminal or forge a line. */
+static void put_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p == '\r')
+			fputs("\\r", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			fprintf(f, "\\u%04x", *++p);
+		else
+			fputc(*p, f);
+	}
+}
+
+/* Prints "ampplan: error: MSG" on stderr, MSG escaped (put_escaped), after
+ * flushing stdout (STYLE.md 6). */
+static void print_error(const char *msg)
 {
 	fflush(stdout);
 	fputs("ampplan: error: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(try 'ampplan --help')\n", stderr);
+	put_escaped(stderr, msg);
+	fputc('\n', stderr);
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof msg, fmt, arg);
+	print_error(msg);
+	fputs("(try 'ampplan --help')\n", stderr);
 	return EXIT_USAGE;
 }
 
@@ -319,50 +354,101 @@ static int layout_vp(const struct plan_opts *o)
 	return stages % o->pp == 0 && stages / o->pp > 1 ? stages / o->pp : 0;
 }
 
-/* A line on stderr every 5 s of a long search when stderr is not a
- * terminal (a log, a CI job). The clock decides only when to print, never
- * a result; the search calls this from its threads one at a time. */
+/* The state of the progress shown for one job (the search, writing a
+ * file): progress_lines and progress_bar take it as their arg. */
+struct progress {
+	char what[160]; /* "searching", "writing 'q.json'" (escaped) */
+	double start;	/* CLOCK_MONOTONIC seconds of the first call; < 0:
+			   not started (a job that ended starts again) */
+	double last;	/* of the last line */
+	double shown;	/* the highest share seen: what is shown never goes
+			   back, however the threads report */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sets up pr for the job what (a label, and a path to escape or NULL). */
+static void progress_init(struct progress *pr, const char *what, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = must_alloc(open_memstream(&text, &len));
+
+	fputs(what, f);
+	if (path) {
+		fputs(" '", f);
+		put_escaped(f, path);
+		fputc('\'', f);
+	}
+	if (fclose(f) != 0)
+		fatal_oom();
+	snprintf(pr->what, sizeof pr->what, "%s", text);
+	free(text);
+	pr->start = -1;
+	pr->shown = 0;
+}
+
+/* Updates pr with done (0 to 1) and returns the share to show: the highest
+ * seen so far. done >= 1 ends the job (the next call starts it again). */
+static double progress_step(struct progress *pr, double done, double now)
+{
+	if (pr->start < 0) {
+		pr->start = pr->last = now;
+		pr->shown = 0;
+	}
+	if (done > pr->shown)
+		pr->shown = done;
+	return pr->shown;
+}
+
+/* A line on stderr at most every 5 s of a long job when stderr is not a
+ * terminal (a log, a CI job), its percentage never lower than the line
+ * before. The clock decides only when to print, never a result; the search
+ * calls this from its threads one at a time. arg: a struct progress. */
 static void progress_lines(double done, void *arg)
 {
-	static double start = -1, last;
-	struct timespec ts;
-	double now;
+	struct progress *pr = arg;
+	double now = now_s(), shown = progress_step(pr, done, now);
 
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-	if (start < 0)
-		start = last = now;
-	if (done < 1.0 && now - last >= 5) {
-		fprintf(stderr, "ampplan: searching: %.0f%% after %.0f s\n", 100.0 * done, now - start);
-		last = now;
+	if (done >= 1.0) {
+		pr->start = -1;
+		return;
+	}
+	if (now - pr->last >= 5) {
+		fprintf(stderr, "ampplan: %s: %.0f%% after %.0f s\n", pr->what, 100.0 * shown,
+			now - pr->start);
+		pr->last = now;
 	}
 }
 
-/* Draws the search's progress on stderr when it is a terminal and the
- * search has run for half a second; erases it at the end. */
+/* Draws a job's progress on stderr when it is a terminal and the job has
+ * run for half a second; erases it at the end. arg: a struct progress. */
 static void progress_bar(double done, void *arg)
 {
-	static double start = -1;
-	struct timespec ts;
-	double now;
-	int width = 40, fill = (int)(done * width);
+	struct progress *pr = arg;
+	double now = now_s(), shown = progress_step(pr, done, now);
+	int width = 40, fill = (int)(shown * width);
 
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-	if (start < 0)
-		start = now;
 	if (done >= 1.0) {
-		if (now - start >= 0.5)
+		if (now - pr->start >= 0.5)
 			fputs("\r\033[K", stderr);
+		pr->start = -1;
 		return;
 	}
-	if (now - start < 0.5)
+	if (now - pr->start < 0.5)
 		return;
-	fprintf(stderr, "\rampplan: searching [%.*s%*s] %3.0f%%", fill,
-		"########################################", width - fill, "", 100.0 * done);
+	fprintf(stderr, "\rampplan: %s [%.*s%*s] %3.0f%%", pr->what, fill,
+		"########################################", width - fill, "", 100.0 * shown);
 }
+
+/* The progress of the search, and of the CSV and the JSON being written. */
+static struct progress search_progress, csv_progress, json_progress;
 
 /* Parses --compare spec i, "KEY=VALUE,..." where KEY is the long name of an
  * option of SCOPE_STRATEGY (options.h) and VALUE what the option takes,
@@ -460,6 +546,24 @@ static int emit_trainer(int format)
 	}
 }
 
+/* Refuses, before the search, two of --csv, --json and --timeline that name
+ * one file (also spelled differently) or both stdout (outfile_check_pair).
+ * Returns -1 to go on, or EXIT_USAGE after the message. */
+static int check_outputs(const struct cli *cl)
+{
+	const char *name[] = { "csv", "json", "timeline" };
+	const char *path[] = { cl->csv, cl->json, cl->timeline };
+	struct err e = { "" };
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (path[i] && path[j] && outfile_check_pair(path[i], path[j], &e)) {
+				err_prefix(&e, "--%s and --%s", name[i], name[j]);
+				return usage("%s", e.msg);
+			}
+	return -1;
+}
+
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(struct cli *cl, int argc, char **argv)
 {
@@ -467,6 +571,7 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 
 	cl->top = 10;
 	cl->pick = 1;
+	cl->json_detail = 100;
 	cl->mem_allowance = -1;
 	cl->out = "launch";
 	plan_opts_init(&cl->opts);
@@ -499,16 +604,17 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
 		return usage("%s", "--cluster is required");
-	if (isatty(STDERR_FILENO))
-		cl->opts.progress = progress_bar;
-	else
-		cl->opts.progress = progress_lines;
+	cl->opts.progress = isatty(STDERR_FILENO) ? progress_bar : progress_lines;
+	progress_init(&search_progress, "searching", NULL);
+	cl->opts.progress_arg = &search_progress;
 	if (cl->pick != 1 && !cl->emit && !cl->timeline)
 		return usage("%s", "--pick goes with --emit or --timeline");
 	/* two outputs on one stdout would interleave: refused before the
 	 * search, as outfile.c refuses two outputs naming one file */
 	if (cl->csv && cl->json && strcmp(cl->csv, "-") == 0 && strcmp(cl->json, "-") == 0)
 		return usage("%s", "--csv - and --json - both write to stdout: name a file for one of them");
+	if ((c = check_outputs(cl)) >= 0)
+		return c;
 	if (cl->emit && cl->opts.trainer < 0)
 		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->n_compare && (cl->csv || cl->json || cl->emit || cl->timeline))
@@ -524,6 +630,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 	return -1;
 }
 
+/* Prints the profile JSON on stdout; a failed write is found by main's
+ * check of stdout at exit (finish). */
 static int print_profile(const struct model *m)
 {
 	char *json = model_profile_json(m);
@@ -597,6 +705,24 @@ static const struct plan_row *closest_row(const struct plan *p)
 	return best;
 }
 
+/* The line saying what went into the CSV or JSON file path (NULL: none;
+ * nothing for stdout or a device): its rows, size, and for the JSON the
+ * rows with per-stage details (detail >= 0). */
+static void print_written(FILE *out, const struct outfile_set *t, const char *what,
+			  const char *path, int rows, int detail)
+{
+	long long bytes = path ? outfile_written(t, path) : -1;
+
+	if (!path || bytes < 0 || outfile_is_stdout(path))
+		return;
+	fprintf(out, "wrote %s '", what);
+	put_escaped(out, path);
+	fprintf(out, "': %d strategies, %.1f MiB", rows, (double)bytes / (1024.0 * 1024.0));
+	if (detail >= 0)
+		fprintf(out, ", per-stage details for the first %d", detail < rows ? detail : rows);
+	fputc('\n', out);
+}
+
 /* Writes the CSV, the JSON and the launch files that were asked for as one
  * transaction (outfile.h): all are rendered, then written to temporaries
  * (regular files) or in place (stdout, devices, FIFOs), and renamed only
@@ -607,30 +733,45 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 			 const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
+	void (*show)(double, void *) = cl->opts.progress;
+	struct report_stream csv = { cl->json_detail, show, &csv_progress },
+			     json = { cl->json_detail, show, &json_progress };
 	int rc = EXIT_INPUT;
 
-	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, e))
-		goto done;
-	if (cl->json && report_json_stage(t, cl->json, p, m, c, e))
-		goto done;
+	/* the launch files first: the manifest of --out lists those */
 	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
+		goto done;
+	if (cl->emit)
+		outfile_manifest(t, cl->out, cl->force);
+	if (cl->csv)
+		progress_init(&csv_progress, "writing", cl->csv);
+	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, &csv, e))
+		goto done;
+	if (cl->json)
+		progress_init(&json_progress, "writing", cl->json);
+	if (cl->json && report_json_stage(t, cl->json, p, m, c, &json, e))
 		goto done;
 	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
 		goto done;
 	if (outfile_commit(t, e))
 		goto done;
+	if (cl->csv && show)
+		show(1.0, &csv_progress);
+	if (cl->json && show)
+		show(1.0, &json_progress);
 	rc = EXIT_OK;
-	if (cl->emit)
-		fprintf(out, "\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
-			cl->pick, cl->out);
-done:
-	if (rc && outfile_conflict(t)) {
-		/* run() prints "ampplan: error: MSG": add the usage hint */
-		size_t n = strlen(e->msg);
-
-		snprintf(e->msg + n, sizeof e->msg - n, "\n(try 'ampplan --help')");
-		rc = EXIT_USAGE;
+	print_written(out, t, "CSV", cl->csv, p->n_row, -1);
+	print_written(out, t, "JSON", cl->json, p->n_row, cl->json_detail);
+	if (cl->emit) {
+		fputs("\nwrote the ", out);
+		put_escaped(out, cl->emit);
+		fprintf(out, " launch files of strategy #%d to ", cl->pick);
+		put_escaped(out, cl->out);
+		fputs("/\n", out);
 	}
+done:
+	if (rc && outfile_conflict(t))
+		rc = EXIT_USAGE; /* run() adds the usage hint */
 	outfile_free(t);
 	return rc;
 }
@@ -688,9 +829,9 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			goto done;
 		}
 		if (!p[n]->n_row) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: --compare '%s': no strategy to evaluate (the trainer's rules or the batch exclude it)\n",
-				cl->compare[n]);
+			snprintf(e.msg, sizeof e.msg, "--compare '%s': no strategy to evaluate (the trainer's rules or the batch exclude it)",
+				 cl->compare[n]);
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 			n++;
 			goto done;
@@ -719,9 +860,9 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 	}
 	for (int i = 0; i < n; i++)
 		if (rows[i]->why[0] && rc == EXIT_OK) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: --compare '%s' %s\n", cl->compare[i],
-				rows[i]->r.fits ? "cannot run" : "does not fit");
+			snprintf(e.msg, sizeof e.msg, "--compare '%s' %s", cl->compare[i],
+				 rows[i]->r.fits ? "cannot run" : "does not fit");
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 		}
 done:
@@ -754,6 +895,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
 
+		progress_init(&search_progress, "searching again for the reasons", NULL);
 		plan_free(p);
 		o.keep_infeasible = true;
 		if (plan_search(&p, m, file_c, &o, &e))
@@ -820,6 +962,10 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		data_only.emit = data_only.timeline = NULL;
 		if (cl->opts.keep_infeasible && (cl->csv || cl->json) &&
 		    (rc = write_outputs(out, &data_only, p, m, c, &e)) != EXIT_OK) {
+			fflush(out);
+			print_error(e.msg);
+			if (rc == EXIT_USAGE)
+				fputs("(try 'ampplan --help')\n", stderr);
 			plan_free(p);
 			return rc;
 		}
@@ -832,7 +978,9 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 	}
 	if (rc) {
 		fflush(out);
-		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		print_error(e.msg);
+		if (rc == EXIT_USAGE)
+			fputs("(try 'ampplan --help')\n", stderr);
 	}
 	plan_free(p);
 	return rc;
@@ -866,6 +1014,24 @@ static int find_file(const char **name, const char *dir, const char *option, cha
 	return 0;
 }
 
+/* The exit code once stdout and stderr are flushed: a write that failed
+ * on either (a full disk, a closed pipe: the table, the what-if, the
+ * profile, --help) turns exit 0 into 1, with a message on stderr when
+ * stdout failed. */
+static int finish(int rc)
+{
+	bool out_bad, err_bad;
+	int err;
+
+	errno = 0;
+	out_bad = fflush(stdout) != 0 || ferror(stdout);
+	err = errno ? errno : EIO;
+	if (out_bad && rc == EXIT_OK)
+		fprintf(stderr, "ampplan: error: cannot write to stdout: %s\n", strerror(err));
+	err_bad = fflush(stderr) != 0 || ferror(stderr);
+	return rc == EXIT_OK && (out_bad || err_bad) ? EXIT_INPUT : rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cl = { 0 };
@@ -877,15 +1043,14 @@ int main(int argc, char **argv)
 
 	if (rc >= 0) {
 		compare_free(&cl);
-		return rc;
+		return finish(rc);
 	}
 	if (find_file(&cl.model, "profiles", "model", &model_path, &e) ||
 	    find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
 	    model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
 	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e)) ||
 	    (!cl.profile && measured_gpus_unknown(&cl, m, c, &e))) {
-		fflush(stdout);
-		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		print_error(e.msg);
 		rc = EXIT_INPUT;
 	} else if (cl.profile) {
 		rc = print_profile(m);
@@ -893,8 +1058,7 @@ int main(int argc, char **argv)
 		if (cl.mem_allowance >= 0)
 			c->mem_allowance = cl.mem_allowance;
 		if (apply_headroom(&cl, c, &e)) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: %s\n", e.msg);
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 		} else {
 			rc = run(&cl, m, c);
@@ -905,5 +1069,5 @@ int main(int argc, char **argv)
 	free(model_path);
 	free(cluster_path);
 	compare_free(&cl);
-	return rc;
+	return finish(rc);
 }

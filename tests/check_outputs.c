@@ -129,7 +129,7 @@ START_TEST(failing_json_keeps_csv_and_launch)
 	char *dir = tmpdir(), *csv = path2(dir, "keep.csv"), *l = old_launch(dir), *err;
 
 	put_file(csv, "old csv\n");
-	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --emit megatron --out %s --json %s/no/x.json",
+	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --emit megatron --out %s --force --json %s/no/x.json",
 				 csv, l, dir),
 			 1);
 	ck_assert_msg(strstr(err, "cannot create"), "%s", err);
@@ -151,7 +151,8 @@ START_TEST(failing_csv_keeps_launch)
 {
 	char *dir = tmpdir(), *l = old_launch(dir), *err;
 
-	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s --csv %s/no/x.csv", l, dir), 1);
+	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s --force --csv %s/no/x.csv", l, dir), 1);
+	ck_assert_msg(strstr(err, "cannot create"), "%s", err);
 	assert_old_launch(l);
 	free(err);
 	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s/new/sub --csv %s/no/x.csv",
