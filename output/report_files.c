@@ -190,10 +190,46 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 	return a;
 }
 
-/* Writes the ranking to f: the summary keys, then "strategies", one
- * object per line, each built, printed and freed in turn, so that memory
- * holds one row's tree at a time (a ranking can have 500,000 rows); the
- * rows past o.json_detail get "stages": null. */
+/* s as a JSON string: quoted, with '"', '\\' and the control characters
+ * escaped (RFC 8259 Sec. 7); the rest (UTF-8) as it is. */
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* v as cJSON prints a number: an integer as one, else the shortest of 15
+ * or 17 significant digits that reads back as v; null when not finite. */
+static void json_double(FILE *f, double v)
+{
+	char buf[32];
+
+	if (!isfinite(v)) {
+		fputs("null", f);
+		return;
+	}
+	if (v == (double)(long long)v && fabs(v) < 1e15) {
+		fprintf(f, "%lld", (long long)v);
+		return;
+	}
+	snprintf(buf, sizeof buf, "%1.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof buf, "%1.17g", v);
+	fputs(buf, f);
+}
+
+/* Writes the ranking to f: the summary keys, then "strategies", one object
+ * per line, each written from its fields as it comes (a ranking can have
+ * 500,000 rows: nothing is held but one row's fields, and the cJSON tree of
+ * one row's stages); the rows past o.json_detail get "stages": null. */
 static int write_json(FILE *f, void *arg, struct err *e)
 {
 	struct output *x = arg;
@@ -223,35 +259,44 @@ static int write_json(FILE *f, void *arg, struct err *e)
 	cJSON_free(text);
 	cJSON_Delete(doc);
 	for (int r = 0; r < p->n_row && !ferror(f); r++) {
-		cJSON *o = cJSON_CreateObject();
 		char(*fields)[REPORT_FIELD_MAX] = x->fields;
 
 		row_progress(x, r);
 		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
+		fputs(r ? ",\n{" : "\n{", f);
 		for (size_t i = 0; i < report_n_columns; i++) {
-			const char *name = report_columns[i].name;
+			const char *v = fields[i];
 
+			fputs(i ? ",\"" : "\"", f);
+			fputs(report_columns[i].name, f); /* identifiers */
+			fputs("\":", f);
 			if (report_columns[i].kind == REPORT_NUM)
-				json_number(o, name, fields[i]);
+				/* as json_number: null when empty, inf or nan */
+				fputs(v[0] && !strchr(v, 'n') ? v : "null", f);
 			else if (report_columns[i].kind == REPORT_BOOL)
-				cJSON_AddBoolToObject(o, name, strcmp(fields[i], "1") == 0);
+				fputs(strcmp(v, "1") == 0 ? "true" : "false", f);
 			else if (report_columns[i].kind == REPORT_YESNO)
-				cJSON_AddBoolToObject(o, name, strcmp(fields[i], "yes") == 0);
+				fputs(strcmp(v, "yes") == 0 ? "true" : "false", f);
 			else
-				cJSON_AddStringToObject(o, name, fields[i]);
+				json_string(f, v);
 		}
-		if (r < x->o.json_detail)
-			cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
-		else
-			cJSON_AddNullToObject(o, "stages");
+		fputs(",\"stages\":", f);
+		if (r < x->o.json_detail) {
+			cJSON *a = json_stages(&p->row[r], m, c);
+
+			text = must_alloc(cJSON_PrintUnformatted(a));
+			fputs(text, f);
+			cJSON_free(text);
+			cJSON_Delete(a);
+		} else {
+			fputs("null", f);
+		}
+		fputs(",\"gap_pct\":", f);
 		if (r < p->n_feasible) /* plan_row.gap_pct */
-			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
+			json_double(f, p->row[r].gap_pct);
 		else
-			cJSON_AddNullToObject(o, "gap_pct");
-		text = must_alloc(cJSON_PrintUnformatted(o));
-		fprintf(f, "%s\n%s", r ? "," : "", text);
-		cJSON_free(text);
-		cJSON_Delete(o);
+			fputs("null", f);
+		fputc('}', f);
 	}
 	fputs("]}\n", f);
 	return 0;
