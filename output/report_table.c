@@ -150,8 +150,8 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 	report_layers(layers, sizeof layers, row, m);
 	report_groups(groups, sizeof groups, row, c);
 	fprintf(out, "  layers per stage: %s\n  node group per pipeline rank: %s\n", layers, groups);
-	fprintf(out, "  iteration %.3f s, %.0f tokens/s, MFU %.1f%%\n", r->iter_s,
-		r->tokens_per_s, 100.0 * r->mfu);
+	fprintf(out, "  iteration %.3f s, %.0f tokens/s, MFU %.1f%%%s\n", r->iter_s,
+		r->tokens_per_s, 100.0 * r->mfu, s->fp8 ? " (against the BF16 peak: FP8 GEMMs' is higher)" : "");
 	if (report_row_cost(row, &usd_iter, &usd_mtok))
 		fprintf(out, "  cost: %.3f USD per iteration, %.3f USD per million tokens (%d GPUs, %.2f USD per hour)\n",
 			usd_iter, usd_mtok, s->tp * s->cp * s->dp * s->pp, row->usd_per_hour);
