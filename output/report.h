@@ -100,4 +100,10 @@ void report_compare(FILE *out, const struct plan_row *const *rows, int n,
 void report_layers(char *buf, size_t n, const struct plan_row *row, const struct model *m);
 void report_groups(char *buf, size_t n, const struct plan_row *row, const struct cluster *c);
 
+/* Writes s to f with its control characters escaped (\n, \t, \r, \xHH for
+ * the other C0 controls and DEL, \u00HH for the C1 controls U+0080 to
+ * U+009F), so that a path or an option value echoed in a message cannot
+ * move the cursor, clear the terminal or forge a line. */
+void report_escaped(FILE *f, const char *s);
+
 #endif

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -21,6 +20,7 @@
 #include "outfile.h"
 #include "plan.h"
 #include "profile.h"
+#include "progress.h"
 #include "report.h"
 #include "timeline.h"
 #include "trainer.h"
@@ -166,35 +166,13 @@ static void help(void)
 	}
 }
 
-/* Writes s to f with its control characters escaped (\n, \t, \r, \xHH,
- * and the C1 controls U+0080 to U+009F as \u00HH), so that a path or an
- * option value echoed in a message cannot move the cursor, clear the
- * terminal or forge a line. */
-static void put_escaped(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p == '\r')
-			fputs("\\r", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
-			fprintf(f, "\\u%04x", *++p);
-		else
-			fputc(*p, f);
-	}
-}
-
-/* Prints "ampplan: error: MSG" on stderr, MSG escaped (put_escaped), after
+/* Prints "ampplan: error: MSG" on stderr, MSG escaped (report_escaped), after
  * flushing stdout (STYLE.md 6). */
 static void print_error(const char *msg)
 {
 	fflush(stdout);
 	fputs("ampplan: error: ", stderr);
-	put_escaped(stderr, msg);
+	report_escaped(stderr, msg);
 	fputc('\n', stderr);
 }
 
@@ -354,99 +332,6 @@ static int layout_vp(const struct plan_opts *o)
 	return stages % o->pp == 0 && stages / o->pp > 1 ? stages / o->pp : 0;
 }
 
-/* The state of the progress shown for one job (the search, writing a
- * file): progress_lines and progress_bar take it as their arg. */
-struct progress {
-	char what[160]; /* "searching", "writing 'q.json'" (escaped) */
-	double start;	/* CLOCK_MONOTONIC seconds of the first call; < 0:
-			   not started (a job that ended starts again) */
-	double last;	/* of the last line */
-	double shown;	/* the highest share seen: what is shown never goes
-			   back, however the threads report */
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Sets up pr for the job what (a label, and a path to escape or NULL). */
-static void progress_init(struct progress *pr, const char *what, const char *path)
-{
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = must_alloc(open_memstream(&text, &len));
-
-	fputs(what, f);
-	if (path) {
-		fputs(" '", f);
-		put_escaped(f, path);
-		fputc('\'', f);
-	}
-	if (fclose(f) != 0)
-		fatal_oom();
-	snprintf(pr->what, sizeof pr->what, "%s", text);
-	free(text);
-	pr->start = -1;
-	pr->shown = 0;
-}
-
-/* Updates pr with done (0 to 1) and returns the share to show: the highest
- * seen so far. done >= 1 ends the job (the next call starts it again). */
-static double progress_step(struct progress *pr, double done, double now)
-{
-	if (pr->start < 0) {
-		pr->start = pr->last = now;
-		pr->shown = 0;
-	}
-	if (done > pr->shown)
-		pr->shown = done;
-	return pr->shown;
-}
-
-/* A line on stderr at most every 5 s of a long job when stderr is not a
- * terminal (a log, a CI job), its percentage never lower than the line
- * before. The clock decides only when to print, never a result; the search
- * calls this from its threads one at a time. arg: a struct progress. */
-static void progress_lines(double done, void *arg)
-{
-	struct progress *pr = arg;
-	double now = now_s(), shown = progress_step(pr, done, now);
-
-	if (done >= 1.0) {
-		pr->start = -1;
-		return;
-	}
-	if (now - pr->last >= 5) {
-		fprintf(stderr, "ampplan: %s: %.0f%% after %.0f s\n", pr->what, 100.0 * shown,
-			now - pr->start);
-		pr->last = now;
-	}
-}
-
-/* Draws a job's progress on stderr when it is a terminal and the job has
- * run for half a second; erases it at the end. arg: a struct progress. */
-static void progress_bar(double done, void *arg)
-{
-	struct progress *pr = arg;
-	double now = now_s(), shown = progress_step(pr, done, now);
-	int width = 40, fill = (int)(shown * width);
-
-	if (done >= 1.0) {
-		if (now - pr->start >= 0.5)
-			fputs("\r\033[K", stderr);
-		pr->start = -1;
-		return;
-	}
-	if (now - pr->start < 0.5)
-		return;
-	fprintf(stderr, "\rampplan: %s [%.*s%*s] %3.0f%%", pr->what, fill,
-		"########################################", width - fill, "", 100.0 * shown);
-}
-
 /* The progress of the search, and of the CSV and the JSON being written. */
 static struct progress search_progress, csv_progress, json_progress;
 
@@ -604,8 +489,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
 		return usage("%s", "--cluster is required");
-	cl->opts.progress = isatty(STDERR_FILENO) ? progress_bar : progress_lines;
-	progress_init(&search_progress, "searching", NULL);
+	cl->opts.progress = progress_show;
+	progress_init(&search_progress, "searching", NULL, isatty(STDERR_FILENO));
 	cl->opts.progress_arg = &search_progress;
 	if (cl->pick != 1 && !cl->emit && !cl->timeline)
 		return usage("%s", "--pick goes with --emit or --timeline");
@@ -716,7 +601,7 @@ static void print_written(FILE *out, const struct outfile_set *t, const char *wh
 	if (!path || bytes < 0 || outfile_is_stdout(path))
 		return;
 	fprintf(out, "wrote %s '", what);
-	put_escaped(out, path);
+	report_escaped(out, path);
 	fprintf(out, "': %d strategies, %.1f MiB", rows, (double)bytes / (1024.0 * 1024.0));
 	if (detail >= 0)
 		fprintf(out, ", per-stage details for the first %d", detail < rows ? detail : rows);
@@ -744,11 +629,11 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 	if (cl->emit)
 		outfile_manifest(t, cl->out, cl->force);
 	if (cl->csv)
-		progress_init(&csv_progress, "writing", cl->csv);
+		progress_init(&csv_progress, "writing", cl->csv, search_progress.bar);
 	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, &csv, e))
 		goto done;
 	if (cl->json)
-		progress_init(&json_progress, "writing", cl->json);
+		progress_init(&json_progress, "writing", cl->json, search_progress.bar);
 	if (cl->json && report_json_stage(t, cl->json, p, m, c, &json, e))
 		goto done;
 	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
@@ -764,9 +649,9 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 	print_written(out, t, "JSON", cl->json, p->n_row, cl->json_detail);
 	if (cl->emit) {
 		fputs("\nwrote the ", out);
-		put_escaped(out, cl->emit);
+		report_escaped(out, cl->emit);
 		fprintf(out, " launch files of strategy #%d to ", cl->pick);
-		put_escaped(out, cl->out);
+		report_escaped(out, cl->out);
 		fputs("/\n", out);
 	}
 done:
@@ -895,7 +780,8 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
 
-		progress_init(&search_progress, "searching again for the reasons", NULL);
+		progress_init(&search_progress, "searching again for the reasons", NULL,
+			      search_progress.bar);
 		plan_free(p);
 		o.keep_infeasible = true;
 		if (plan_search(&p, m, file_c, &o, &e))
