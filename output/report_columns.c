@@ -4,8 +4,11 @@
 #include "report.h"
 #include "report_int.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -138,7 +141,7 @@ static void put_int(char *v, int x)
 }
 static void put_num(char *v, double x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%.6g", x);
+	report_g6(v, x);
 }
 static void put_count(char *v, double x)
 {
@@ -164,4 +167,91 @@ void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row 
 	value;
 	COLUMNS(FIELD)
 #undef FIELD
+}
+
+/* Exact powers of ten (as doubles, 10^0 to 10^22). */
+static const double pow10_exact[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+
+/* Appends the decimal digits of u (at least width of them) at p; returns
+ * the end. */
+static char *put_digits(char *p, unsigned long u, int width)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u || n < width);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+void report_g6(char *buf, double v)
+{
+	double a = fabs(v), scaled, whole, frac;
+	int x, k, digits;
+	unsigned long m;
+	char six[8], *p = buf;
+
+	if (v == 0 || !isfinite(v)) {
+		snprintf(buf, REPORT_FIELD_MAX, "%.6g", v); /* 0, -0, inf, nan */
+		return;
+	}
+	x = (int)floor(log10(a));
+	k = 5 - x; /* scaled = a x 10^k holds 6 digits before the point */
+	if (k < -22 || k > 22)
+		goto slow;
+	scaled = k >= 0 ? a * pow10_exact[k] : a / pow10_exact[-k];
+	if (scaled < 100000.0 || scaled >= 1000000.0) /* log10 was off by one */
+		goto slow;
+	whole = floor(scaled);
+	frac = scaled - whole;
+	if (fabs(frac - 0.5) < 1e-6) /* too close to a tie to round here */
+		goto slow;
+	m = (unsigned long)whole + (frac > 0.5);
+	if (m == 1000000) { /* rounded up to the next power of ten */
+		m = 100000;
+		x++;
+	}
+	put_digits(six, m, 6);
+	for (digits = 6; digits > 1 && six[digits - 1] == '0'; digits--)
+		; /* %g drops trailing zeros */
+	if (v < 0)
+		*p++ = '-';
+	if (x >= -4 && x < 6) { /* fixed: x + 1 digits before the point */
+		if (x < 0) {
+			*p++ = '0';
+			*p++ = '.';
+			for (int i = 0; i < -x - 1; i++)
+				*p++ = '0';
+			memcpy(p, six, (size_t)digits);
+			p += digits;
+		} else {
+			memcpy(p, six, (size_t)x + 1);
+			p += x + 1;
+			if (digits > x + 1) {
+				*p++ = '.';
+				memcpy(p, six + x + 1, (size_t)(digits - x - 1));
+				p += digits - x - 1;
+			}
+		}
+	} else { /* d.ddddde+XX */
+		*p++ = six[0];
+		if (digits > 1) {
+			*p++ = '.';
+			memcpy(p, six + 1, (size_t)digits - 1);
+			p += digits - 1;
+		}
+		*p++ = 'e';
+		*p++ = x < 0 ? '-' : '+';
+		p = put_digits(p, (unsigned long)abs(x), 2);
+	}
+	*p = '\0';
+	return;
+slow:
+	snprintf(buf, REPORT_FIELD_MAX, "%.6g", v);
 }
