@@ -134,10 +134,31 @@ const struct report_column report_columns[] = { COLUMNS(ROW) };
 #undef ROW
 const size_t report_n_columns = sizeof report_columns / sizeof report_columns[0];
 
-/* A field's text: an integer, a number with 6 significant digits, a text. */
+/* Appends the decimal digits of u (at least width of them) at p; returns
+ * the end. */
+static char *put_digits(char *p, unsigned long u, int width)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u || n < width);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/* A field's text: an integer, a number with 6 significant digits, a
+ * whole number, a text (cut to REPORT_FIELD_MAX - 1 bytes); as "%d",
+ * "%.6g", "%.0f" and "%s" write them, without printf (a CSV of 500,000
+ * rows formats 40 million fields). */
 static void put_int(char *v, int x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%d", x);
+	if (x < 0)
+		*v++ = '-';
+	*put_digits(v, x < 0 ? 0ul - (unsigned long)x : (unsigned long)x, 1) = '\0';
 }
 static void put_num(char *v, double x)
 {
@@ -145,11 +166,19 @@ static void put_num(char *v, double x)
 }
 static void put_count(char *v, double x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%.0f", x);
+	if (x >= 0 && x < 1e18 && x == floor(x))
+		*put_digits(v, (unsigned long)x, 1) = '\0';
+	else
+		snprintf(v, REPORT_FIELD_MAX, "%.0f", x);
 }
 static void put_text(char *v, const char *x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%s", x);
+	size_t n = strlen(x);
+
+	if (n >= REPORT_FIELD_MAX)
+		n = REPORT_FIELD_MAX - 1;
+	memcpy(v, x, n);
+	v[n] = '\0';
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,
@@ -173,22 +202,6 @@ void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row 
 static const double pow10_exact[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
 				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
-
-/* Appends the decimal digits of u (at least width of them) at p; returns
- * the end. */
-static char *put_digits(char *p, unsigned long u, int width)
-{
-	char d[24];
-	int n = 0;
-
-	do {
-		d[n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u || n < width);
-	while (n)
-		*p++ = d[--n];
-	return p;
-}
 
 void report_g6(char *buf, double v)
 {

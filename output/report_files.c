@@ -60,6 +60,7 @@ struct output {
 	const struct cluster *c;
 	struct report_stream o;
 	char (*fields)[REPORT_FIELD_MAX]; /* one row's, report_n_columns */
+	char **keys; /* the JSON's ,"name": of each column (malloc'd) */
 };
 
 /* Calls the progress callback every 1024 rows with the share written. */
@@ -267,9 +268,7 @@ static int write_json(FILE *f, void *arg, struct err *e)
 		for (size_t i = 0; i < report_n_columns; i++) {
 			const char *v = fields[i];
 
-			fputs(i ? ",\"" : "\"", f);
-			fputs(report_columns[i].name, f); /* identifiers */
-			fputs("\":", f);
+			fputs(x->keys[i] + !i, f); /* ,"name": (the first without ',') */
 			if (report_columns[i].kind == REPORT_NUM)
 				/* as json_number: null when empty, inf or nan */
 				fputs(v[0] && !strchr(v, 'n') ? v : "null", f);
@@ -306,6 +305,9 @@ static void free_output(void *arg)
 {
 	struct output *x = arg;
 
+	for (size_t i = 0; i < report_n_columns; i++)
+		free(x->keys[i]);
+	free(x->keys);
 	free(x->fields);
 	free(x);
 }
@@ -317,7 +319,14 @@ static int stage(struct outfile_set *t, const char *path, outfile_writer write,
 {
 	struct output *x = xcalloc(1, sizeof *x);
 
-	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, REPORT_FIELD_MAX) };
+	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, REPORT_FIELD_MAX),
+			      xcalloc(report_n_columns, sizeof *x->keys) };
+	for (size_t i = 0; i < report_n_columns; i++) { /* names are identifiers */
+		size_t n = strlen(report_columns[i].name) + 5;
+
+		x->keys[i] = xmalloc(n);
+		snprintf(x->keys[i], n, ",\"%s\":", report_columns[i].name);
+	}
 	return outfile_add_writer(t, path, write, x, free_output, 0666, e);
 }
 

@@ -640,6 +640,7 @@ static const char *const v2_columns[] = {
 	"uneven_batches",
 	"params_total",
 	"params_active",
+	"mfu_peak",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -813,7 +814,11 @@ START_TEST(test_report_json)
 	ck_assert_rel(cJSON_GetObjectItemCaseSensitive(o, "dp_comm_hidden_s")->valuedouble, 1.5, 1e-12);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "grad_acc_fusion")));
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o1, "grad_acc_fusion")));
-	ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "fits")));
+	/* fits and sp are booleans (issue 30; "yes"/"no" before) */
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fits")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o1, "fits")));
+	ck_assert(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(o, "sp")));
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "mfu_peak")->valuestring, "bf16");
 	cJSON_Delete(doc);
 	free(text);
 	free(path);
