@@ -28,9 +28,9 @@ enum kind {
 };
 
 struct entry {
-	char *path;   /* as given */
-	char *target; /* K_REPLACE: the file to replace (links resolved) */
-	char *tmp;    /* K_REPLACE: the temporary's name */
+	char *path;		    /* as given */
+	char *target;		    /* K_REPLACE: the file to replace (links resolved) */
+	char *tmp;		    /* K_REPLACE: the temporary's name */
 	volatile sig_atomic_t live; /* tmp exists (the signal handler reads it) */
 	char *text;		    /* the content, or NULL for a writer's */
 	size_t len;
@@ -347,8 +347,7 @@ int outfile_add(struct outfile_set *t, const char *path, const char *text, size_
 int outfile_add_writer(struct outfile_set *t, const char *path, outfile_writer write, void *arg,
 		       void (*free_arg)(void *), unsigned mode, struct err *e)
 {
-	struct entry f = { .path = xstrdup(path), .write = write, .arg = arg,
-			   .free_arg = free_arg, .mode = mode };
+	struct entry f = { .path = xstrdup(path), .write = write, .arg = arg, .free_arg = free_arg, .mode = mode };
 
 	return add_entry(t, f, e);
 }
@@ -451,8 +450,8 @@ static int write_content(FILE *out, struct entry *f, struct err *e)
 		return err_set(e, "cannot write '%s': %s", f->path, strerror(err));
 	}
 	f->written = start >= 0 && ftello(out) >= start ? ftello(out) - start
-		     : f->write				 ? -1
-							 : (long long)f->len;
+		     : f->write				? -1
+							: (long long)f->len;
 	return 0;
 }
 

@@ -49,11 +49,11 @@ int report_json(const char *path, const struct plan *p, const struct model *m,
 
 /* How the staged CSV and JSON are written. */
 struct report_stream {
-	int json_detail; /* the JSON's first json_detail rows carry "stages";
-			    the others "stages": null */
-	void (*progress)(double done, void *arg); /* NULL, or called every
-						     1024 rows with the share
-						     written (0 to 1) */
+	/* the JSON's first json_detail rows carry "stages", the others
+	 * "stages": null */
+	int json_detail;
+	/* NULL, or called every 1024 rows with the share written (0 to 1) */
+	void (*progress)(double done, void *arg);
 	void *progress_arg;
 };
 

@@ -25,13 +25,13 @@
  * (report_row_cost). Add columns only at the end. */
 #define COLUMNS(X)                                                                                                     \
 	X(rank, NUM, put_int(v, rank))                                                                                 \
-	X(fits, YESNO, put_text(v, r->fits ? "yes" : "no"))                                                              \
+	X(fits, YESNO, put_text(v, r->fits ? "yes" : "no"))                                                            \
 	X(tp, NUM, put_int(v, s->tp))                                                                                  \
 	X(pp, NUM, put_int(v, s->pp))                                                                                  \
 	X(dp, NUM, put_int(v, s->dp))                                                                                  \
 	X(cp, NUM, put_int(v, s->cp))                                                                                  \
 	X(ep, NUM, put_int(v, s->ep))                                                                                  \
-	X(sp, YESNO, put_text(v, s->sp ? "yes" : "no"))                                                                  \
+	X(sp, YESNO, put_text(v, s->sp ? "yes" : "no"))                                                                \
 	X(micro_batch_seqs, NUM, put_int(v, s->mbs))                                                                   \
 	X(micro_batches, NUM, put_int(v, s->micro_batches))                                                            \
 	X(global_batch_seqs, NUM, put_int(v, s->gbs))                                                                  \
@@ -126,7 +126,7 @@
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
 	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
 	/* the peak mfu_pct is against: bf16 on every row (cost_result.mfu),   \
-	 * FP8 rows included */                                                                                        \
+	 * FP8 rows included */                                       \
 	X(mfu_peak, STR, put_text(v, "bf16"))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
@@ -199,8 +199,8 @@ void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row 
 }
 
 /* Exact powers of ten (as doubles, 10^0 to 10^22). */
-static const double pow10_exact[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
-				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+static const double pow10_exact[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+				      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
 
 void report_g6(char *buf, double v)

@@ -60,7 +60,7 @@ struct output {
 	const struct cluster *c;
 	struct report_stream o;
 	char (*fields)[REPORT_FIELD_MAX]; /* one row's, report_n_columns */
-	char **keys; /* the JSON's ,"name": of each column (malloc'd) */
+	char **keys;			  /* the JSON's ,"name": of each column (malloc'd) */
 };
 
 /* Calls the progress callback every 1024 rows with the share written. */

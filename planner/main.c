@@ -39,7 +39,7 @@ struct cli {
 	bool help, version; /* --help, --version: print and exit 0 */
 	bool force;	    /* --force: --out may replace files not ours */
 	int top, pick;
-	int json_detail; /* --json-detail: rows with per-stage details */
+	int json_detail;      /* --json-detail: rows with per-stage details */
 	double mem_allowance; /* bytes per GPU, or -1: the cost model's */
 	double mem_headroom;  /* --mem-headroom: GiB, or percent when
 				   headroom_pct; 0: none */

@@ -464,7 +464,6 @@ START_TEST(csv_formula_neutralised)
 }
 END_TEST
 
-
 /* Issue 27 item 1, issue 30: --json-detail K gives the first K rows their
  * "stages" and the others "stages": null; fits and sp are JSON booleans,
  * mfu_peak says the MFU's peak; the line after the table gives the rows and
