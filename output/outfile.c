@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,7 +110,7 @@ static void hold_signals(bool block)
 	sigemptyset(&s);
 	for (size_t i = 0; i < N_CLEANUP; i++)
 		sigaddset(&s, cleanup_signal[i]);
-	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
+	pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, NULL);
 }
 
 /* Removes the temporaries and then the directories created, newest first. */
@@ -721,7 +722,9 @@ int outfile_commit(struct outfile_set *t, struct err *e)
 	 * killing the process with the temporaries left behind */
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, &old);
-	sigemptyset(&act.sa_mask);
+	sigemptyset(&act.sa_mask); /* one handler at a time */
+	for (size_t k = 0; k < N_CLEANUP; k++)
+		sigaddset(&act.sa_mask, cleanup_signal[k]);
 	act.sa_flags = SA_RESETHAND;
 	committing = t;
 	for (size_t k = 0; k < N_CLEANUP; k++)
