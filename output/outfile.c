@@ -357,7 +357,7 @@ long long outfile_written(const struct outfile_set *t, const char *path)
 {
 	for (int i = 0; i < t->n; i++)
 		if (strcmp(t->f[i].path, path) == 0)
-			return t->f[i].written;
+			return t->f[i].kind == K_REPLACE ? t->f[i].written : -1;
 	return -1;
 }
 

@@ -53,8 +53,8 @@ void outfile_manifest(struct outfile_set *t, const char *dir, bool force);
 
 #define OUTFILE_MANIFEST "ampplan.manifest"
 
-/* Bytes the last outfile_commit of t wrote to path (as added), or -1 if
- * none is known. */
+/* Bytes the last outfile_commit of t wrote to path (as added), a regular
+ * file, or -1 if none is known (not committed; stdout, a device, a FIFO). */
 long long outfile_written(const struct outfile_set *t, const char *path);
 
 /* Returns 0 when outputs a and b (paths, "-" for stdout) may both be

@@ -591,14 +591,14 @@ static const struct plan_row *closest_row(const struct plan *p)
 }
 
 /* The line saying what went into the CSV or JSON file path (NULL: none;
- * nothing for stdout or a device): its rows, size, and for the JSON the
+ * nothing but for a regular file): its rows, size, and for the JSON the
  * rows with per-stage details (detail >= 0). */
 static void print_written(FILE *out, const struct outfile_set *t, const char *what,
 			  const char *path, int rows, int detail)
 {
 	long long bytes = path ? outfile_written(t, path) : -1;
 
-	if (!path || bytes < 0 || outfile_is_stdout(path))
+	if (bytes < 0)
 		return;
 	fprintf(out, "wrote %s '", what);
 	report_escaped(out, path);
@@ -622,6 +622,7 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 	struct report_stream csv = { cl->json_detail, show, &csv_progress },
 			     json = { cl->json_detail, show, &json_progress };
 	int rc = EXIT_INPUT;
+	bool committed;
 
 	/* the launch files first: the manifest of --out lists those */
 	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
@@ -638,12 +639,13 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 		goto done;
 	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
 		goto done;
-	if (outfile_commit(t, e))
-		goto done;
-	if (cl->csv && show)
+	committed = outfile_commit(t, e) == 0;
+	if (cl->csv && show) /* ends (erases) the progress */
 		show(1.0, &csv_progress);
 	if (cl->json && show)
 		show(1.0, &json_progress);
+	if (!committed)
+		goto done;
 	rc = EXIT_OK;
 	print_written(out, t, "CSV", cl->csv, p->n_row, -1);
 	print_written(out, t, "JSON", cl->json, p->n_row, cl->json_detail);
