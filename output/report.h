@@ -52,9 +52,13 @@ struct report_stream {
 	/* the JSON's first json_detail rows carry "stages", the others
 	 * "stages": null */
 	int json_detail;
-	/* NULL, or called every 1024 rows with the share written (0 to 1) */
+	/* NULL, or called from the calling thread every few thousand rows
+	 * with the share written (0 to 1) */
 	void (*progress)(double done, void *arg);
 	void *progress_arg;
+	/* threads formatting the rows (0: one per online CPU, at most 16);
+	 * the file is the same for any number */
+	int threads;
 };
 
 /* Like report_csv and report_json, but add the file to the transaction t

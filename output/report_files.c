@@ -10,10 +10,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -59,23 +61,106 @@ struct output {
 	const struct model *m;
 	const struct cluster *c;
 	struct report_stream o;
-	char (*fields)[REPORT_FIELD_MAX]; /* one row's, report_n_columns */
-	char **keys;			  /* the JSON's ,"name": of each column (malloc'd) */
+	char **keys; /* the JSON's ,"name": of each column (malloc'd) */
 };
 
-/* Calls the progress callback every 1024 rows with the share written. */
-static void row_progress(const struct output *x, int r)
+/* Formats row r of x into f as a line of the CSV (rank 0 for the
+ * infeasible ones), fields being the row's scratch space. */
+static void csv_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
 {
-	if (x->o.progress && r % 1024 == 0)
-		x->o.progress(x->p->n_row ? (double)r / x->p->n_row : 1.0, x->o.progress_arg);
+	const struct plan *p = x->p;
+
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	for (size_t i = 0; i < report_n_columns; i++) {
+		fputs(i ? "," : "", f);
+		if (report_columns[i].kind == REPORT_STR)
+			csv_text_field(f, fields[i]);
+		else
+			csv_field(f, fields[i]);
+	}
+	fputc('\n', f);
 }
 
-/* Writes the ranking to f, row by row: a header of the column names, then
- * one line per row (rank 0 for the infeasible ones). */
+/* Formats one row of x into f (csv_row, json_row). */
+typedef void (*row_format)(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX],
+			   int r);
+
+/* Rows a writer thread formats at a time, and the most threads. */
+#define ROWS_PER_TASK 256
+#define MAX_WRITERS   16
+
+/* Rows [first, end) formatted into buf (len bytes, malloc'd). */
+struct task {
+	const struct output *x;
+	row_format format;
+	char (*fields)[REPORT_FIELD_MAX];
+	int first, end;
+	char *buf;
+	size_t len;
+};
+
+static void *run_task(void *arg)
+{
+	struct task *k = arg;
+	FILE *f = must_alloc(open_memstream(&k->buf, &k->len));
+
+	for (int r = k->first; r < k->end; r++)
+		k->format(f, k->x, k->fields, r);
+	if (fclose(f) != 0)
+		fatal_oom();
+	return NULL;
+}
+
+/* Writes every row of x to f by format, in order: in rounds of up to
+ * MAX_WRITERS tasks of ROWS_PER_TASK rows, formatted on as many threads
+ * (report_stream.threads) and written when the round is done, so that
+ * memory holds one round's text whatever the number of rows, and the file
+ * is the same for any thread count. Calls the progress callback once a
+ * round. */
+static void write_rows(FILE *f, const struct output *x, row_format format)
+{
+	const struct plan *p = x->p;
+	long n = x->o.threads > 0 ? x->o.threads : sysconf(_SC_NPROCESSORS_ONLN);
+	struct task k[MAX_WRITERS];
+	pthread_t th[MAX_WRITERS];
+	bool started[MAX_WRITERS];
+
+	n = n < 1 ? 1 : n > MAX_WRITERS ? MAX_WRITERS
+					: n;
+	for (int i = 0; i < n; i++)
+		k[i] = (struct task){ .x = x, .format = format, .fields = xcalloc(report_n_columns, REPORT_FIELD_MAX) };
+	for (int base = 0; base < p->n_row && !ferror(f); base += (int)n * ROWS_PER_TASK) {
+		int used = 0;
+
+		if (x->o.progress)
+			x->o.progress((double)base / p->n_row, x->o.progress_arg);
+		for (; used < n && base + used * ROWS_PER_TASK < p->n_row; used++) {
+			struct task *t = &k[used];
+
+			t->first = base + used * ROWS_PER_TASK;
+			t->end = t->first + ROWS_PER_TASK < p->n_row ? t->first + ROWS_PER_TASK : p->n_row;
+			/* task 0 runs here; one a thread cannot start, too */
+			started[used] = used && pthread_create(&th[used], NULL, run_task, t) == 0;
+		}
+		for (int i = 0; i < used; i++)
+			if (!started[i])
+				run_task(&k[i]);
+		for (int i = 0; i < used; i++) {
+			if (started[i])
+				pthread_join(th[i], NULL);
+			fwrite(k[i].buf, 1, k[i].len, f);
+			free(k[i].buf);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(k[i].fields);
+}
+
+/* Writes the ranking to f: a header of the column names, then one line per
+ * row (write_rows). */
 static int write_csv(FILE *f, void *arg, struct err *e)
 {
 	struct output *x = arg;
-	const struct plan *p = x->p;
 
 	(void)e;
 	for (size_t i = 0; i < report_n_columns; i++) {
@@ -83,18 +168,7 @@ static int write_csv(FILE *f, void *arg, struct err *e)
 		csv_field(f, report_columns[i].name);
 	}
 	fputc('\n', f);
-	for (int r = 0; r < p->n_row && !ferror(f); r++) {
-		row_progress(x, r);
-		report_fields(x->fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
-		for (size_t i = 0; i < report_n_columns; i++) {
-			fputs(i ? "," : "", f);
-			if (report_columns[i].kind == REPORT_STR)
-				csv_text_field(f, x->fields[i]);
-			else
-				csv_field(f, x->fields[i]);
-		}
-		fputc('\n', f);
-	}
+	write_rows(f, x, csv_row);
 	return 0;
 }
 
@@ -227,10 +301,52 @@ static void json_double(FILE *f, double v)
 	fputs(buf, f);
 }
 
+/* Formats row r of x into f as the JSON's object of the row, preceded by
+ * ",\n" (or "\n" for row 0): every column, "stages" for the first
+ * o.json_detail rows (null for the others), "gap_pct". */
+static void json_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
+{
+	const struct plan *p = x->p;
+
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	fputs(r ? ",\n{" : "\n{", f);
+	for (size_t i = 0; i < report_n_columns; i++) {
+		const char *v = fields[i];
+
+		fputs(x->keys[i] + !i, f); /* ,"name": (the first without ',') */
+		if (report_columns[i].kind == REPORT_NUM)
+			/* as json_number: null when empty, inf or nan */
+			fputs(v[0] && !strchr(v, 'n') ? v : "null", f);
+		else if (report_columns[i].kind == REPORT_BOOL)
+			fputs(strcmp(v, "1") == 0 ? "true" : "false", f);
+		else if (report_columns[i].kind == REPORT_YESNO)
+			fputs(strcmp(v, "yes") == 0 ? "true" : "false", f);
+		else
+			json_string(f, v);
+	}
+	fputs(",\"stages\":", f);
+	if (r < x->o.json_detail) {
+		cJSON *a = json_stages(&p->row[r], x->m, x->c);
+		char *text = must_alloc(cJSON_PrintUnformatted(a));
+
+		fputs(text, f);
+		cJSON_free(text);
+		cJSON_Delete(a);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\"gap_pct\":", f);
+	if (r < p->n_feasible) /* plan_row.gap_pct */
+		json_double(f, p->row[r].gap_pct);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
 /* Writes the ranking to f: the summary keys, then "strategies", one object
- * per line, each written from its fields as it comes (a ranking can have
- * 500,000 rows: nothing is held but one row's fields, and the cJSON tree of
- * one row's stages); the rows past o.json_detail get "stages": null. */
+ * per line (write_rows: a ranking can have 500,000 rows, and memory holds
+ * one round's text, each detailed row's stages a cJSON tree while it is
+ * formatted). */
 static int write_json(FILE *f, void *arg, struct err *e)
 {
 	struct output *x = arg;
@@ -259,44 +375,7 @@ static int write_json(FILE *f, void *arg, struct err *e)
 	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
 	cJSON_free(text);
 	cJSON_Delete(doc);
-	for (int r = 0; r < p->n_row && !ferror(f); r++) {
-		char(*fields)[REPORT_FIELD_MAX] = x->fields;
-
-		row_progress(x, r);
-		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
-		fputs(r ? ",\n{" : "\n{", f);
-		for (size_t i = 0; i < report_n_columns; i++) {
-			const char *v = fields[i];
-
-			fputs(x->keys[i] + !i, f); /* ,"name": (the first without ',') */
-			if (report_columns[i].kind == REPORT_NUM)
-				/* as json_number: null when empty, inf or nan */
-				fputs(v[0] && !strchr(v, 'n') ? v : "null", f);
-			else if (report_columns[i].kind == REPORT_BOOL)
-				fputs(strcmp(v, "1") == 0 ? "true" : "false", f);
-			else if (report_columns[i].kind == REPORT_YESNO)
-				fputs(strcmp(v, "yes") == 0 ? "true" : "false", f);
-			else
-				json_string(f, v);
-		}
-		fputs(",\"stages\":", f);
-		if (r < x->o.json_detail) {
-			cJSON *a = json_stages(&p->row[r], m, c);
-
-			text = must_alloc(cJSON_PrintUnformatted(a));
-			fputs(text, f);
-			cJSON_free(text);
-			cJSON_Delete(a);
-		} else {
-			fputs("null", f);
-		}
-		fputs(",\"gap_pct\":", f);
-		if (r < p->n_feasible) /* plan_row.gap_pct */
-			json_double(f, p->row[r].gap_pct);
-		else
-			fputs("null", f);
-		fputc('}', f);
-	}
+	write_rows(f, x, json_row);
 	fputs("]}\n", f);
 	return 0;
 }
@@ -308,7 +387,6 @@ static void free_output(void *arg)
 	for (size_t i = 0; i < report_n_columns; i++)
 		free(x->keys[i]);
 	free(x->keys);
-	free(x->fields);
 	free(x);
 }
 
@@ -319,8 +397,7 @@ static int stage(struct outfile_set *t, const char *path, outfile_writer write,
 {
 	struct output *x = xcalloc(1, sizeof *x);
 
-	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, REPORT_FIELD_MAX),
-			      xcalloc(report_n_columns, sizeof *x->keys) };
+	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, sizeof *x->keys) };
 	for (size_t i = 0; i < report_n_columns; i++) { /* names are identifiers */
 		size_t n = strlen(report_columns[i].name) + 5;
 

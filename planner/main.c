@@ -619,8 +619,8 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 {
 	struct outfile_set *t = outfile_create();
 	void (*show)(double, void *) = cl->opts.progress;
-	struct report_stream csv = { cl->json_detail, show, &csv_progress },
-			     json = { cl->json_detail, show, &json_progress };
+	struct report_stream csv = { cl->json_detail, show, &csv_progress, cl->opts.threads },
+			     json = { cl->json_detail, show, &json_progress, cl->opts.threads };
 	int rc = EXIT_INPUT;
 	bool committed;
 

@@ -507,6 +507,40 @@ START_TEST(json_detail_and_booleans)
 }
 END_TEST
 
+/* Item 1: the rows are formatted on --threads threads in rounds of 256 per
+ * thread and written in order: the CSV and the JSON (but its search_s) of
+ * 1, 2 and 3 threads are the same bytes, over several rounds. */
+START_TEST(rows_same_for_any_threads)
+{
+	char *dir = tmpdir(), *text[3][2], *err;
+
+	for (int t = 0; t < 3; t++) {
+		char *csv = path2(dir, "x.csv"), *json = path2(dir, "x.json"), *s;
+
+		ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --json %s --json-detail 300 --threads %d",
+					 csv, json, t + 1),
+				 0);
+		text[t][0] = read_file(csv);
+		text[t][1] = read_file(json);
+		ck_assert_int_gt(count_lines(text[t][0]), 600); /* three rounds of 256 at 1 thread */
+		s = strstr(text[t][1], "\"search_s\":");
+		ck_assert_ptr_nonnull(s);
+		memmove(s, strchr(s, ','), strlen(strchr(s, ',')) + 1);
+		free(err);
+		free(csv);
+		free(json);
+	}
+	for (int t = 1; t < 3; t++)
+		for (int k = 0; k < 2; k++)
+			ck_assert_msg(strcmp(text[t][k], text[0][k]) == 0, "%d threads, file %d", t + 1, k);
+	for (int t = 0; t < 3; t++)
+		for (int k = 0; k < 2; k++)
+			free(text[t][k]);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
 /* Runs `ampplan TINY args` in the background with stdin from /dev/null and
  * its output to dir/log; returns its pid. */
 static pid_t spawn(const char *dir, const char *args)
@@ -752,6 +786,7 @@ static Suite *outputs_suite(void)
 	tcase_add_test(tc, nodes_txt_round_trips_spaces);
 	tcase_add_test(tc, csv_formula_neutralised);
 	tcase_add_test(tc, json_detail_and_booleans);
+	tcase_add_test(tc, rows_same_for_any_threads);
 	tcase_add_test(tc, signal_cleans_up);
 	tcase_add_test(tc, stdout_full_fails);
 	tcase_add_test(tc, out_manifest);
