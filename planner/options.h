@@ -171,9 +171,9 @@ enum opt_scope { SCOPE_RUN,
 	  "break down time and memory of the top 3 strategies (at most --top)")                                                                                    \
 	X(JSON, "json", KIND_PATH, json, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
 	  "write the whole ranking as JSON, per-stage details for the top --json-detail rows")                                                                     \
-	X(JSON_DETAIL, "json-detail", KIND_INT, json_detail, OPT_RANGE(0, 1000000000), SCOPE_RUN, "K",                                                            \
+	X(JSON_DETAIL, "json-detail", KIND_INT, json_detail, OPT_RANGE(0, 1000000000), SCOPE_RUN, "K",                                                             \
 	  OPT_NEEDS("a number of rows from 0"),                                                                                                                    \
-	  "rows of --json with per-stage details (default 100; the others get \"stages\": null)")                                                                 \
+	  "rows of --json with per-stage details (default 100; the others get \"stages\": null)")                                                                  \
 	X(TIMELINE, "timeline", KIND_PATH, timeline, OPT_ANY, SCOPE_RUN, "FILE.svg", OPT_ERROR(NULL),                                                              \
 	  "draw one iteration of the top (or --pick'ed) strategy's pipeline as SVG")                                                                               \
 	X(TRAINER, "trainer", KIND_ENUM, opts.trainer, OPT_NAMES(trainer_parse), SCOPE_RUN, "NAME",                                                                \
@@ -185,7 +185,7 @@ enum opt_scope { SCOPE_RUN,
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
 	  "directory for --emit (default: launch)")                                                                                                                \
 	X(FORCE, "force", KIND_FLAG, force, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                                               \
-	  "let --emit replace or remove files in --out that ampplan did not write or that were changed")                                                          \
+	  "let --emit replace or remove files in --out that ampplan did not write or that were changed")                                                           \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \
 	  OPT_ERROR("--pick needs a positive integer"),                                                                                                            \
 	  "the N-th strategy of the ranking for --emit and --timeline (default 1)")                                                                                \
