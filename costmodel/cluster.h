@@ -28,6 +28,9 @@ struct gpu_type {
 				   forward reaches (FlashAttention-3 / cuDNN on
 				   Hopper run faster than FA-2 on Ampere);
 				   0 = FLASH_RATE x eff_max (compute.h) */
+	double hbm_eff;		/* fraction of hbm_bw memory-bound kernels
+				   reach ("hbm_efficiency"); 0 =
+				   COMPUTE_HBM_EFF (compute.h) */
 	enum gpu_vendor vendor; /* "vendor"; default NVIDIA */
 	double link_bw;		/* bytes/s per GPU, one direction, of its
 				   peer link inside a node (NVLink, Infinity

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "calibrate.h"
 #include "cluster.h"
 #include "cluster_read.h"
 #include "datafile.h"
@@ -22,6 +23,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "report.h"
+#include "runs.h"
 #include "timeline.h"
 #include "trainer.h"
 #include "util.h"
@@ -35,7 +37,9 @@ enum exit_code { EXIT_OK = 0,
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
 	const char *timeline; /* --timeline FILE.svg */
+	const char *runs;     /* calibrate --runs FILE */
 	bool profile, explain;
+	bool calibrate;	    /* `ampplan calibrate` */
 	bool help, version; /* --help, --version: print and exit 0 */
 	bool force;	    /* --force: --out may replace files not ours */
 	int top, pick;
@@ -153,11 +157,14 @@ static const struct option long_options[] = {
 static void help(void)
 {
 	puts("usage: ampplan --model FILE --cluster FILE [options]\n"
-	     "       ampplan profile --model FILE\n\n"
+	     "       ampplan profile --model FILE\n"
+	     "       ampplan calibrate --cluster FILE --runs FILE --out FILE [--model FILE] [options]\n\n"
 	     "Ranks parallel training strategies (TP, PP, DP, CP, EP, micro-batch, schedule,\n"
 	     "recomputation, ZeRO, layer partition and GPU placement) by predicted tokens/s.\n"
 	     "With --tp --pp --dp --cp --mbs all given it evaluates that strategy (what-if).\n"
-	     "'profile' prints the per-layer profile of a model as JSON.\n\noptions:");
+	     "'profile' prints the per-layer profile of a model as JSON.\n"
+	     "'calibrate' fits the cluster's cost-model constants to measured runs and writes\n"
+	     "the calibrated cluster file.\n\noptions:");
 	for (int i = 0; i < OPT_COUNT; i++) {
 		int arg = options[i].kind != KIND_FLAG;
 
@@ -449,6 +456,17 @@ static int check_outputs(const struct cli *cl)
 	return -1;
 }
 
+/* The checks of `ampplan calibrate`'s command line (after getopt). Returns
+ * -1 to go on, or an exit code. */
+static int calibrate_args(struct cli *cl)
+{
+	if (!cl->cluster || !cl->runs || !cl->out)
+		return usage("%s", "calibrate needs --cluster, --runs and --out");
+	if (cl->n_compare || cl->csv || cl->json || cl->emit || cl->timeline || cl->explain)
+		return usage("%s", "calibrate prints its table and writes --out: --compare, --csv, --json, --emit, --timeline and --explain go with the planner");
+	return -1;
+}
+
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(struct cli *cl, int argc, char **argv)
 {
@@ -458,10 +476,10 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 	cl->pick = 1;
 	cl->json_detail = 100;
 	cl->mem_allowance = -1;
-	cl->out = "launch";
 	plan_opts_init(&cl->opts);
-	if (argc > 1 && strcmp(argv[1], "profile") == 0) {
-		cl->profile = true;
+	if (argc > 1 && (strcmp(argv[1], "profile") == 0 || strcmp(argv[1], "calibrate") == 0)) {
+		cl->profile = strcmp(argv[1], "profile") == 0;
+		cl->calibrate = !cl->profile;
 		argv[1] = argv[0];
 		argc--;
 		argv++;
@@ -485,6 +503,12 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage("unexpected argument '%s'", argv[optind]);
+	if (cl->calibrate)
+		return calibrate_args(cl);
+	if (cl->runs)
+		return usage("%s", "--runs goes with 'ampplan calibrate'");
+	if (!cl->out)
+		cl->out = "launch";
 	if (!cl->model)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
@@ -920,6 +944,142 @@ static int finish(int rc)
 	return rc == EXIT_OK && (out_bad || err_bad) ? EXIT_INPUT : rc;
 }
 
+/* The options of run w of rs: its spec ("KEY=VALUE,...", KEY a strategy
+ * option, gbs or seq) applied onto the command line's, completed as the
+ * what-if mode, one search thread and no progress line. *text receives
+ * the malloc'd copy of the spec the layout points into (caller frees).
+ * Returns 0, or -1 with e naming the file, line and column of the spec. */
+static int run_options(const struct cli *cl, const struct runs *rs, const struct run_row *w,
+		       struct plan_opts *o, char **text, struct err *e)
+{
+	struct cli sub = *cl;
+	char *save = NULL, *item;
+
+	*text = xstrdup(w->spec);
+	for (item = strtok_r(*text, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		int id = -1;
+
+		if (eq) {
+			*eq = '\0';
+			for (int k = 0; k < OPT_COUNT; k++)
+				if (strcmp(options[k].name, item) == 0)
+					id = k;
+		}
+		if (id < 0 || (options[id].scope != SCOPE_STRATEGY && id != OPT_GBS && id != OPT_SEQ))
+			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not KEY=VALUE of a strategy option (as --compare's), gbs or seq",
+				       rs->path, w->line, w->spec_col, w->spec, item);
+		if (parse_value(&sub, &options[id], eq + 1))
+			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not a value of --%s", rs->path,
+				       w->line, w->spec_col, w->spec, eq + 1, options[id].name);
+	}
+	if (!plan_opts_what_if(&sub.opts))
+		return err_set(e, "%s:%d:%d: spec '%s' needs tp, pp, dp, cp and mbs", rs->path, w->line,
+			       w->spec_col, w->spec);
+	if (layout_vp(&sub.opts))
+		sub.opts.vp = layout_vp(&sub.opts);
+	plan_opts_complete(&sub.opts);
+	sub.opts.threads = 1;
+	sub.opts.progress = NULL;
+	*o = sub.opts;
+	return 0;
+}
+
+/* The models the runs name, each loaded once. */
+struct model_set {
+	char *name[RUNS_MAX];
+	struct model *m[RUNS_MAX];
+	int n;
+};
+
+/* The model name (a path or NAME; NULL: none) designates, loaded into ms
+ * once and checked against c. Returns it, or NULL with e set. */
+static struct model *run_model(struct model_set *ms, const char *name, const struct cluster *c,
+			       struct err *e)
+{
+	char *path;
+	struct model *m;
+
+	for (int i = 0; i < ms->n; i++)
+		if (strcmp(ms->name[i], name) == 0)
+			return ms->m[i];
+	if (!(path = datafile_resolve("profiles", name, e)))
+		return NULL;
+	if (model_load(&m, path, e) || model_check_gpus(m, c, e)) {
+		if (!strstr(e->msg, path))
+			err_prefix(e, "%s", path);
+		free(path);
+		return NULL;
+	}
+	free(path);
+	ms->name[ms->n] = xstrdup(name);
+	ms->m[ms->n++] = m;
+	return m;
+}
+
+/* `ampplan calibrate`: reads the runs, fits the cluster's constants to
+ * them (calib_fit), prints the tables and writes the calibrated cluster
+ * file to --out (all or nothing). Returns an exit code. */
+static int run_calibrate(const struct cli *cl, const struct cluster *c)
+{
+	struct runs *rs = NULL;
+	struct model_set *ms = xcalloc(1, sizeof *ms);
+	struct calib_run *run = NULL;
+	struct calib_result res;
+	char **text = NULL;
+	struct err e = { "" };
+	int rc = EXIT_INPUT, n = 0;
+
+	if (runs_load(&rs, cl->runs, &e))
+		goto done;
+	run = xcalloc((size_t)rs->n, sizeof *run);
+	text = xcalloc((size_t)rs->n, sizeof *text);
+	for (; n < rs->n; n++) {
+		const struct run_row *w = &rs->row[n];
+		const char *name = w->model ? w->model : cl->model;
+
+		if (!name) {
+			err_set(&e, "%s:%d: the run names no model and --model is not given", rs->path, w->line);
+			goto done;
+		}
+		if (run_options(cl, rs, w, &run[n].o, &text[n], &e))
+			goto done;
+		if (!(run[n].m = run_model(ms, name, c, &e))) {
+			err_prefix(&e, "%s:%d: model '%s'", rs->path, w->line, name);
+			goto done;
+		}
+		run[n].measured_s = w->measured_s;
+		run[n].peak_bytes = w->peak_gib > 0 ? w->peak_gib * 1073741824.0 : 0;
+		run[n].line = w->line;
+	}
+	if (calib_fit(&res, c, run, n, &e)) {
+		err_prefix(&e, "%s", rs->path);
+		goto done;
+	}
+	calib_print(stdout, c, &res, run);
+	if (calib_write(cl->cluster, cl->out, c, &res, cl->runs, &e) == 0) {
+		printf("wrote %s\n", cl->out);
+		rc = EXIT_OK;
+	}
+	calib_result_free(&res);
+done:
+	if (rc) {
+		err_prefix(&e, "calibrate");
+		print_error(e.msg);
+	}
+	for (int i = 0; text && i < rs->n; i++)
+		free(text[i]);
+	for (int i = 0; i < ms->n; i++) {
+		free(ms->name[i]);
+		model_free(ms->m[i]);
+	}
+	free(ms);
+	free(text);
+	free(run);
+	runs_free(rs);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cl = { 0 };
@@ -930,6 +1090,21 @@ int main(int argc, char **argv)
 	int rc = parse_args(&cl, argc, argv);
 
 	if (rc >= 0) {
+		compare_free(&cl);
+		return finish(rc);
+	}
+	if (cl.calibrate) {
+		if (find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
+		    cluster_load(&c, cl.cluster, &e) || apply_headroom(&cl, c, &e)) {
+			print_error(e.msg);
+			rc = EXIT_INPUT;
+		} else {
+			if (cl.mem_allowance >= 0)
+				c->mem_allowance = cl.mem_allowance;
+			rc = run_calibrate(&cl, c);
+		}
+		cluster_free(c);
+		free(cluster_path);
 		compare_free(&cl);
 		return finish(rc);
 	}

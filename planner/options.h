@@ -183,7 +183,9 @@ enum opt_scope { SCOPE_RUN,
 	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
 	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
-	  "directory for --emit (default: launch)")                                                                                                                \
+	  "directory for --emit (default: launch); calibrate: the cluster file it writes")                                                                         \
+	X(RUNS, "runs", KIND_PATH, runs, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
+	  "calibrate: the measured runs (CSV: model, spec, measured_s, measured_peak_GiB)")                                                                        \
 	X(FORCE, "force", KIND_FLAG, force, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                                               \
 	  "let --emit replace or remove files in --out that ampplan did not write or that were changed")                                                           \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \
