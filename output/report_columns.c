@@ -121,7 +121,13 @@
 	/* the model's parameters, all and those one token runs through        \
 	 * (model_active_params; the same for a dense model) */                                       \
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
-	X(params_active, NUM, put_count(v, model_active_params(m)))
+	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
+	/* each trainer's seconds per iteration for the strategy, with its own                          \
+	 * features (trainer_features; empty or null where it cannot run it) */              \
+	X(megatron_iteration_s, NUM, put_trainer(v, row, TRAINER_MEGATRON))                                            \
+	X(torchtitan_iteration_s, NUM, put_trainer(v, row, TRAINER_TORCHTITAN))                                        \
+	X(deepspeed_iteration_s, NUM, put_trainer(v, row, TRAINER_DEEPSPEED))                                          \
+	X(nemo_iteration_s, NUM, put_trainer(v, row, TRAINER_NEMO))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -144,6 +150,13 @@ static void put_count(char *v, double x)
 static void put_text(char *v, const char *x)
 {
 	snprintf(v, REPORT_FIELD_MAX, "%s", x);
+}
+static void put_trainer(char *v, const struct plan_row *row, enum trainer t)
+{
+	if (row->trainer_s[t] > 0)
+		put_num(v, row->trainer_s[t]);
+	else
+		put_text(v, "");
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,

@@ -12,6 +12,7 @@
 #include "moe.h"
 #include "plan.h"
 #include "trainer.h"
+#include "trainer_time.h"
 
 /* Whether every node group of c has a price (the table's cost columns). */
 static bool priced(const struct cluster *c)
@@ -202,6 +203,15 @@ static void explain_strategy(FILE *out, const struct plan_row *row, const struct
 	fprintf(out, "  trainers that run it: %s\n",
 		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
 			      : "none (planning only)");
+	/* each trainer's own time (trainer_times), and why it is slower */
+	for (int k = 0; k < TRAINER_COUNT; k++)
+		if (row->trainer_s[k] > 0)
+			fprintf(out, "    %-10s %9.3f s %+6.1f%%%s%s\n", trainer_name((enum trainer)k),
+				row->trainer_s[k], 100.0 * (row->trainer_s[k] / row->r.iter_s - 1),
+				row->trainers >> k & 1 ? "" : ": ",
+				row->trainers >> k & 1
+					? ""
+					: trainer_feature_diff(why, sizeof why, s, row->trainer_feat[k]));
 	for (int k = 0; k < TRAINER_COUNT; k++)
 		if (trainer_refusal((enum trainer)k, m, c, s, why, sizeof why))
 			fprintf(out, "    not %s\n", why);

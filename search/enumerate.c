@@ -9,6 +9,7 @@
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 bool search_tp_fits(const struct model *m, int tp)
@@ -249,18 +250,7 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
  * allowed" is never slower than off. */
 static void set_overlaps(const struct search *S, struct strategy *s)
 {
-	const struct plan_opts *o = S->o;
-
-	s->tp_overlap = o->tp_overlap >= 0 ? o->tp_overlap
-					   : trainer_allows(o->trainer, FEATURE_TP_OVERLAP, s);
-	s->grad_overlap = o->grad_overlap >= 0 ? o->grad_overlap
-					       : trainer_allows(o->trainer, FEATURE_GRAD_OVERLAP, s);
-	s->param_overlap = o->param_overlap >= 0
-				   ? o->param_overlap
-				   : trainer_allows(o->trainer, FEATURE_PARAM_OVERLAP, s);
-	s->grad_acc_unfused = !(o->grad_acc_fusion >= 0
-					? o->grad_acc_fusion
-					: trainer_allows(o->trainer, FEATURE_GRAD_ACC_FUSION, s));
+	trainer_features(S->o->trainer, s, S->m, S->o);
 }
 
 /* ZeRO stages: 0 and 1 (distributed optimizer) with pipelines; 2 and 3 too

@@ -12,6 +12,7 @@
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 static double now(void)
@@ -133,6 +134,15 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	if (opts.objective == PLAN_THROUGHPUT && refine_rows(&S, c))
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	/* each trainer's time; a row only a slower trainer runs becomes its */
+	rc = trainer_rows(S.p, m, c, o, e);
+	if (rc < 0) {
+		plan_free(S.p);
+		return -1;
+	}
+	if (rc)
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
+		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
