@@ -139,10 +139,10 @@ static int stage_files(const struct emit_ctx *x, const char *dir, struct outfile
 }
 
 int emit_stage(const char *format, const char *dir, const struct model *m,
-	       const struct cluster *c, const struct strategy *s, struct outfile_set *t,
-	       struct err *e)
+	       const struct cluster *c, const struct strategy *s, const char *row_line,
+	       struct outfile_set *t, struct err *e)
 {
-	struct emit_ctx x = { .m = m, .c = c, .s = s };
+	struct emit_ctx x = { .m = m, .c = c, .s = s, .row_line = row_line };
 	int f = emit_format_parse(format), rc;
 
 	if (f < 0)
@@ -187,7 +187,7 @@ int emit_write(const char *format, const char *dir, const struct model *m,
 	       const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
-	int rc = emit_stage(format, dir, m, c, s, t, e);
+	int rc = emit_stage(format, dir, m, c, s, NULL, t, e);
 
 	if (rc == 0)
 		rc = outfile_commit(t, e);

@@ -37,10 +37,13 @@ int emit_write(const char *format, const char *dir, const struct model *m,
 
 /* Like emit_write, but adds the files (dir/NAME) and dir to the transaction
  * t instead of writing them: nothing is written until outfile_commit(t).
- * Returns 0, or -1 with e set (also when a file names the same path as one
- * already in t: outfile_conflict(t) is then true). */
+ * row_line: the ranking's row of s as the table printed it
+ * (report_row_line), which the header repeats after "# row:" on a line of
+ * its own as "#" + row_line; NULL: none. Returns 0, or -1 with e set (also
+ * when a file names the same path as one already in t: outfile_conflict(t)
+ * is then true). */
 int emit_stage(const char *format, const char *dir, const struct model *m,
-	       const struct cluster *c, const struct strategy *s, struct outfile_set *t,
-	       struct err *e);
+	       const struct cluster *c, const struct strategy *s, const char *row_line,
+	       struct outfile_set *t, struct err *e);
 
 #endif

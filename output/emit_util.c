@@ -194,6 +194,11 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		    s->tp, s->cp, s->pp, s->vp, s->dp, s->ep, s->mbs, s->gbs,
 		    s->micro_batches, s->seq, schedule_name(s->schedule),
 		    recompute_name(s->recompute), s->zero, s->sp ? "on" : "off");
+	if (x->row_line) {
+		emit_printf(b, "# row:\n#");
+		emit_name(b, x->row_line);
+		emit_printf(b, "\n");
+	}
 	emit_printf(b, "# layers/stage ");
 	emit_stages(b, x);
 	emit_printf(b, " on node groups");

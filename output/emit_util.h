@@ -36,6 +36,8 @@ struct emit_ctx {
 	const struct model *m;
 	const struct cluster *c;
 	const struct strategy *s;
+	const char *row_line; /* the ranking's row of s (report_row_line),
+				 or NULL */
 	struct trainer_nodes nodes;
 	int block;   /* GPUs per pipeline rank: tp * cp * dp */
 	bool hetero; /* pipeline ranks on more than one node group */

@@ -71,8 +71,7 @@ static void moe_label(char *buf, size_t n, const struct strategy *s)
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top)
 {
-	char layers[64], groups[48], sched[24], mem[48], who[40];
-	double usd_iter, usd_mtok;
+	char line[REPORT_ROW_LINE];
 
 	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-17s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
@@ -80,26 +79,38 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 	if (priced(c))
 		fprintf(out, " %9s %9s", "USD/iter", "USD/Mtok");
 	fprintf(out, " %s\n", "trainers");
-	for (int i = 0; i < p->n_feasible && i < top; i++) {
-		const struct plan_row *row = &p->row[i];
-		const struct strategy *s = &row->s;
-
-		report_layers(layers, sizeof layers - 38, row, m);
-		report_groups(groups, sizeof groups - 28, row, c);
-		report_schedule_label(sched, sizeof sched, s);
-		report_fullest(mem, sizeof mem, &row->r);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
-			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
-			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
-			row->r.iter_s,
-			row->r.tokens_per_s, 100.0 * row->r.mfu, mem);
-		if (priced(c) && report_row_cost(row, &usd_iter, &usd_mtok))
-			fprintf(out, " %9.3f %9.3f", usd_iter, usd_mtok);
-		else if (priced(c))
-			fprintf(out, " %9s %9s", "-", "-");
-		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
-	}
+	for (int i = 0; i < p->n_feasible && i < top; i++)
+		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, &p->row[i], m, c));
 	planning_notes(out, p);
+}
+
+const char *report_row_line(char *buf, size_t n, int rank, const struct plan_row *row,
+			    const struct model *m, const struct cluster *c)
+{
+	char layers[64], groups[48], sched[24], mem[48], who[40];
+	const struct strategy *s = &row->s;
+	double usd_iter, usd_mtok;
+	int len;
+
+	(void)m;
+	report_layers(layers, sizeof layers - 38, row, m);
+	report_groups(groups, sizeof groups - 28, row, c);
+	report_schedule_label(sched, sizeof sched, s);
+	report_fullest(mem, sizeof mem, &row->r);
+	len = snprintf(buf, n, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
+		       rank, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
+		       recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
+		       row->r.iter_s, row->r.tokens_per_s, 100.0 * row->r.mfu, mem);
+	if (len >= 0 && (size_t)len < n && priced(c)) {
+		if (report_row_cost(row, &usd_iter, &usd_mtok))
+			len += snprintf(buf + len, n - (size_t)len, " %9.3f %9.3f", usd_iter, usd_mtok);
+		else
+			len += snprintf(buf + len, n - (size_t)len, " %9s %9s", "-", "-");
+	}
+	if (len >= 0 && (size_t)len < n)
+		snprintf(buf + len, n - (size_t)len, " %s",
+			 row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
+	return buf;
 }
 
 /* A line of report_explain's breakdowns: a part of the iteration time (s)

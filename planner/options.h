@@ -132,13 +132,13 @@ enum opt_scope { SCOPE_RUN,
 	  "sequence parallelism (default: on where TP > 1)")                                                                                                       \
 	X(TP_COMM_OVERLAP, "tp-comm-overlap", KIND_SWITCH, opts.tp_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                     \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap TP communication with the GEMMs (default: where allowed; what-if: off)")                                                                        \
+	  "overlap TP communication with the GEMMs (default: where the trainer allows it)")                                                                        \
 	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", KIND_SWITCH, opts.grad_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                           \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)")                                                            \
+	  "overlap the DP gradient reduction with the backward (default: where the trainer allows it)")                                                            \
 	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", KIND_SWITCH, opts.param_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                        \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)")                                                             \
+	  "overlap the ZeRO parameter gather with the forward (default: where the trainer allows it)")                                                             \
 	X(GRAD_ACC_FUSION, "grad-acc-fusion", KIND_SWITCH, opts.grad_acc_fusion, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)")                                                   \
@@ -176,6 +176,8 @@ enum opt_scope { SCOPE_RUN,
 	X(TRAINER, "trainer", KIND_ENUM, opts.trainer, OPT_NAMES(trainer_parse), SCOPE_RUN, "NAME",                                                                \
 	  OPT_ERROR("unknown trainer '%s' (megatron, torchtitan, deepspeed, nemo)"),                                                                               \
 	  "rank only what megatron, torchtitan, deepspeed or nemo can run")                                                                                        \
+	X(TRAINER_DEFAULTS, "trainer-defaults", KIND_FLAG, opts.trainer_defaults, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                         \
+	  "unset overlaps and kernels as the trainer's bare CLI defaults (default: as the search sets them)")                                                      \
 	X(EMIT, "emit", KIND_NAME, emit, OPT_NAMES(emit_format_parse), SCOPE_RUN, "FORMAT",                                                                        \
 	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
 	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
