@@ -58,9 +58,9 @@ enum opt_scope { SCOPE_RUN,
  * line. */
 #define OPTIONS(X)                                                                                                                                                 \
 	X(MODEL, "model", KIND_PATH, model, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                           \
-	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (here, else installed)")                                              \
+	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (beside the binary, installed, here)")                                              \
 	X(CLUSTER, "cluster", KIND_PATH, cluster, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                     \
-	  "cluster file: a path, or NAME for clusters/NAME.json (here, else installed)")                                                                           \
+	  "cluster file: a path, or NAME for clusters/NAME.json (beside the binary, installed, here)")                                                                           \
 	X(GBS, "gbs", KIND_INT, opts.gbs, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                            \
 	  OPT_ERROR("--gbs needs a positive integer"),                                                                                                             \
 	  "global batch in sequences (default: the profile's)")                                                                                                    \
