@@ -348,6 +348,10 @@ START_TEST(test_megatron_mixed_gpu_counts)
 	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"$@\"\\n' >%s/torchrun && chmod +x %s/torchrun", dir, dir);
 	ck_assert_int_eq(run(cmd, &out), 0);
 	free(out);
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"NVIDIA L40S, 46068\"\\n' >%s/nvidia-smi && chmod +x %s/nvidia-smi",
+		 dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
 	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh --lr 1", dir, dir);
 	ck_assert_int_eq(run(cmd, &out), 0);
 	const char *want = "--nnodes 3 --nproc-per-node 4 --node-rank 2 --master-addr h0 "
@@ -359,6 +363,26 @@ START_TEST(test_megatron_mixed_gpu_counts)
 	snprintf(cmd, sizeof cmd, "NODE_RANK=3 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir);
 	ck_assert_int_eq(run(cmd, &out), 1);
 	ck_assert_str_eq(out, "launch.sh: error: NODE_RANK must be 0 to 2, not '3'\n");
+	free(out);
+
+	/* The GPU type of the node (issue 30 item 8): node rank 2 is on group
+	   'l40s' (L40S), rank 0 on 'h100'; a fake nvidia-smi says what the
+	   node has. Before: no check, the plan ran on whatever GPUs were there. */
+	ck_assert_ptr_nonnull(strstr(script, "case $NODE_RANK in\n0) GPU_MODEL=H100 GPU_MIB=0 GPU_TYPE='H100' ;;\n"
+					     "1|2) GPU_MODEL=L40S GPU_MIB=0 GPU_TYPE='L40S' ;;\nesac\n"));
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"NVIDIA H100 80GB HBM3, 81559\"\\n' >%s/nvidia-smi && chmod +x %s/nvidia-smi",
+		 dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 1);
+	ck_assert_str_eq(out, "launch.sh: error: node rank 2 needs L40S GPUs (nodes.txt), but this node has 'NVIDIA H100 80GB HBM3' with 81559 MiB (AMPPLAN_NO_GPU_CHECK=1 skips the check)\n");
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=0 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH AMPPLAN_NO_GPU_CHECK=1 NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
 	free(out);
 	free(script);
 	rm_tree(dir);
