@@ -3,6 +3,7 @@
  * trainer_allows), costed by cost_evaluate as the search costs it. */
 #include "trainer_time.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,7 +124,7 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 			row->trainer_s[t] = r.fits ? r.iter_s : 0;
 		}
 		if (row->trainer_s[t] > 0 &&
-		    row->trainer_s[t] <= row->r.iter_s * (1 + TRAINER_TIME_TOL))
+		    fabs(row->trainer_s[t] - row->r.iter_s) <= row->r.iter_s * TRAINER_TIME_TOL)
 			row->trainers |= 1u << t;
 	}
 	return 0;

@@ -16,8 +16,9 @@ struct plan_row;
 struct err;
 
 /* Two times within this fraction of each other are the same time: the
- * table lists a trainer on a row when trainer_s of it is within
- * TRAINER_TIME_TOL of the row's iteration time. */
+ * table lists a trainer on a row when its trainer_s is within
+ * TRAINER_TIME_TOL of the row's iteration time, above or below (a trainer
+ * faster than a row ranked by another's time is not listed either). */
 #define TRAINER_TIME_TOL 1e-3
 
 /* Sets on s (tp, sp, zero and fp8 set) the features trainer t (an enum
