@@ -100,11 +100,9 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 			return -1;
 		S.fixed = true;
 	}
-	/* DeepSpeed's ZeRO keeps gradients in the training dtype, and so does
-	 * Megatron under fp16; Megatron's bf16 keeps fp32 main gradients
-	 * (COSTMODEL.md "Precision and memory per trainer"). */
-	if (!opts.grad_bytes)
-		opts.grad_bytes = opts.trainer == TRAINER_DEEPSPEED || m->fp16 ? 2 : 4;
+	/* the gradients' dtype, where not fixed, is the trainer's
+	 * (trainer_features; COSTMODEL.md "Precision and memory per
+	 * trainer") */
 	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s);
 	for (int g = 0; g < c->n_group; g++)
 		if (c->gpu[c->group[g].gpu].peak_fp8_flops <= 0)

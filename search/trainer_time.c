@@ -52,8 +52,11 @@ void trainer_features(int t, struct strategy *s, const struct model *m,
 	s->fsdp = titan && s->zero >= 1;
 	s->unfused_norm = o->unfused_norm || (bare && titan);
 	s->unfused_pointwise = bare && titan;
+	/* DeepSpeed's ZeRO keeps the training dtype, Megatron its fp32 main
+	   gradients but under fp16; torchtitan reduces in float32
+	   (training.mixed_precision_reduce) */
 	if (!o->grad_bytes)
-		s->grad_bytes = ds || m->fp16 ? 2 : 4;
+		s->grad_bytes = ds || (m->fp16 && !titan) ? 2 : 4;
 }
 
 unsigned trainer_feature_bits(const struct strategy *s)

@@ -25,7 +25,8 @@ struct err;
  * trainer, or -1 for none, read as Megatron-LM) runs it with, where o
  * leaves them unset (-1): the overlaps and gradient accumulation fusion
  * (trainer_allows), FSDP for torchtitan at ZeRO >= 1, the gradients' dtype
- * (o->grad_bytes 0: 2 bytes for DeepSpeed and for an fp16 model m, else 4)
+ * (o->grad_bytes 0: 2 bytes for DeepSpeed, and for an fp16 model m but
+ * with torchtitan, which reduces in float32; else 4)
  * and the kernels (fused: torchtitan with torch.compile, the option the
  * search takes as it takes the overlaps). With o->trainer_defaults the
  * unset features take the trainer's bare CLI defaults instead: no
