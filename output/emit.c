@@ -25,6 +25,7 @@ static const char *const format_names[EMIT_COUNT] = {
 	[EMIT_DEEPSPEED] = "deepspeed",
 	[EMIT_NEMO] = "nemo",
 	[EMIT_SLURM] = "slurm",
+	[EMIT_TORCHTITAN_MAIN] = "torchtitan-main",
 };
 
 /* The trainer each format runs, for trainer_check. */
@@ -34,6 +35,7 @@ static const enum trainer format_trainer[EMIT_COUNT] = {
 	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED,
 	[EMIT_NEMO] = TRAINER_NEMO,
 	[EMIT_SLURM] = TRAINER_MEGATRON,
+	[EMIT_TORCHTITAN_MAIN] = TRAINER_TORCHTITAN,
 };
 
 const char *emit_format_name(enum emit_format f)
@@ -146,9 +148,10 @@ int emit_stage(const char *format, const char *dir, const struct model *m,
 	int f = emit_format_parse(format), rc;
 
 	if (f < 0)
-		return err_set(e, "unknown format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)",
+		return err_set(e, "unknown format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)",
 			       format);
 	if (trainer_check(format_trainer[f], m, c, s, e) ||
+	    (f == EMIT_TORCHTITAN_MAIN && trainer_titan_main_check(m, s, e)) ||
 	    trainer_nodes(&x.nodes, c, s, e))
 		return -1;
 	x.block = s->tp * s->cp * s->dp;
@@ -171,6 +174,9 @@ int emit_stage(const char *format, const char *dir, const struct model *m,
 	case EMIT_SLURM:
 		emit_slurm(&x);
 		emit_megatron(&x);
+		break;
+	case EMIT_TORCHTITAN_MAIN:
+		emit_titan_main(&x);
 		break;
 	default:
 		break;

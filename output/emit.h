@@ -16,10 +16,12 @@ enum emit_format {
 	EMIT_DEEPSPEED,	 /* ds_config.json, launch.sh, nodes.txt */
 	EMIT_NEMO,	 /* overrides.txt, nodes.txt */
 	EMIT_SLURM,	 /* job.sbatch, launch.sh (Megatron), nodes.txt */
+	EMIT_TORCHTITAN_MAIN, /* config.py, run.sh, nodes.txt (torchtitan
+				 main, Python config) */
 	EMIT_COUNT
 };
 
-/* "megatron", "torchtitan", "deepspeed", "nemo", "slurm". */
+/* "megatron", "torchtitan", "deepspeed", "nemo", "slurm", "torchtitan-main". */
 const char *emit_format_name(enum emit_format f);
 /* Returns the enum value, or -1 for an unknown name. */
 int emit_format_parse(const char *name);

@@ -451,6 +451,7 @@ static int emit_trainer(int format)
 {
 	switch (format) {
 	case EMIT_TORCHTITAN:
+	case EMIT_TORCHTITAN_MAIN:
 		return TRAINER_TORCHTITAN;
 	case EMIT_DEEPSPEED:
 		return TRAINER_DEEPSPEED;

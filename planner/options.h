@@ -179,8 +179,8 @@ enum opt_scope { SCOPE_RUN,
 	X(TRAINER_DEFAULTS, "trainer-defaults", KIND_FLAG, opts.trainer_defaults, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                         \
 	  "unset overlaps and kernels as the trainer's bare CLI defaults (default: as the search sets them)")                                                      \
 	X(EMIT, "emit", KIND_NAME, emit, OPT_NAMES(emit_format_parse), SCOPE_RUN, "FORMAT",                                                                        \
-	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
-	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
+	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)"),                                                 \
+	  "write launch files: megatron, torchtitan (v0.2.2), deepspeed, nemo, slurm, torchtitan-main")                                                           \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
 	  "directory for --emit (default: launch)")                                                                                                                \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \
