@@ -11,11 +11,11 @@ struct strategy;
 struct outfile_set;
 
 enum emit_format {
-	EMIT_MEGATRON,	 /* launch.sh, nodes.txt */
-	EMIT_TORCHTITAN, /* train.toml, run.sh, nodes.txt */
-	EMIT_DEEPSPEED,	 /* ds_config.json, launch.sh, nodes.txt */
-	EMIT_NEMO,	 /* overrides.txt, nodes.txt */
-	EMIT_SLURM,	 /* job.sbatch, launch.sh (Megatron), nodes.txt */
+	EMIT_MEGATRON,	      /* launch.sh, nodes.txt */
+	EMIT_TORCHTITAN,      /* train.toml, run.sh, nodes.txt */
+	EMIT_DEEPSPEED,	      /* ds_config.json, launch.sh, nodes.txt */
+	EMIT_NEMO,	      /* overrides.txt, nodes.txt */
+	EMIT_SLURM,	      /* job.sbatch, launch.sh (Megatron), nodes.txt */
 	EMIT_TORCHTITAN_MAIN, /* config.py, run.sh, nodes.txt (torchtitan
 				 main, Python config) */
 	EMIT_COUNT

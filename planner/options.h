@@ -58,9 +58,9 @@ enum opt_scope { SCOPE_RUN,
  * line. */
 #define OPTIONS(X)                                                                                                                                                 \
 	X(MODEL, "model", KIND_PATH, model, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                           \
-	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (beside the binary, installed, here)")                                              \
+	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (beside the binary, installed, here)")                                \
 	X(CLUSTER, "cluster", KIND_PATH, cluster, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                     \
-	  "cluster file: a path, or NAME for clusters/NAME.json (beside the binary, installed, here)")                                                                           \
+	  "cluster file: a path, or NAME for clusters/NAME.json (beside the binary, installed, here)")                                                             \
 	X(GBS, "gbs", KIND_INT, opts.gbs, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                            \
 	  OPT_ERROR("--gbs needs a positive integer"),                                                                                                             \
 	  "global batch in sequences (default: the profile's)")                                                                                                    \
@@ -180,7 +180,7 @@ enum opt_scope { SCOPE_RUN,
 	  "unset overlaps and kernels as the trainer's bare CLI defaults (default: as the search sets them)")                                                      \
 	X(EMIT, "emit", KIND_NAME, emit, OPT_NAMES(emit_format_parse), SCOPE_RUN, "FORMAT",                                                                        \
 	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)"),                                                 \
-	  "write launch files: megatron, torchtitan (v0.2.2), deepspeed, nemo, slurm, torchtitan-main")                                                           \
+	  "write launch files: megatron, torchtitan (v0.2.2), deepspeed, nemo, slurm, torchtitan-main")                                                            \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
 	  "directory for --emit (default: launch)")                                                                                                                \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \

@@ -172,14 +172,14 @@ struct plan_row {
 	 * search is exact (without virtual stages: one node group, or the
 	 * joint placement DP; --exhaustive). */
 	double gap_pct;
-	double usd_per_hour; /* the price of the GPUs it uses
+	double usd_per_hour;		      /* the price of the GPUs it uses
 				   (cluster_price_per_hour); 0: a group it
 				   uses has no price */
-	unsigned trainers;   /* bit 1u << t per enum trainer t that runs
+	unsigned trainers;		      /* bit 1u << t per enum trainer t that runs
 				   it in its iteration time (trainer_times;
 				   a row that does not fit: trainer_mask);
 				   0: planning only */
-	double trainer_s[TRAINER_COUNT]; /* per enum trainer: seconds
+	double trainer_s[TRAINER_COUNT];      /* per enum trainer: seconds
 				   per iteration as that trainer runs it (its
 				   features: trainer_features); 0 where it
 				   cannot (its rules, or memory) */
