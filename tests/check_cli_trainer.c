@@ -295,6 +295,31 @@ START_TEST(emit_writes_the_row_shown)
 }
 END_TEST
 
+/* ZeRO over one DP x CP rank shards nothing: the search shows the ZeRO 0
+ * plan once, not again as ZeRO 1 (issue 30 item 8; before, the demo had
+ * both, the same time and memory, as two rows); a fixed --zero 1 at DP 1
+ * is still costed. */
+START_TEST(zero_not_twice_at_dp_1)
+{
+	cJSON *doc = json_of(DEMO " --json -");
+	const cJSON *o;
+	int dp1 = 0;
+
+	cJSON_ArrayForEach(o, field(doc, "strategies"))
+	{
+		if (num(o, "dp") * num(o, "cp") != 1)
+			continue;
+		dp1++;
+		ck_assert_int_eq(num(o, "zero_stage"), 0);
+	}
+	ck_assert_int_gt(dp1, 10);
+	cJSON_Delete(doc);
+	doc = json_of(DEMO " --tp 8 --pp 8 --dp 1 --cp 1 --mbs 1 --zero 1 --json -");
+	ck_assert_int_eq(num(cJSON_GetArrayItem(field(doc, "strategies"), 0), "zero_stage"), 1);
+	cJSON_Delete(doc);
+}
+END_TEST
+
 static Suite *cli_trainer_suite(void)
 {
 	Suite *s = suite_create("cli_trainer");
@@ -306,6 +331,7 @@ static Suite *cli_trainer_suite(void)
 	tcase_add_test(tc, explain_says_why_a_trainer_is_slower);
 	tcase_add_test(tc, compare_costs_as_the_search);
 	tcase_add_test(tc, emit_writes_the_row_shown);
+	tcase_add_test(tc, zero_not_twice_at_dp_1);
 	suite_add_tcase(s, tc);
 	return s;
 }
