@@ -4,8 +4,10 @@
 #include "trainer_time.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cost.h"
 #include "model.h"
@@ -133,37 +135,88 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 	return 0;
 }
 
+/* One row of trainer_rows: its times, and the fastest trainer's strategy
+ * where none runs it at its time. Returns 1 when it changed, 0, or -1 with
+ * e set. */
+static int trainer_row(struct plan_row *row, const struct model *m, const struct cluster *c,
+		       const struct plan_opts *o, struct err *e)
+{
+	struct layer_costs lc = { 0 };
+	int best = -1;
+
+	if (trainer_times(row, m, c, o, e))
+		return -1;
+	if (row->why[0] || row->trainers)
+		return 0;
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		if (row->trainer_s[t] > 0 && (best < 0 || row->trainer_s[t] < row->trainer_s[best]))
+			best = t;
+	if (best < 0)
+		return 0;
+	trainer_features(best, &row->s, m, o);
+	if (cost_layers(&lc, m, c, &row->s, NULL, e))
+		return -1;
+	cost_evaluate(&row->r, m, c, &row->s, &lc);
+	cost_layers_free(&lc);
+	return trainer_times(row, m, c, o, e) ? -1 : 1;
+}
+
+/* A thread's share of trainer_rows: rows k, k + n, k + 2n, ... */
+struct rows_job {
+	struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+	const struct plan_opts *o;
+	int k, n, rc;
+	struct err e;
+};
+
+static void *rows_work(void *arg)
+{
+	struct rows_job *j = arg;
+
+	for (int i = j->k; i < j->p->n_row && j->rc >= 0; i += j->n) {
+		int rc = trainer_row(&j->p->row[i], j->m, j->c, j->o, &j->e);
+
+		j->rc = rc < 0 ? -1 : j->rc | rc;
+	}
+	return NULL;
+}
+
 int trainer_rows(struct plan *p, const struct model *m, const struct cluster *c,
 		 const struct plan_opts *o, struct err *e)
 {
-	int changed = 0;
+	/* the rows are independent: spread over the search's threads (one
+	   per online CPU, at most 16, as pool.c), some 256 rows each at least */
+	long n = o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	struct rows_job job[16];
+	pthread_t tid[16];
+	int rc = 0, started = 1;
 
-	for (int i = 0; i < p->n_row; i++) {
-		struct plan_row *row = &p->row[i];
-		int best = -1;
-
-		if (trainer_times(row, m, c, o, e))
+	if (n > 16)
+		n = 16;
+	if (n > p->n_row / 256 + 1)
+		n = p->n_row / 256 + 1;
+	if (n < 1)
+		n = 1;
+	for (int k = 0; k < n; k++)
+		job[k] = (struct rows_job){ p, m, c, o, k, (int)n, 0, { "" } };
+	for (int k = 1; k < n; k++, started++)
+		if (pthread_create(&tid[k], NULL, rows_work, &job[k]))
+			break;
+	/* rows a thread that did not start would have had */
+	for (int k = started; k < n; k++)
+		job[k].n = (int)n, rows_work(&job[k]);
+	rows_work(&job[0]);
+	for (int k = 1; k < started; k++)
+		pthread_join(tid[k], NULL);
+	for (int k = 0; k < n; k++) {
+		if (job[k].rc < 0) {
+			if (e)
+				*e = job[k].e;
 			return -1;
-		if (row->why[0] || row->trainers)
-			continue;
-		for (int t = 0; t < TRAINER_COUNT; t++)
-			if (row->trainer_s[t] > 0 &&
-			    (best < 0 || row->trainer_s[t] < row->trainer_s[best]))
-				best = t;
-		if (best < 0)
-			continue;
-		{
-			struct layer_costs lc = { 0 };
-
-			trainer_features(best, &row->s, m, o);
-			if (cost_layers(&lc, m, c, &row->s, NULL, e))
-				return -1;
-			cost_evaluate(&row->r, m, c, &row->s, &lc);
-			cost_layers_free(&lc);
 		}
-		if (trainer_times(row, m, c, o, e))
-			return -1;
-		changed = 1;
+		rc |= job[k].rc;
 	}
-	return changed;
+	return rc;
 }
