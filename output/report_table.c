@@ -226,6 +226,10 @@ static void explain_strategy(FILE *out, const struct plan_row *row, const struct
 	for (int k = 0; k < TRAINER_COUNT; k++)
 		if (trainer_refusal((enum trainer)k, m, c, s, why, sizeof why))
 			fprintf(out, "    not %s\n", why);
+		else if (!row->why[0] && row->trainer_s[k] <= 0)
+			fprintf(out, "    not %s: with its own features (%s) it does not fit in memory\n",
+				trainer_name((enum trainer)k),
+				trainer_feature_diff(why, sizeof why, s, row->trainer_feat[k]));
 }
 
 /* report_explain's memory: the heaviest rank's GPU, its use, and its
