@@ -164,9 +164,9 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	}
 	f = ffn_per_token(m, l);
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
-	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
+	bytes += (m->ffn_kind == FFN_SWIGLU ? (s->unfused_pointwise ? SWIGLU_UNFUSED : 3) : 2) * f * dt / t;
 	if (!m->learned_pos)
-		bytes += 2 * (a + g) * rot * dt / t;
+		bytes += (s->unfused_pointwise ? ROPE_UNFUSED : 2) * (a + g) * rot * dt / t;
 	return bytes;
 }
 

@@ -4,6 +4,7 @@
 #ifndef AMPPLAN_REPORT_H
 #define AMPPLAN_REPORT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 struct plan;
@@ -19,6 +20,16 @@ struct outfile_set;
  * GiB (report_fullest). */
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top);
+
+/* Bytes that hold a line of report_row_line. */
+#define REPORT_ROW_LINE 512
+
+/* Writes into buf (n bytes, REPORT_ROW_LINE hold it; truncated,
+ * NUL-terminated) row as report_table prints it at the given rank (no
+ * newline): the one text of a row, which the launch files' header repeats
+ * (emit_stage). Returns buf. */
+const char *report_row_line(char *buf, size_t n, int rank, const struct plan_row *row,
+			    const struct model *m, const struct cluster *c);
 
 /* Prints the iteration time and the memory of the heaviest rank of row,
  * split into their parts, then the communication hidden under compute (not

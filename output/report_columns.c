@@ -127,7 +127,13 @@
 	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
 	/* the peak mfu_pct is against: bf16 on every row (cost_result.mfu),   \
 	 * FP8 rows included */                                       \
-	X(mfu_peak, STR, put_text(v, "bf16"))
+	X(mfu_peak, STR, put_text(v, "bf16")) \
+	/* each trainer's seconds per iteration for the strategy, with its own                          \
+	 * features (trainer_features; empty or null where it cannot run it) */              \
+	X(megatron_iteration_s, NUM, put_trainer(v, row, TRAINER_MEGATRON))                                            \
+	X(torchtitan_iteration_s, NUM, put_trainer(v, row, TRAINER_TORCHTITAN))                                        \
+	X(deepspeed_iteration_s, NUM, put_trainer(v, row, TRAINER_DEEPSPEED))                                          \
+	X(nemo_iteration_s, NUM, put_trainer(v, row, TRAINER_NEMO))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -179,6 +185,13 @@ static void put_text(char *v, const char *x)
 		n = REPORT_FIELD_MAX - 1;
 	memcpy(v, x, n);
 	v[n] = '\0';
+}
+static void put_trainer(char *v, const struct plan_row *row, enum trainer t)
+{
+	if (row->trainer_s[t] > 0)
+		put_num(v, row->trainer_s[t]);
+	else
+		put_text(v, "");
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,

@@ -146,7 +146,7 @@ static void verdict_lines(struct compare *t)
 	const struct cluster *c = t->c;
 
 	TEXT("trainers", {
-		unsigned k = trainer_mask(m, c, &row->s);
+		unsigned k = row->trainers; /* those at its time (trainer_times) */
 
 		if (k)
 			trainer_mask_names(k, cell, CELL);

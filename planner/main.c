@@ -26,6 +26,7 @@
 #include "runs.h"
 #include "timeline.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 enum exit_code { EXIT_OK = 0,
@@ -428,6 +429,7 @@ static int emit_trainer(int format)
 {
 	switch (format) {
 	case EMIT_TORCHTITAN:
+	case EMIT_TORCHTITAN_MAIN:
 		return TRAINER_TORCHTITAN;
 	case EMIT_DEEPSPEED:
 		return TRAINER_DEEPSPEED;
@@ -524,8 +526,6 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 		return usage("%s", "--csv - and --json - both write to stdout: name a file for one of them");
 	if ((c = check_outputs(cl)) >= 0)
 		return c;
-	if (cl->emit && cl->opts.trainer < 0)
-		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
 	if (cl->n_compare && (cl->csv || cl->json || cl->emit || cl->timeline))
 		return usage("%s", "--compare prints a table: --csv, --json, --emit and --timeline go with the ranking");
 	for (int i = 0; i < cl->n_compare; i++)
@@ -632,6 +632,36 @@ static void print_written(FILE *out, const struct outfile_set *t, const char *wh
 	fputc('\n', out);
 }
 
+/* Stages the launch files of row --pick of p as the table shows it (its
+ * line in their header): refused, with the trainer's time or rule, where the
+ * format's trainer does not run the row in the row's time (the trainers
+ * column), so that the files launch the row the user read. Returns 0, or
+ * -1 with e set. */
+static int emit_row(const struct cli *cl, const struct plan *p, const struct model *m,
+		    const struct cluster *c, struct outfile_set *t, struct err *e)
+{
+	const struct plan_row *row = &p->row[cl->pick - 1];
+	int tr = emit_trainer(emit_format_parse(cl->emit));
+	const char *name = trainer_name((enum trainer)tr);
+	char line[REPORT_ROW_LINE], why[256];
+
+	if (emit_format_parse(cl->emit) >= 0 && !(row->trainers >> tr & 1)) {
+		if (trainer_refusal((enum trainer)tr, m, c, &row->s, why, sizeof why))
+			return err_set(e, "--emit %s --pick %d: %s; rank what %s runs with --trainer %s",
+				       cl->emit, cl->pick, why, name, name);
+		if (row->trainer_s[tr] > 0)
+			return err_set(e, "--emit %s --pick %d: %s runs row %d in %.3f s, not its %.3f s (%s); pick a row whose trainers list %s, or rank by %s's own time with --trainer %s",
+				       cl->emit, cl->pick, name, cl->pick, row->trainer_s[tr],
+				       row->r.iter_s,
+				       trainer_feature_diff(why, sizeof why, &row->s, row->trainer_feat[tr]),
+				       name, name, name);
+		return err_set(e, "--emit %s --pick %d: row %d does not fit in memory as %s runs it; rank what %s runs with --trainer %s",
+			       cl->emit, cl->pick, cl->pick, name, name, name);
+	}
+	report_row_line(line, sizeof line, cl->pick, row, m, c);
+	return emit_stage(cl->emit, cl->out, m, c, &row->s, line, t, e);
+}
+
 /* Writes the CSV, the JSON and the launch files that were asked for as one
  * transaction (outfile.h): all are rendered, then written to temporaries
  * (regular files) or in place (stdout, devices, FIFOs), and renamed only
@@ -649,7 +679,7 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 	bool committed;
 
 	/* the launch files first: the manifest of --out lists those */
-	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
+	if (cl->emit && emit_row(cl, p, m, c, t, e))
 		goto done;
 	if (cl->emit)
 		outfile_manifest(t, cl->out, cl->force);

@@ -58,9 +58,9 @@ enum opt_scope { SCOPE_RUN,
  * line. */
 #define OPTIONS(X)                                                                                                                                                 \
 	X(MODEL, "model", KIND_PATH, model, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                           \
-	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (here, else installed)")                                              \
+	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (beside the binary, installed, here)")                                \
 	X(CLUSTER, "cluster", KIND_PATH, cluster, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                     \
-	  "cluster file: a path, or NAME for clusters/NAME.json (here, else installed)")                                                                           \
+	  "cluster file: a path, or NAME for clusters/NAME.json (beside the binary, installed, here)")                                                             \
 	X(GBS, "gbs", KIND_INT, opts.gbs, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                            \
 	  OPT_ERROR("--gbs needs a positive integer"),                                                                                                             \
 	  "global batch in sequences (default: the profile's)")                                                                                                    \
@@ -132,13 +132,13 @@ enum opt_scope { SCOPE_RUN,
 	  "sequence parallelism (default: on where TP > 1)")                                                                                                       \
 	X(TP_COMM_OVERLAP, "tp-comm-overlap", KIND_SWITCH, opts.tp_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                     \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap TP communication with the GEMMs (default: where allowed; what-if: off)")                                                                        \
+	  "overlap TP communication with the GEMMs (default: where the trainer allows it)")                                                                        \
 	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", KIND_SWITCH, opts.grad_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                           \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)")                                                            \
+	  "overlap the DP gradient reduction with the backward (default: where the trainer allows it)")                                                            \
 	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", KIND_SWITCH, opts.param_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                        \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)")                                                             \
+	  "overlap the ZeRO parameter gather with the forward (default: where the trainer allows it)")                                                             \
 	X(GRAD_ACC_FUSION, "grad-acc-fusion", KIND_SWITCH, opts.grad_acc_fusion, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)")                                                   \
@@ -179,9 +179,11 @@ enum opt_scope { SCOPE_RUN,
 	X(TRAINER, "trainer", KIND_ENUM, opts.trainer, OPT_NAMES(trainer_parse), SCOPE_RUN, "NAME",                                                                \
 	  OPT_ERROR("unknown trainer '%s' (megatron, torchtitan, deepspeed, nemo)"),                                                                               \
 	  "rank only what megatron, torchtitan, deepspeed or nemo can run")                                                                                        \
+	X(TRAINER_DEFAULTS, "trainer-defaults", KIND_FLAG, opts.trainer_defaults, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                         \
+	  "unset overlaps and kernels as the trainer's bare CLI defaults (default: as the search sets them)")                                                      \
 	X(EMIT, "emit", KIND_NAME, emit, OPT_NAMES(emit_format_parse), SCOPE_RUN, "FORMAT",                                                                        \
-	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
-	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
+	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)"),                                                 \
+	  "write launch files: megatron, torchtitan (v0.2.2), deepspeed, nemo, slurm, torchtitan-main")                                                            \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
 	  "directory for --emit (default: launch); calibrate: the cluster file it writes")                                                                         \
 	X(RUNS, "runs", KIND_PATH, runs, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \

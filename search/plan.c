@@ -12,6 +12,7 @@
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 static double now(void)
@@ -99,11 +100,9 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 			return -1;
 		S.fixed = true;
 	}
-	/* DeepSpeed's ZeRO keeps gradients in the training dtype, and so does
-	 * Megatron under fp16; Megatron's bf16 keeps fp32 main gradients
-	 * (COSTMODEL.md "Precision and memory per trainer"). */
-	if (!opts.grad_bytes)
-		opts.grad_bytes = opts.trainer == TRAINER_DEEPSPEED || m->fp16 ? 2 : 4;
+	/* the gradients' dtype, where not fixed, is the trainer's
+	 * (trainer_features; COSTMODEL.md "Precision and memory per
+	 * trainer") */
 	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s);
 	for (int g = 0; g < c->n_group; g++)
 		if (c->gpu[c->group[g].gpu].peak_fp8_flops <= 0)
@@ -133,6 +132,15 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	if (opts.objective == PLAN_THROUGHPUT && refine_rows(&S, c))
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	/* each trainer's time; a row only a slower trainer runs becomes its */
+	rc = trainer_rows(S.p, m, c, o, e);
+	if (rc < 0) {
+		plan_free(S.p);
+		return -1;
+	}
+	if (rc)
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
+		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;

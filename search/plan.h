@@ -9,6 +9,7 @@
 
 #include "cost.h"
 #include "strategy.h"
+#include "trainer.h"
 
 struct model;
 struct cluster;
@@ -83,6 +84,9 @@ struct plan_opts {
 	 * them (trainer_allows). grad_acc_fusion: where the trainer fuses
 	 * gradient accumulation into the weight-gradient GEMMs. */
 	int fp8, sp, tp_overlap, grad_overlap, param_overlap, grad_acc_fusion;
+	/* The unset switches take the trainer's bare CLI defaults
+	 * (trainer_features) rather than the search's choice. */
+	bool trainer_defaults;
 	/* A fixed layer partition in Megatron's layout notation, e.g.
 	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
 	 * NULL: the search partitions. Not owned. */
@@ -128,10 +132,12 @@ struct plan_opts {
 void plan_opts_init(struct plan_opts *o);
 
 /* Completes o as the CLI does before a search: vp > 1 without a schedule
- * is the interleaved schedule; in the what-if mode the unset choices take
- * Megatron-LM's defaults (1F1B, vp 2 when interleaved, no recomputation,
- * no distributed optimizer, no FP8, no overlaps; sequence parallelism and
- * gradient accumulation fusion as the search sets them) and a strategy
+ * is the interleaved schedule; in the what-if mode the unset choices of
+ * the strategy take Megatron-LM's defaults (1F1B, vp 2 when interleaved,
+ * no recomputation, no distributed optimizer, no FP8, none of the
+ * planning-only options), the overlaps, sequence parallelism and gradient
+ * accumulation fusion stay as the search sets them (trainer_features; with
+ * o->trainer_defaults, the trainer's bare CLI defaults), and a strategy
  * that does not fit is kept, so that its numbers can be printed. */
 void plan_opts_complete(struct plan_opts *o);
 
@@ -166,11 +172,19 @@ struct plan_row {
 	 * search is exact (without virtual stages: one node group, or the
 	 * joint placement DP; --exhaustive). */
 	double gap_pct;
-	double usd_per_hour; /* the price of the GPUs it uses
+	double usd_per_hour;		      /* the price of the GPUs it uses
 				   (cluster_price_per_hour); 0: a group it
 				   uses has no price */
-	unsigned trainers;   /* bit 1u << t per enum trainer t that runs
-				   it (trainer_mask); 0: planning only */
+	unsigned trainers;		      /* bit 1u << t per enum trainer t that runs
+				   it in its iteration time (trainer_times;
+				   a row that does not fit: trainer_mask);
+				   0: planning only */
+	double trainer_s[TRAINER_COUNT];      /* per enum trainer: seconds
+				   per iteration as that trainer runs it (its
+				   features: trainer_features); 0 where it
+				   cannot (its rules, or memory) */
+	unsigned trainer_feat[TRAINER_COUNT]; /* per trainer: the features
+				   it runs the row with (trainer_feature_bits) */
 };
 
 /* The ranking: rows[0..n_feasible) fit, best first: the rows some trainer

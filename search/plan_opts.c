@@ -54,12 +54,6 @@ void plan_opts_complete(struct plan_opts *o)
 		o->uneven = 0;
 	if (!o->slices)
 		o->slices = 1;
-	if (o->tp_overlap < 0)
-		o->tp_overlap = 0;
-	if (o->grad_overlap < 0)
-		o->grad_overlap = 0;
-	if (o->param_overlap < 0)
-		o->param_overlap = 0;
 	o->keep_infeasible = true;
 }
 

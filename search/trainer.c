@@ -516,6 +516,15 @@ static int check_planning_only(enum trainer t, const struct strategy *s, struct 
 	return 0;
 }
 
+int trainer_titan_main_check(const struct model *m, const struct strategy *s, struct err *e)
+{
+	if (m->experts > 0 && strategy_etp(s) > 1)
+		return refuse(e, TRAINER_TORCHTITAN,
+			      "main (2026-08) has no expert tensor parallelism: the experts cannot split over %d GPUs (etp); plan with --etp 1, or emit torchtitan (v0.2.2)",
+			      strategy_etp(s));
+	return 0;
+}
+
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {

@@ -103,6 +103,34 @@ START_TEST(test_compute_analytic)
 }
 END_TEST
 
+/* torchtitan without torch.compile (strategy.unfused_pointwise): eager
+ * RoPE moves 10 bf16 rows of q and k where the fused kernel moves 2, eager
+ * SwiGLU 5 rows of f where the fused one moves 3 (compute.h: 20 bytes an
+ * element for apply_rotary_emb's fp32 complex round trip). A SwiGLU block
+ * with rotary positions, h 4096, a = g = 32, d 128, f 11008, at TP 2 with
+ * micro-batches of one 2048-token sequence: (8 x 64 x 128 + 2 x 11008) x
+ * 2 / 2 = 87552 bytes a token more, 2048 tokens at hbm_bw x
+ * COMPUTE_HBM_EFF; the backward twice that. */
+START_TEST(test_unfused_pointwise)
+{
+	struct layer_time fused, eager;
+	struct strategy s;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	mod.ffn_kind = FFN_SWIGLU;
+	mod.ffn = 11008;
+	mod.learned_pos = false;
+	gpus[0].hbm_bw = 2e12;
+	s = strat(2, 1, 1, 1, 1, 1, 2048);
+	ck_assert_int_eq(compute_layer(&fused, &mod, 1, &gpus[0], &s, NULL), 0);
+	s.unfused_pointwise = true;
+	ck_assert_int_eq(compute_layer(&eager, &mod, 1, &gpus[0], &s, NULL), 0);
+	ck_assert_rel(eager.mem_fwd - fused.mem_fwd, 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
+	ck_assert_rel(eager.fwd - fused.fwd, 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
+	ck_assert_rel(eager.bwd - fused.bwd, 2 * 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
+}
+END_TEST
+
 /* Measured points of a block on A100 at tp 2, seq 2048: mbs 1 (1.0 s,
  * 2.2 s) and mbs 4 (3.4 s, 7.0 s); others for tp 4 and another GPU. HBM
  * bandwidth 0 leaves the analytic split GEMMs + attention only. */
@@ -737,6 +765,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fp8);
 	tcase_add_test(tc, test_layers_alike);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_unfused_pointwise);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -641,6 +641,10 @@ static const char *const v2_columns[] = {
 	"params_total",
 	"params_active",
 	"mfu_peak",
+	"megatron_iteration_s",
+	"torchtitan_iteration_s",
+	"deepspeed_iteration_s",
+	"nemo_iteration_s",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -662,6 +666,8 @@ static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 	rows[0].s.grad_bytes = 2;
 	rows[0].s.grad_acc_unfused = true;
 	rows[0].trainers = 1u << TRAINER_MEGATRON | 1u << TRAINER_NEMO;
+	rows[0].trainer_s[TRAINER_MEGATRON] = rows[0].trainer_s[TRAINER_NEMO] = 10;
+	rows[0].trainer_s[TRAINER_TORCHTITAN] = 12.25; /* slower; DeepSpeed: cannot */
 	rows[0].r = (struct cost_result){ .iter_s = 10, .tokens_per_s = 419430.4, .fits = true, .peak_bytes = 60.0 * 1024 * 1024 * 1024 };
 	rows[0].r.time = (struct cost_time){ .compute = 9, .tp = 1, .tp_hidden = 0.5, .cp_hidden = 0.25, .dp_hidden = 1.5 };
 	rows[1].s = f->s;
@@ -745,6 +751,11 @@ START_TEST(test_report_csv)
 	ck_assert_str_eq(cell(&t, 2, "grad_acc_fusion"), "1");
 	ck_assert_str_eq(cell(&t, 1, "trainers"), "megatron,nemo");
 	ck_assert_str_eq(cell(&t, 2, "trainers"), "none");
+	ck_assert_str_eq(cell(&t, 1, "megatron_iteration_s"), "10");
+	ck_assert_str_eq(cell(&t, 1, "torchtitan_iteration_s"), "12.25");
+	ck_assert_str_eq(cell(&t, 1, "deepspeed_iteration_s"), "");
+	ck_assert_str_eq(cell(&t, 1, "nemo_iteration_s"), "10");
+	ck_assert_str_eq(cell(&t, 2, "megatron_iteration_s"), "");
 	/* the hidden parts are not in iteration_s = compute + TP comm */
 	ck_assert_rel(strtod(cell(&t, 1, "iteration_s"), NULL), 10, 1e-12);
 
@@ -798,6 +809,9 @@ START_TEST(test_report_json)
 	}
 	cJSON *o = cJSON_GetArrayItem(a, 0), *o1 = cJSON_GetArrayItem(a, 1);
 
+	ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "torchtitan_iteration_s")->valuedouble, 12.25);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "deepspeed_iteration_s")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o1, "megatron_iteration_s")));
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "attention")->valuestring, "unfused");
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring, "megatron,nemo");
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "norm")->valuestring, "unfused");
