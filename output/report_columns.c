@@ -121,7 +121,10 @@
 	/* the model's parameters, all and those one token runs through        \
 	 * (model_active_params; the same for a dense model) */                                       \
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
-	X(params_active, NUM, put_count(v, model_active_params(m)))
+	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
+	/* the node groups the strategy leaves idle (plan_row_idle), comma-                              \
+	 * separated; empty where it uses every group */                                                 \
+	X(groups_idle, STR, put_idle(v, c, s))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -144,6 +147,20 @@ static void put_count(char *v, double x)
 static void put_text(char *v, const char *x)
 {
 	snprintf(v, REPORT_FIELD_MAX, "%s", x);
+}
+
+/* The names of the real node groups of c on which s uses no GPU
+ * (plan_row_idle), comma-separated, in the cluster's order. */
+static void put_idle(char *v, const struct cluster *c, const struct strategy *s)
+{
+	unsigned idle = plan_row_idle(c, s);
+	size_t at = 0;
+
+	v[0] = 0;
+	for (int g = 0; g < c->n_group && at < REPORT_FIELD_MAX; g++)
+		if (idle >> g & 1)
+			at += (size_t)snprintf(v + at, REPORT_FIELD_MAX - at, "%s%s", at ? "," : "",
+					       c->group[g].name);
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,

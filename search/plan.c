@@ -1,14 +1,17 @@
 /* plan.c: the search's entry point (plan_search): the options completed,
  * the search run on the threads (pool.c), its rows priced, ranked and the
- * top refined (refine.c); with the cost objective, on each subset of the
- * node groups (see plan.h; the steps in search_int.h). */
+ * top refined (refine.c); also on subsets of the node groups: each with
+ * the cost objective, those that leave the slowest GPU types idle with the
+ * throughput's (see plan.h; the steps in search_int.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "cluster.h"
+#include "compute.h"
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
@@ -181,17 +184,123 @@ static void add_subset(struct plan *all, const struct plan *p, const struct clus
 	all->degrees_searched += p->degrees_searched;
 }
 
+/* The rate of a GPU of type t at which the cost model can run GEMMs at
+ * best: its peak times eff_max (compute_eff's limit), in FP8 where it has
+ * FP8 and fp8 (FLOP/s). */
+static double type_rate(const struct gpu_type *t, bool fp8)
+{
+	double r = t->peak_flops * t->eff_max;
+	double f = t->peak_fp8_flops * (t->fp8_eff_max > 0 ? t->fp8_eff_max : t->eff_max);
+
+	return fp8 && f > r ? f : r;
+}
+
+/* A lower bound of the iteration time (seconds) of any strategy on the
+ * node groups in mask of c: the GEMM FLOPs of an iteration (the forward's
+ * F - A of every layer per token, compute_layer's w, x 3 for the backward's
+ * 2x, over the gbs x seq tokens) at the GPUs' best rate (type_rate, FP8
+ * where they have it): each GPU computes its share of them within the
+ * iteration, no faster than its rate, and attention, memory-bound kernels,
+ * recomputation, communication and bubbles only add. 0 (no bound) where a
+ * layer has a measured profile, which sets its time apart from FLOPs. */
+static double subset_bound(const struct model *m, const struct cluster *c, unsigned mask,
+			   int gbs)
+{
+	double w = 0, rate = 0;
+
+	for (int l = 0; l < m->n_layer; l++) {
+		double x = compute_flops_per_token(m, l, m->seq) -
+			   compute_attn_flops_per_token(m, l, m->seq);
+
+		if (m->layer[l].n_measure > 0)
+			return 0;
+		w += x > 0 ? x : 0;
+	}
+	for (int g = 0; g < c->n_group; g++)
+		if (mask >> g & 1)
+			rate += (double)c->group[g].nodes * c->group[g].gpus_per_node *
+				type_rate(&c->gpu[c->group[g].gpu], true);
+	return rate > 0 ? 3 * w * gbs * (double)m->seq / rate : 0;
+}
+
+/* The node-group subsets that plan_search searches besides the whole
+ * cluster (bit g for c->group[g]), in the order searched, into sub[] (at
+ * most 1 << PLAN_COST_MAX_GROUPS); returns their count. PLAN_COST: every
+ * proper subset (at most PLAN_COST_MAX_GROUPS groups). PLAN_THROUGHPUT:
+ * those that leave idle every group of the slowest GPU types, the types
+ * ranked by their GEMM rate (type_rate, FP8 where fp8): the groups of the
+ * fastest type, then of the two fastest, and so on (types of equal rate
+ * together), the largest first. A slower type kept while a faster one is
+ * idle cannot add to the GEMM rate that the ranking rewards, so these are
+ * the subsets that leaving slow GPUs idle gives (the README says what it
+ * does not try). */
+static int subsets(const struct cluster *c, int objective, bool fp8, unsigned *sub)
+{
+	unsigned full = (1u << c->n_group) - 1;
+	double rate[MAX_GROUPS];
+	int n = 0;
+
+	if (objective == PLAN_COST) {
+		for (unsigned mask = 1; mask < full; mask++)
+			sub[n++] = mask;
+		return n;
+	}
+	for (int g = 0; g < c->n_group; g++)
+		rate[g] = type_rate(&c->gpu[c->group[g].gpu], fp8);
+	/* each distinct rate, from the slowest up: the groups strictly
+	 * faster than it */
+	for (double cut = -INFINITY;;) {
+		double next = INFINITY;
+		unsigned mask = 0;
+
+		for (int g = 0; g < c->n_group; g++)
+			if (rate[g] > cut && rate[g] < next)
+				next = rate[g];
+		for (int g = 0; g < c->n_group; g++)
+			if (rate[g] > next)
+				mask |= 1u << g;
+		if (!mask)
+			break;
+		sub[n++] = mask;
+		cut = next;
+	}
+	return n;
+}
+
+/* The best iteration time of the rows of p that fit and that a trainer
+ * runs (seconds; INFINITY where none): what a subset must beat to rank
+ * first. */
+static double best_launchable(const struct plan *p)
+{
+	double best = INFINITY;
+
+	for (int i = 0; i < p->n_row; i++)
+		if (!p->row[i].why[0] && p->row[i].trainers && p->row[i].r.iter_s < best)
+			best = p->row[i].r.iter_s;
+	return best;
+}
+
 int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e)
 {
-	unsigned full = (1u << c->n_group) - 1;
-	struct subset_progress sp = { o, 0, (int)full };
+	unsigned full = (1u << c->n_group) - 1, sub[1u << PLAN_COST_MAX_GROUPS];
+	struct strategy any = { 0 };
+	bool fp8 = o->fp8 != 0 && trainer_allows(o->trainer, FEATURE_FP8, &any);
+	bool cost = o->objective == PLAN_COST;
+	int n = 0;
 	struct plan_opts so = *o;
 	struct cluster *x = cluster_mix(c);
 	struct plan *all;
-	double t0 = now();
+	double t0 = now(), best = INFINITY;
 
-	if (o->objective != PLAN_COST || c->n_group == 1 || plan_opts_what_if(o)) {
+	if (cost && c->n_group > PLAN_COST_MAX_GROUPS && !plan_opts_what_if(o)) {
+		cluster_free(x);
+		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
+			       PLAN_COST_MAX_GROUPS, c->n_group);
+	}
+	if (c->n_group > 1 && !plan_opts_what_if(o))
+		n = subsets(c, o->objective, fp8, sub);
+	if (!n) {
 		if (search_groups(out, m, x, o, e)) {
 			cluster_free(x);
 			return -1;
@@ -199,45 +308,71 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		(*out)->cluster = x;
 		return 0;
 	}
-	if (c->n_group > PLAN_COST_MAX_GROUPS) {
-		cluster_free(x);
-		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
-			       PLAN_COST_MAX_GROUPS, c->n_group);
-	}
+	struct subset_progress sp = { o, 0, n + 1 };
 	if (o->progress) {
 		so.progress = subset_progress;
 		so.progress_arg = &sp;
 	}
 	all = xcalloc(1, sizeof *all);
 	all->cluster = x;
-	for (unsigned mask = 1; mask <= full; mask++, sp.i++) {
+	/* the cost objective: the subsets, then the whole cluster; the
+	 * throughput: the whole cluster first, whose best plan a subset must
+	 * beat (subset_bound) to be searched */
+	for (int i = 0; i <= n; i++, sp.i++) {
+		unsigned mask = cost ? (i < n ? sub[i] : full) : (i ? sub[i - 1] : full);
+		double lb = cost || mask == full ? 0 : subset_bound(m, c, mask, o->gbs ? o->gbs : m->gbs);
 		/* the whole cluster with its mixed groups; a subset without */
-		struct cluster *sub = mask == full ? x : cluster_subset(c, mask);
+		struct cluster *sub_c;
 		struct plan *p = NULL;
-		int rc = search_groups(&p, m, sub, &so, e);
 
-		if (rc) {
-			if (sub != x)
-				cluster_free(sub);
+		if (lb > 0 && lb >= best) {
+			all->subsets_pruned++;
+			continue;
+		}
+		sub_c = mask == full ? x : cluster_subset(c, mask);
+		if (search_groups(&p, m, sub_c, &so, e)) {
+			if (sub_c != x)
+				cluster_free(sub_c);
 			plan_free(all);
 			return -1;
 		}
-		if (sub == x)
+		if (!cost && best_launchable(p) < best)
+			best = best_launchable(p);
+		if (sub_c == x)
 			add_subset(all, p, x, (1u << x->n_group) - 1);
 		else
 			add_subset(all, p, c, mask);
-		if (sub != x)
-			cluster_free(sub);
+		if (sub_c != x)
+			cluster_free(sub_c);
 		plan_free(p);
+		all->subsets++;
 	}
 	if (all->n_row)
-		qsort(all->row, (size_t)all->n_row, sizeof *all->row, by_cost);
+		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
 	while (all->n_feasible < all->n_row && !all->row[all->n_feasible].why[0])
 		all->n_feasible++;
 	all->search_s = now() - t0;
-	all->subsets = (int)full;
 	*out = all;
 	return 0;
+}
+
+unsigned plan_row_idle(const struct cluster *c, const struct strategy *s)
+{
+	unsigned used = 0, real = 0;
+
+	for (int g = 0; g < c->n_group; g++)
+		if (!c->group[g].n_part)
+			real |= 1u << g;
+	for (int k = 0; k < s->n_stages; k++) {
+		const struct node_group *G = &c->group[s->group[k]];
+
+		if (!G->n_part)
+			used |= 1u << s->group[k];
+		for (int i = 0; i < G->n_part; i++)
+			if (G->part_gpus[i] > 0)
+				used |= 1u << G->part_group[i];
+	}
+	return real & ~used;
 }
 
 void plan_free(struct plan *p)

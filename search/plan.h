@@ -20,7 +20,10 @@ struct err;
  * several node groups is also searched on each subset of its groups (at
  * most PLAN_COST_MAX_GROUPS groups), since leaving a group idle can cost
  * less per token (with every GPU in use, the cost per token is the
- * iteration time times a constant, and ranks as the throughput does). */
+ * iteration time times a constant, and ranks as the throughput does). With
+ * PLAN_THROUGHPUT it is also searched without the groups of its slowest
+ * GPU types (plan_search), since slow GPUs can hold a pipeline back, or
+ * keep the fast ones from FP8. */
 enum plan_objective { PLAN_THROUGHPUT,
 		      PLAN_COST };
 #define PLAN_COST_MAX_GROUPS 4
@@ -191,8 +194,14 @@ struct plan {
 	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */
-	int subsets;		       /* with PLAN_COST on n > 1 node groups: the
-				   2^n - 1 subsets searched; else 0 */
+	int subsets;		       /* node-group subsets searched, the whole
+				   cluster included: with PLAN_COST on n > 1
+				   groups the 2^n - 1; with PLAN_THROUGHPUT
+				   those of plan_search that a bound did not
+				   rule out; 0: the whole cluster only */
+	int subsets_pruned;	       /* PLAN_THROUGHPUT: subsets not searched,
+				   as their iteration time cannot beat the
+				   best plan found (plan_search) */
 	struct cluster *cluster;       /* owned: the cluster searched, the
 				   caller's with its mixed node groups
 				   (cluster_mix) appended; the rows' group
@@ -205,14 +214,27 @@ struct plan {
  * host a stage's DP replicas on several groups where the whole ranks on
  * single groups leave GPUs over (plan.cluster). m's sequence length is set
  * to o->seq first when given.
- * With PLAN_COST outside the what-if mode, runs it on each subset of the
- * node groups (cluster_subset) and ranks the rows of all together; the
- * counts (evaluated, degrees, ILP placements) are then the sums.
+ * Outside the what-if mode, on several node groups, it also runs on
+ * subsets of the groups (cluster_subset, no mixed groups) and ranks the
+ * rows of all together; the counts (evaluated, degrees, ILP placements)
+ * are then the sums. PLAN_COST: each subset. PLAN_THROUGHPUT: the whole
+ * cluster first, then, the largest first, each subset that leaves idle
+ * every group of the slowest GPU types (their GEMM rate, peak x eff_max,
+ * in FP8 where they have it and the trainer runs it: the groups of the
+ * fastest type, of the two fastest, ...); a subset is skipped where the
+ * GEMM FLOPs of an iteration at its GPUs' best rate take at least the best
+ * iteration found so far that a trainer runs (a lower bound of its time;
+ * never with measured profiles), and counted in subsets_pruned.
  * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
  * option contradicts the model or cluster. An empty ranking is not an error
  * here; the caller reports it. */
 int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e);
+
+/* The real node groups of c (c a plan's cluster) on which strategy s uses
+ * no GPU, its ranks' groups and the parts of its mixed ones: bit g for
+ * c->group[g]; 0 where it uses every group. */
+unsigned plan_row_idle(const struct cluster *c, const struct strategy *s);
 
 /* free(NULL)-safe. */
 void plan_free(struct plan *p);

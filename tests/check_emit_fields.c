@@ -640,6 +640,7 @@ static const char *const v2_columns[] = {
 	"uneven_batches",
 	"params_total",
 	"params_active",
+	"groups_idle",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

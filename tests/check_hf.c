@@ -680,8 +680,8 @@ START_TEST(test_active_params)
 				     &out, &err),
 			 0);
 	ck_assert_ptr_nonnull(strstr(err, "mistralai_Mixtral-8x7B-v0.1 (46.7B parameters, 12.9B active) on "));
-	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active\n"));
-	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248\n"));
+	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active,groups_idle\n"));
+	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248,\n"));
 	free(out);
 	free(err);
 }
