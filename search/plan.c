@@ -107,10 +107,17 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	 * (COSTMODEL.md "Precision and memory per trainer"). */
 	if (!opts.grad_bytes)
 		opts.grad_bytes = opts.trainer == TRAINER_DEEPSPEED || m->fp16 ? 2 : 4;
-	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s);
-	for (int g = 0; g < c->n_group; g++)
-		if (c->gpu[c->group[g].gpu].peak_fp8_flops <= 0)
-			S.fp8_ok = false;
+	/* FP8 where the trainer sets it and every GPU type has it; on a
+	 * cluster where only some have it, FP8 on the stages of those
+	 * (cluster_bf16_blocks) where the trainer sets precision per layer
+	 * (trainer_check then lists who runs each row) */
+	bool some = false, every = true;
+	for (int g = 0; g < c->n_group; g++) {
+		some |= cluster_group_fp8(c, g);
+		every &= cluster_group_fp8(c, g);
+	}
+	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s) && some &&
+		   (every || trainer_allows(opts.trainer, FEATURE_FP8_PER_LAYER, &s));
 	S.o = &opts;
 	S.p = xcalloc(1, sizeof *S.p);
 	s.gbs = opts.gbs;
@@ -328,6 +335,15 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		if (lb > 0 && lb >= best) {
 			all->subsets_pruned++;
 			continue;
+		}
+		/* the work budget is the whole search's: each subset takes what
+		 * the ones before it left */
+		if (o->work_budget > 0) {
+			so.work_budget = o->work_budget - all->evaluated;
+			if (so.work_budget <= 0) {
+				all->truncated = true;
+				continue;
+			}
 		}
 		sub_c = mask == full ? x : cluster_subset(c, mask);
 		if (search_groups(&p, m, sub_c, &so, e)) {

@@ -101,8 +101,9 @@ struct plan_opts {
 				   (TP, CP, PP, DP) tuples in the search's
 				   fixed order take their strategies from it
 				   until it is spent (the last one in part),
-				   whatever the threads; plan.truncated then
-				   says so */
+				   whatever the threads, and so do the
+				   node-group subsets (plan_search), in
+				   their order; plan.truncated then says so */
 	double place_dp_max;	 /* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
 				   candidate placements of place.c */
