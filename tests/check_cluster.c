@@ -850,6 +850,31 @@ START_TEST(test_throughput_idle)
 }
 END_TEST
 
+/* The README's demo (Llama-3-70B on clusters/mixed.json, 32 H100 + 32
+ * A100-40GB): the top plan is at least as fast as the best plan on the 32
+ * H100s alone (a cluster file of mixed.json's h100 group only, searched on
+ * its own), which runs FP8 on every GPU; and a trainer launches it. */
+START_TEST(test_demo_beats_h100_alone)
+{
+	char path[32];
+	struct table *mixed, *h100;
+
+	write_temp(path, "{\"name\": \"h100 alone\", \"gpu_types\": {\n"
+			 "  \"H100-SXM5-80GB\": {\"catalogue\": \"H100-SXM5-80GB\"}},\n"
+			 " \"groups\": [{\"name\": \"h100\", \"nodes\": 4, \"gpus_per_node\": 8,\n"
+			 "   \"gpu\": \"H100-SXM5-80GB\", \"intra_node_latency_us\": 2,\n"
+			 "   \"inter_node_Gbps\": 3200, \"inter_node_latency_us\": 5, \"fabric\": \"ndr\"}]}\n");
+	mixed = run_csv("--model profiles/llama70b.json --cluster %s --csv - --top 1", "clusters/mixed.json");
+	h100 = run_csv("--model profiles/llama70b.json --cluster %s --csv - --top 1", path);
+	ck_assert_str_eq(h100->cell[1][table_col(h100, "fp8")], "1");
+	ck_assert_double_le(table_num(mixed, 1, "iteration_s"), table_num(h100, 1, "iteration_s"));
+	ck_assert_str_ne(mixed->cell[1][table_col(mixed, "trainers")], "none");
+	table_free(mixed);
+	table_free(h100);
+	remove(path);
+}
+END_TEST
+
 /* --objective cost needs every group's price: a usage error naming it. */
 START_TEST(test_objective_cost_unpriced)
 {
@@ -924,6 +949,7 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_cost_columns);
 	tcase_add_test(tc, test_objective_cost);
 	tcase_add_test(tc, test_throughput_idle);
+	tcase_add_test(tc, test_demo_beats_h100_alone);
 	tcase_add_test(tc, test_objective_cost_unpriced);
 	tcase_add_test(tc, test_objective_cost_groups);
 	suite_add_tcase(s, tc);
