@@ -202,32 +202,66 @@ static double type_rate(const struct gpu_type *t, bool fp8)
 	return fp8 && f > r ? f : r;
 }
 
-/* A lower bound of the iteration time (seconds) of any strategy on the
- * node groups in mask of c: the GEMM FLOPs of an iteration (the forward's
- * F - A of every layer per token, compute_layer's w, x 3 for the backward's
- * 2x, over the gbs x seq tokens) at the GPUs' best rate (type_rate, FP8
- * where they have it): each GPU computes its share of them within the
- * iteration, no faster than its rate, and attention, memory-bound kernels,
- * recomputation, communication and bubbles only add. 0 (no bound) where a
- * layer has a measured profile, which sets its time apart from FLOPs. */
-static double subset_bound(const struct model *m, const struct cluster *c, unsigned mask,
-			   int gbs)
+/* Seconds per token of layer l (forward and backward) on one GPU of type
+ * t at least, by compute_layer's own terms: its GEMMs, 3 (F - A), at the
+ * type's best rate (type_rate, FP8 where it has it), and with flash
+ * attention (attn, enum attention) the core's CAUSAL_SHARE x A x the
+ * document share at the flash kernel's rate, its backward FLASH_BWD_FLOPS /
+ * FLASH_BWD_RATE x that (FlashAttention 1 runs slower; the other kernels
+ * are counted 0). Memory-bound kernels, the per-layer overhead,
+ * recomputation and communication only add. */
+static double token_time(const struct model *m, int l, const struct gpu_type *t, int attn)
 {
-	double w = 0, rate = 0;
+	double F = compute_flops_per_token(m, l, m->seq), A = compute_attn_flops_per_token(m, l, m->seq);
+	double x = 3 * (F - A > 0 ? F - A : 0) / type_rate(t, true);
+	double eff = t->flash_eff > 0 ? t->flash_eff : FLASH_RATE * t->eff_max;
+
+	if (A > 0 && (attn == ATTN_FLASH || attn == ATTN_FLASH1))
+		x += CAUSAL_SHARE * model_doc_share(m, m->seq) * A *
+		     (1 + FLASH_BWD_FLOPS / FLASH_BWD_RATE) / (t->peak_flops * eff);
+	return x;
+}
+
+/* A lower bound of the iteration time (seconds) of any strategy on the
+ * node groups in mask of c, for gbs sequences of m->seq tokens: each GPU i
+ * runs its share x_il of the tokens of each layer l within the iteration
+ * T, taking x_il tau_l(i) (token_time of its type); for any weights w_i >
+ * 0, T >= sum_i w_i sum_l x_il tau_l(i) / sum_i w_i >= sum_l U min_i (w_i
+ * tau_l(i)) / sum_i w_i, U the tokens of an iteration through each layer.
+ * With w_i = 1 / tau_B(i), B the first block, the blocks' alike terms add
+ * up to U / sum_i (1 / tau_B(i)) each. 0 (no bound) where a layer has a
+ * measured profile, which sets its time apart from FLOPs. */
+static double subset_bound(const struct model *m, const struct cluster *c, unsigned mask,
+			   int gbs, int attn)
+{
+	double rate = 0, sum = 0, tau_b[MAX_GROUPS];
+	int B = 0;
 
 	for (int l = 0; l < m->n_layer; l++) {
-		double x = compute_flops_per_token(m, l, m->seq) -
-			   compute_attn_flops_per_token(m, l, m->seq);
-
 		if (m->layer[l].n_measure > 0)
 			return 0;
-		w += x > 0 ? x : 0;
+		if (!B && m->layer[l].kind == LAYER_BLOCK)
+			B = l;
 	}
-	for (int g = 0; g < c->n_group; g++)
+	for (int g = 0; g < c->n_group; g++) {
+		tau_b[g] = token_time(m, B, &c->gpu[c->group[g].gpu], attn);
 		if (mask >> g & 1)
-			rate += (double)c->group[g].nodes * c->group[g].gpus_per_node *
-				type_rate(&c->gpu[c->group[g].gpu], true);
-	return rate > 0 ? 3 * w * gbs * (double)m->seq / rate : 0;
+			rate += (double)c->group[g].nodes * c->group[g].gpus_per_node / tau_b[g];
+	}
+	if (!(rate > 0))
+		return 0;
+	for (int l = 0; l < m->n_layer; l++) {
+		double least = INFINITY;
+
+		for (int g = 0; g < c->n_group; g++)
+			if (mask >> g & 1) {
+				double x = token_time(m, l, &c->gpu[c->group[g].gpu], attn) / tau_b[g];
+
+				least = x < least ? x : least;
+			}
+		sum += least;
+	}
+	return (double)gbs * m->seq * sum / rate;
 }
 
 /* The node-group subsets that plan_search searches besides the whole
@@ -327,7 +361,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	 * beat (subset_bound) to be searched */
 	for (int i = 0; i <= n; i++, sp.i++) {
 		unsigned mask = cost ? (i < n ? sub[i] : full) : (i ? sub[i - 1] : full);
-		double lb = cost || mask == full ? 0 : subset_bound(m, c, mask, o->gbs ? o->gbs : m->gbs);
+		double lb = cost || mask == full ? 0 : subset_bound(m, c, mask, o->gbs ? o->gbs : m->gbs, o->attn);
 		/* the whole cluster with its mixed groups; a subset without */
 		struct cluster *sub_c;
 		struct plan *p = NULL;
