@@ -123,7 +123,7 @@
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
 	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
 	/* the node groups the strategy leaves idle (plan_row_idle), comma-                              \
-	 * separated; empty where it uses every group */                                                 \
+	 * separated; empty where it uses every group */             \
 	X(groups_idle, STR, put_idle(v, c, s))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },

@@ -333,6 +333,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	struct cluster *x = cluster_mix(c);
 	struct plan *all;
 	double t0 = now(), best = INFINITY;
+	bool added = false;
 
 	if (cost && c->n_group > PLAN_COST_MAX_GROUPS && !plan_opts_what_if(o)) {
 		cluster_free(x);
@@ -388,17 +389,24 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		}
 		if (!cost && best_launchable(p) < best)
 			best = best_launchable(p);
-		if (sub_c == x)
-			add_subset(all, p, x, (1u << x->n_group) - 1);
-		else
-			add_subset(all, p, c, mask);
+		if (!cost && sub_c == x) {
+			/* the whole cluster's ranking, first: kept as it is
+			 * (the rows of 131,072 GPUs take a while to copy) */
+			p->cluster = x;
+			free(all);
+			all = p;
+		} else {
+			add_subset(all, p, sub_c == x ? x : c, sub_c == x ? (1u << x->n_group) - 1 : mask);
+			plan_free(p);
+			added = true;
+		}
 		if (sub_c != x)
 			cluster_free(sub_c);
-		plan_free(p);
 		all->subsets++;
 	}
-	if (all->n_row)
+	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
+	all->n_feasible = 0;
 	while (all->n_feasible < all->n_row && !all->row[all->n_feasible].why[0])
 		all->n_feasible++;
 	all->search_s = now() - t0;

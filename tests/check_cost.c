@@ -726,7 +726,8 @@ START_TEST(test_fp8_per_stage)
 	s.vp = 2;
 	s.n_stages = 4;
 	for (int k = 0; k <= 4; k++)
-		s.first[k] = (unsigned short)(k == 4 ? 6 : k == 0 ? 0 : k + 1);
+		s.first[k] = (unsigned short)(k == 4 ? 6 : k == 0 ? 0
+								  : k + 1);
 	s.group[0] = 1;
 	s.group[1] = 0;
 	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
