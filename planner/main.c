@@ -608,8 +608,8 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",
 			p->subsets);
 	else if (p->subsets + p->subsets_pruned)
-		fprintf(out, "also searched without the slowest GPU types: %d of %d node-group subsets (%d ruled out: their GEMMs and attention at full speed take longer than the best plan found)\n",
-			p->subsets - 1, p->subsets + p->subsets_pruned - 1, p->subsets_pruned);
+		fprintf(out, "node-group subsets without the slowest GPU types: %d searched, %d ruled out (their GEMMs and attention at full speed take longer than the best plan found)\n",
+			p->subsets - 1, p->subsets_pruned);
 	print_idle(out, p, c, objective);
 	fputc('\n', out);
 }

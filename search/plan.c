@@ -271,7 +271,8 @@ static double subset_bound(const struct model *m, const struct cluster *c, unsig
  * those that leave idle every group of the slowest GPU types, the types
  * ranked by their GEMM rate (type_rate, FP8 where fp8): the groups of the
  * fastest type, then of the two fastest, and so on (types of equal rate
- * together), the largest first. A slower type kept while a faster one is
+ * together), the largest first (on at most PLAN_COST_MAX_GROUPS types: the
+ * caller searches none beyond). A slower type kept while a faster one is
  * idle cannot add to the GEMM rate that the ranking rewards, so these are
  * the subsets that leaving slow GPUs idle gives (the README says what it
  * does not try). */
@@ -342,6 +343,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	}
 	if (c->n_group > 1 && !plan_opts_what_if(o))
 		n = subsets(c, o->objective, fp8, sub);
+	if (!cost && n >= PLAN_COST_MAX_GROUPS)
+		n = 0; /* more than PLAN_COST_MAX_GROUPS GPU types */
 	if (!n) {
 		if (search_groups(out, m, x, o, e)) {
 			cluster_free(x);
@@ -404,6 +407,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 			cluster_free(sub_c);
 		all->subsets++;
 	}
+	if (o->progress)
+		o->progress(1.0, o->progress_arg); /* where the last subset was ruled out */
 	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
 	all->n_feasible = 0;

@@ -222,10 +222,12 @@ struct plan {
  * cluster first, then, the largest first, each subset that leaves idle
  * every group of the slowest GPU types (their GEMM rate, peak x eff_max,
  * in FP8 where they have it and the trainer runs it: the groups of the
- * fastest type, of the two fastest, ...); a subset is skipped where the
- * GEMM FLOPs of an iteration at its GPUs' best rate take at least the best
- * iteration found so far that a trainer runs (a lower bound of its time;
- * never with measured profiles), and counted in subsets_pruned.
+ * fastest type, of the two fastest, ...; on clusters of at most
+ * PLAN_COST_MAX_GROUPS GPU types); a subset is skipped where a lower
+ * bound of its iteration (its GPUs' shares of the GEMMs and flash
+ * attention at their full speed; none with measured profiles) is at least
+ * the best iteration found so far that a trainer runs, and counted in
+ * subsets_pruned.
  * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
  * option contradicts the model or cluster. An empty ranking is not an error
  * here; the caller reports it. */
