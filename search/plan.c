@@ -426,11 +426,11 @@ unsigned plan_row_idle(const struct cluster *c, const struct strategy *s)
 	for (int g = 0; g < c->n_group; g++)
 		if (!c->group[g].n_part)
 			real |= 1u << g;
-	for (int k = 0; k < s->n_stages; k++) {
-		const struct node_group *G = &c->group[s->group[k]];
+	for (int q = 0; q < s->pp; q++) {
+		const struct node_group *G = &c->group[s->group[q]];
 
 		if (!G->n_part)
-			used |= 1u << s->group[k];
+			used |= 1u << s->group[q];
 		for (int i = 0; i < G->n_part; i++)
 			if (G->part_gpus[i] > 0)
 				used |= 1u << G->part_group[i];

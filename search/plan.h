@@ -235,8 +235,9 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e);
 
 /* The real node groups of c (c a plan's cluster) on which strategy s uses
- * no GPU, its ranks' groups and the parts of its mixed ones: bit g for
- * c->group[g]; 0 where it uses every group. */
+ * no GPU: not the group of any of its s->pp ranks (s->group[rank]) nor a
+ * part of such a mixed group. Bit g for c->group[g]; 0 where it uses every
+ * group. */
 unsigned plan_row_idle(const struct cluster *c, const struct strategy *s);
 
 /* free(NULL)-safe. */
