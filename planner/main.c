@@ -568,11 +568,14 @@ static void print_idle(FILE *out, const struct plan *p, const struct cluster *c,
 			all = &p->row[i];
 	group_names(left, sizeof left, c, idle);
 	group_names(used, sizeof used, c, real & ~idle);
+	if (!all) {
+		fprintf(out, "the top plan leaves %s idle (%s alone%s); no plan found uses every GPU\n",
+			left, used, top->s.fp8 ? ", in FP8" : "");
+		return;
+	}
 	fprintf(out, "the top plan leaves %s idle: %s alone%s ", left, used,
 		top->s.fp8 ? ", in FP8," : "");
-	if (!all)
-		fprintf(out, "run every plan found; none on every GPU fits\n");
-	else if (objective == PLAN_COST)
+	if (objective == PLAN_COST)
 		fprintf(out, "cost %.1f%% less per million tokens than the best plan on every GPU (rank %d, %.3f s%s)\n",
 			100 * (1 - top->usd_per_hour * top->r.iter_s / (all->usd_per_hour * all->r.iter_s)),
 			(int)(all - p->row) + 1, all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
