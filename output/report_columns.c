@@ -133,7 +133,10 @@
 	X(megatron_iteration_s, NUM, put_trainer(v, row, TRAINER_MEGATRON))                                            \
 	X(torchtitan_iteration_s, NUM, put_trainer(v, row, TRAINER_TORCHTITAN))                                        \
 	X(deepspeed_iteration_s, NUM, put_trainer(v, row, TRAINER_DEEPSPEED))                                          \
-	X(nemo_iteration_s, NUM, put_trainer(v, row, TRAINER_NEMO))
+	X(nemo_iteration_s, NUM, put_trainer(v, row, TRAINER_NEMO)) \
+	/* the node groups the strategy leaves idle (plan_row_idle), comma-                              \
+	 * separated; empty where it uses every group */             \
+	X(groups_idle, STR, put_idle(v, c, s))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -192,6 +195,20 @@ static void put_trainer(char *v, const struct plan_row *row, enum trainer t)
 		put_num(v, row->trainer_s[t]);
 	else
 		put_text(v, "");
+}
+
+/* The names of the real node groups of c on which s uses no GPU
+ * (plan_row_idle), comma-separated, in the cluster's order. */
+static void put_idle(char *v, const struct cluster *c, const struct strategy *s)
+{
+	unsigned idle = plan_row_idle(c, s);
+	size_t at = 0;
+
+	v[0] = 0;
+	for (int g = 0; g < c->n_group && at < REPORT_FIELD_MAX; g++)
+		if (idle >> g & 1)
+			at += (size_t)snprintf(v + at, REPORT_FIELD_MAX - at, "%s%s", at ? "," : "",
+					       c->group[g].name);
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,

@@ -550,8 +550,60 @@ static int print_profile(const struct model *m)
 	return EXIT_OK;
 }
 
+/* Appends to buf (size n) the real node groups in mask of c as "32 x
+ * A100-SXM4-40GB ('a100')", joined by " and ". */
+static void group_names(char *buf, size_t n, const struct cluster *c, unsigned mask)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int g = 0; g < c->n_group && at < n; g++)
+		if (mask >> g & 1)
+			at += (size_t)snprintf(buf + at, n - at, "%s%d x %s ('%s')", at ? " and " : "",
+					       c->group[g].nodes * c->group[g].gpus_per_node,
+					       c->gpu[c->group[g].gpu].name, c->group[g].name);
+}
+
+/* Where the top row leaves node groups idle (plan_row_idle): which, and
+ * what it gains over the best row on every GPU of the same kind (a trainer
+ * runs it, or planning only): tokens/s, or with PLAN_COST USD per million
+ * tokens. */
+static void print_idle(FILE *out, const struct plan *p, const struct cluster *c, int objective)
+{
+	const struct plan_row *top = &p->row[0], *all = NULL;
+	unsigned idle = p->n_feasible ? plan_row_idle(c, &top->s) : 0;
+	unsigned real = 0;
+	char left[512], used[512];
+
+	if (!idle)
+		return;
+	for (int g = 0; g < c->n_group; g++)
+		if (!c->group[g].n_part)
+			real |= 1u << g;
+	for (int i = 1; i < p->n_feasible && !all; i++)
+		if (!plan_row_idle(c, &p->row[i].s) && !p->row[i].trainers == !top->trainers)
+			all = &p->row[i];
+	group_names(left, sizeof left, c, idle);
+	group_names(used, sizeof used, c, real & ~idle);
+	if (!all) {
+		fprintf(out, "the top plan leaves %s idle (%s alone%s); no plan found uses every GPU\n",
+			left, used, top->s.fp8 ? ", in FP8" : "");
+		return;
+	}
+	fprintf(out, "the top plan leaves %s idle: %s alone%s ", left, used,
+		top->s.fp8 ? ", in FP8," : "");
+	if (objective == PLAN_COST)
+		fprintf(out, "cost %.1f%% less per million tokens than the best plan on every GPU (rank %d, %.3f s%s)\n",
+			100 * (1 - top->usd_per_hour * top->r.iter_s / (all->usd_per_hour * all->r.iter_s)),
+			(int)(all - p->row) + 1, all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
+	else
+		fprintf(out, "run %.1f%% more tokens/s than the best plan on every GPU (rank %d, %.3f s%s)\n",
+			100 * (top->r.tokens_per_s / all->r.tokens_per_s - 1), (int)(all - p->row) + 1,
+			all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
+}
+
 static void print_summary(FILE *out, const struct plan *p, const struct model *m,
-			  const struct cluster *c, int gbs)
+			  const struct cluster *c, int gbs, int objective)
 {
 	fprintf(out, "%s (%.1fB parameters", m->name, model_params(m) / 1e9);
 	if (m->experts > 0)
@@ -572,9 +624,13 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	if (p->truncated)
 		fprintf(out, "search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
 			p->evaluated, p->degrees_searched, p->degrees);
-	if (p->subsets)
+	if (p->subsets && objective == PLAN_COST)
 		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",
 			p->subsets);
+	else if (p->subsets + p->subsets_pruned)
+		fprintf(out, "node-group subsets without the slowest GPU types: %d searched, %d ruled out (their GEMMs and attention at full speed take longer than the best plan found)\n",
+			p->subsets - 1, p->subsets_pruned);
+	print_idle(out, p, c, objective);
 	fputc('\n', out);
 }
 
@@ -850,7 +906,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		plan_free(p);
 		return usage("%s", e.msg);
 	}
-	print_summary(out, p, m, c, gbs);
+	print_summary(out, p, m, c, gbs, cl->opts.objective);
 	print_headroom(out, cl, c);
 	if (what_if && p->n_row) {
 		/* report_table prints the rows that fit: hand it the one row

@@ -126,7 +126,7 @@ enum opt_scope { SCOPE_RUN,
 	  "MoE expert capacity factor: tokens beyond F x the mean are dropped (default: dropless)")                                                                \
 	X(FP8, "fp8", KIND_SWITCH, opts.fp8, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                                                    \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)")                                                                                 \
+	  "FP8 GEMMs (default: both tried where GPUs have FP8, per stage on mixed ones; what-if: off)")                                                            \
 	X(SEQUENCE_PARALLEL, "sequence-parallel", KIND_SWITCH, opts.sp, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                         \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "sequence parallelism (default: on where TP > 1)")                                                                                                       \

@@ -21,7 +21,10 @@ struct err;
  * several node groups is also searched on each subset of its groups (at
  * most PLAN_COST_MAX_GROUPS groups), since leaving a group idle can cost
  * less per token (with every GPU in use, the cost per token is the
- * iteration time times a constant, and ranks as the throughput does). */
+ * iteration time times a constant, and ranks as the throughput does). With
+ * PLAN_THROUGHPUT it is also searched without the groups of its slowest
+ * GPU types (plan_search), since slow GPUs can hold a pipeline back, or
+ * keep the fast ones from FP8. */
 enum plan_objective { PLAN_THROUGHPUT,
 		      PLAN_COST };
 #define PLAN_COST_MAX_GROUPS 4
@@ -102,8 +105,9 @@ struct plan_opts {
 				   (TP, CP, PP, DP) tuples in the search's
 				   fixed order take their strategies from it
 				   until it is spent (the last one in part),
-				   whatever the threads; plan.truncated then
-				   says so */
+				   whatever the threads, and so do the
+				   node-group subsets (plan_search), in
+				   their order; plan.truncated then says so */
 	double place_dp_max;	 /* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
 				   candidate placements of place.c */
@@ -205,8 +209,14 @@ struct plan {
 	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */
-	int subsets;		       /* with PLAN_COST on n > 1 node groups: the
-				   2^n - 1 subsets searched; else 0 */
+	int subsets;		       /* node-group subsets searched, the whole
+				   cluster included: with PLAN_COST on n > 1
+				   groups the 2^n - 1; with PLAN_THROUGHPUT
+				   those of plan_search that a bound did not
+				   rule out; 0: the whole cluster only */
+	int subsets_pruned;	       /* PLAN_THROUGHPUT: subsets not searched,
+				   as their iteration time cannot beat the
+				   best plan found (plan_search) */
 	struct cluster *cluster;       /* owned: the cluster searched, the
 				   caller's with its mixed node groups
 				   (cluster_mix) appended; the rows' group
@@ -219,14 +229,30 @@ struct plan {
  * host a stage's DP replicas on several groups where the whole ranks on
  * single groups leave GPUs over (plan.cluster). m's sequence length is set
  * to o->seq first when given.
- * With PLAN_COST outside the what-if mode, runs it on each subset of the
- * node groups (cluster_subset) and ranks the rows of all together; the
- * counts (evaluated, degrees, ILP placements) are then the sums.
+ * Outside the what-if mode, on several node groups, it also runs on
+ * subsets of the groups (cluster_subset, no mixed groups) and ranks the
+ * rows of all together; the counts (evaluated, degrees, ILP placements)
+ * are then the sums. PLAN_COST: each subset. PLAN_THROUGHPUT: the whole
+ * cluster first, then, the largest first, each subset that leaves idle
+ * every group of the slowest GPU types (their GEMM rate, peak x eff_max,
+ * in FP8 where they have it and the trainer runs it: the groups of the
+ * fastest type, of the two fastest, ...; on clusters of at most
+ * PLAN_COST_MAX_GROUPS GPU types); a subset is skipped where a lower
+ * bound of its iteration (its GPUs' shares of the GEMMs and flash
+ * attention at their full speed; none with measured profiles) is at least
+ * the best iteration found so far that a trainer runs, and counted in
+ * subsets_pruned.
  * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
  * option contradicts the model or cluster. An empty ranking is not an error
  * here; the caller reports it. */
 int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e);
+
+/* The real node groups of c (c a plan's cluster) on which strategy s uses
+ * no GPU: not the group of any of its s->pp ranks (s->group[rank]) nor a
+ * part of such a mixed group. Bit g for c->group[g]; 0 where it uses every
+ * group. */
+unsigned plan_row_idle(const struct cluster *c, const struct strategy *s);
 
 /* free(NULL)-safe. */
 void plan_free(struct plan *p);

@@ -29,6 +29,8 @@ enum trainer_feature {
 	FEATURE_PARAM_OVERLAP,	 /* ZeRO parameter gathers under the forward */
 	FEATURE_GRAD_ACC_FUSION, /* gradient accumulation inside the
 				    weight-gradient GEMMs */
+	FEATURE_FP8_PER_LAYER,	 /* FP8 on some blocks, BF16 on the first
+				    and last ones (cluster_bf16_blocks) */
 };
 
 /* "megatron", "torchtitan", "deepspeed", "nemo". */
