@@ -13,7 +13,8 @@ DATADIR ?= $(PREFIX)/share/ampplan
 # What `ampplan --version` prints: bump it here, and only here.
 VERSION = 0.1.0
 # The data directories `make install` copies into DATADIR, where --model
-# NAME and --cluster NAME look after the current directory (datafile.h).
+# NAME and --cluster NAME look after beside the binary and before the
+# current directory (datafile.h).
 DATA_DIRS = profiles clusters gpus
 # Compiled into main.o and datafile.o, which config.stamp rebuilds when
 # either changes (e.g. `make install` with another PREFIX).

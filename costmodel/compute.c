@@ -146,7 +146,8 @@ static double act_bytes_per_token(const struct model *m, int l, const struct str
 {
 	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
 
-	return (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * ffn_per_token(m, l) * dt / s->tp;
+	return (m->ffn_kind == FFN_SWIGLU ? (s->unfused_pointwise ? SWIGLU_UNFUSED : 3) : 2) *
+	       ffn_per_token(m, l) * dt / s->tp;
 }
 
 /* The two norms' bytes per token of block l on one GPU, forward. */
@@ -186,7 +187,7 @@ static double mem_bytes_per_token(const struct model *m, int l,
 		bytes += (2 + 2.0 * m->top_k) * h * dt * rows;
 	bytes += act_bytes_per_token(m, l, s);
 	if (!m->learned_pos)
-		bytes += 2 * (a + g) * rot * dt / t;
+		bytes += (s->unfused_pointwise ? ROPE_UNFUSED : 2) * (a + g) * rot * dt / t;
 	return bytes;
 }
 

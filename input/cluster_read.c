@@ -185,8 +185,8 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 /* Finds the catalogue for the cluster file at cluster_path: first
  * DIR/../CLUSTER_CATALOGUE with DIR the cluster file's directory (the source
  * tree's clusters/, PREFIX/share/ampplan/clusters when installed), then as
- * datafile_find finds gpus/catalogue.json (the working directory, then the
- * installed data directory). Returns a malloc'd path (caller frees), or NULL
+ * datafile_find finds gpus/catalogue.json (beside the binary, the installed
+ * data directory, then the working directory). Returns a malloc'd path (caller frees), or NULL
  * with e naming the places tried. */
 static char *find_catalogue(const char *cluster_path, struct err *e)
 {

@@ -680,8 +680,12 @@ START_TEST(test_active_params)
 				     &out, &err),
 			 0);
 	ck_assert_ptr_nonnull(strstr(err, "mistralai_Mixtral-8x7B-v0.1 (46.7B parameters, 12.9B active) on "));
-	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active,optim_dtype,ep_overlap,moe_grouped_gemm,recompute_modules,moe_pad_capacity,moe_dispatcher\n"));
-	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248,fp32,0,0,,,alltoall\n"));
+	/* then mfu_peak, the per-trainer times (issue 30) and groups_idle */
+	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active,mfu_peak,megatron_iteration_s,"));
+	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248,bf16,"));
+	/* then cost model v3's columns (issue 24) */
+	ck_assert_ptr_nonnull(strstr(out, ",groups_idle,optim_dtype,ep_overlap,moe_grouped_gemm,recompute_modules,moe_pad_capacity,moe_dispatcher\n"));
+	ck_assert_ptr_nonnull(strstr(out, ",fp32,0,0,,,alltoall\n"));
 	free(out);
 	free(err);
 }
