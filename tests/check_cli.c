@@ -443,7 +443,7 @@ static const struct {
 	{ DEMO " --norm rms", "--norm needs fused or unfused, not 'rms'" },
 	{ DEMO " --fp8 yes", "--fp8 needs on or off, not 'yes'" },
 	/* mixed.json's H100s have an FP8 peak, its A100s none */
-	{ DEMO " --fp8 on", "--fp8 on, but GPU type 'A100-SXM4-40GB' (group 'a100') has no FP8" },
+	{ DEMO " --fp8 on --trainer torchtitan", "--fp8 on, but GPU type 'A100-SXM4-40GB' (group 'a100') has no FP8 peak (peak_fp8_tflops), and only Megatron-LM runs FP8 on some stages" },
 	{ DEMO " --sequence-parallel 1", "--sequence-parallel needs on or off, not '1'" },
 	{ DEMO " --tp 1 --sequence-parallel on", "--sequence-parallel on needs --tp > 1" },
 	{ DEMO " --tp-comm-overlap true", "--tp-comm-overlap needs on or off, not 'true'" },

@@ -177,7 +177,7 @@ START_TEST(cp_flavour_is_the_cheapest)
 	ck_assert_str_eq(type, best_type);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
 				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
-				     "--cp-comm-type a2a+p2p --trainer megatron --emit megatron --out build/cp-a2a-p2p",
+				     "--cp-comm-type a2a+p2p --trainer megatron --emit megatron --force --out build/cp-a2a-p2p",
 				     &out, &err),
 			 0);
 	free(out);
@@ -708,7 +708,7 @@ START_TEST(moe_balance_and_capacity)
 	ck_assert_rel(load, 1.1, 1e-12);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 --moe-balance global-batch "
-				     "--moe-capacity 1.1 --trainer megatron --emit megatron --out build/moe-capacity",
+				     "--moe-capacity 1.1 --trainer megatron --emit megatron --force --out build/moe-capacity",
 				     &out, &err),
 			 0);
 	free(out);
@@ -748,7 +748,7 @@ START_TEST(expert_tp)
 
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 2 --pp 2 --dp 32 --cp 1 --mbs 1 --ep 8 --etp 1 --zero 1 "
-				     "--trainer megatron --emit megatron --out build/etp",
+				     "--trainer megatron --emit megatron --force --out build/etp",
 				     &out, &err),
 			 0);
 	free(out);
