@@ -38,6 +38,9 @@ static struct plan_opts shape_opts(int i)
 	o.mbs = 1;
 	o.gbs = 32;
 	o.attn = ATTN_FUSED_SOFTMAX;
+	/* the overlaps off (Megatron-LM's bare defaults), so that the DP
+	 * reduction is exposed and the runs exercise the inter-node link */
+	o.tp_overlap = o.grad_overlap = o.param_overlap = 0;
 	plan_opts_complete(&o);
 	o.threads = 1;
 	return o;
