@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "exact.h"
 #include "exhaustive.h"
 #include "ilp.h"
 #include "model.h"
@@ -467,6 +468,31 @@ static bool placer_fit(struct place_ctx *c)
 	return true;
 }
 
+/* Most branches of exact_place per strategy: on the random instances of
+ * tests/check_search.c it finishes within ... */
+#define EXACT_NODES 100000
+
+/* After the placers: where their result is not proven optimal (virtual
+ * stages, DualPipe's mirrors, the candidate placements, or a later rank's
+ * tail that the partition DP does not see), the branch and bound of
+ * exact_place from their incumbent, within EXACT_NODES; S->exact says
+ * whether the result is now the optimum over every placement and
+ * partition (or whether none fits). */
+static void place_exact(struct place_ctx *c)
+{
+	struct search *S = c->S;
+	const struct strategy *s = c->s;
+	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule) && (c->n == 1 || c->small);
+
+	if (S->o->exhaustive || S->fixed || s->n_stages < 2)
+		return;
+	if (dp && (!c->r->fits || !(S->dp_value < c->r->iter_s * (1 - 1e-9)))) {
+		S->exact = true; /* the partition DP's optimum, rank 0's tail last */
+		return;
+	}
+	S->exact = exact_place(c->best, c->r, s, S->ranks, S->m, S->c, &S->lc, EXACT_NODES);
+}
+
 /* A placer: tries its candidate placements of c->s where they apply, each
  * partitioned and costed, keeping the fastest that fits in c->best and
  * c->r. Returns true where the strategy is placed for good: the walk ends
@@ -514,7 +540,9 @@ void place_strategy(struct search *S, struct strategy *s, bool small,
 		if (S->ranks[g])
 			c.order[c.n++] = g;
 	block_placement(S, s, c.order, c.n);
+	S->exact = false;
 	for (size_t i = 0; i < sizeof placers / sizeof *placers; i++)
 		if (placers[i].place(&c))
-			return;
+			break;
+	place_exact(&c);
 }
