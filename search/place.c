@@ -468,9 +468,12 @@ static bool placer_fit(struct place_ctx *c)
 	return true;
 }
 
-/* Most branches of exact_place per strategy: on the random instances of
- * tests/check_search.c it finishes within ... */
-#define EXACT_NODES 100000
+/* Most branches of exact_place per strategy, and the instances it runs on:
+ * those --exhaustive takes (at most 14 blocks and 64 GPUs; plan_opts.c),
+ * where it finishes on every random instance of tests/check_search.c. */
+#define EXACT_NODES	 100000
+#define EXACT_MAX_LAYERS 16
+#define EXACT_MAX_GPUS	 64
 
 /* After the placers: where their result is not proven optimal (virtual
  * stages, DualPipe's mirrors, the candidate placements, or a later rank's
@@ -484,7 +487,8 @@ static void place_exact(struct place_ctx *c)
 	const struct strategy *s = c->s;
 	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule) && (c->n == 1 || c->small);
 
-	if (S->o->exhaustive || S->fixed || s->n_stages < 2)
+	if (S->o->exhaustive || S->fixed || s->n_stages < 2 || S->lc.n_layer > EXACT_MAX_LAYERS ||
+	    S->c->total_gpus > EXACT_MAX_GPUS)
 		return;
 	if (dp && (!c->r->fits || !(S->dp_value < c->r->iter_s * (1 - 1e-9)))) {
 		S->exact = true; /* the partition DP's optimum, rank 0's tail last */
