@@ -26,14 +26,17 @@ struct walk {
 	bool bidir;   /* DualPipe: stage k's mirror on rank pp - 1 - k */
 	int left[MAX_GROUPS];
 	bool placed[MAX_STAGES];
-	double *pre;		 /* [g * (n + 1) + j]: time of layers [0, j) on g */
-	double *ps, *pa, *pe;	 /* [j]: state, activation, extra bytes of [0, j) */
-	double *rem;		 /* [i]: layers [i, n) each at its least time */
-	double vmin;		 /* the least vocabulary share of a stage */
-	double cost[MAX_STAGES]; /* rank totals (by_rank) or stage costs */
-	double mem[MAX_STAGES];	 /* rank memory so far */
-	double cap[MAX_STAGES];	 /* rank memory cap (placed ranks) */
-	double tail;		 /* lower bound of the tail */
+	double *pre;		       /* [g * (n + 1) + j]: time of layers [0, j) on g */
+	double *ps, *pa, *pe;	       /* [j]: state, activation, extra bytes of [0, j) */
+	double *rem;		       /* [i]: layers [i, n) each at its least time */
+	double vmin;		       /* the least vocabulary share of a stage */
+	double most_cap;	       /* the largest rank cap of a group with ranks */
+	double fewest[MAX_STAGES + 1]; /* [k]: least in-flight micro-batches of
+					  stages k on (INFINITY at K) */
+	double cost[MAX_STAGES];       /* rank totals (by_rank) or stage costs */
+	double mem[MAX_STAGES];	       /* rank memory so far */
+	double cap[MAX_STAGES];	       /* rank memory cap (placed ranks) */
+	double tail;		       /* lower bound of the tail */
 	long nodes, max_nodes;
 	bool stopped;
 };
@@ -71,6 +74,22 @@ static double bound(const struct walk *w, int i, int left, bool spread)
 }
 
 static void stage(struct walk *w, int k, int i);
+
+/* Whether the layers from j on, for the stages after k, can still fit:
+ * their states, transients and activations at the fewest in-flight
+ * micro-batches of those stages within the room the ranks have left (a
+ * rank without a group at the largest cap). */
+static bool room_left(const struct walk *w, int k, int j)
+{
+	double need = w->ps[w->n] - w->ps[j] + w->pe[w->n] - w->pe[j], room = 0;
+
+	if (j == w->n)
+		return true;
+	need += w->fewest[k + 1] * (w->pa[w->n] - w->pa[j]);
+	for (int q = 0; q < w->pp; q++)
+		room += (w->placed[q] ? w->cap[q] : w->most_cap) - w->mem[q];
+	return need <= room * (1 + 1e-12) + 1e-300;
+}
 
 /* The leaf: every stage placed and split. */
 static void leaf(struct walk *w)
@@ -114,6 +133,8 @@ static void split(struct walk *w, int k, int i)
 			if (w->placed[mirror] && w->mem[mirror] > w->cap[mirror] * (1 + 1e-12))
 				break;
 		}
+		if (!room_left(w, k, j))
+			continue;
 		w->cost[slot] = c0 + base + p[j] - p[i];
 		if (k == 0 && !w->by_rank && w->lc->tail0)
 			w->tail = w->lc->tail0[(size_t)g * (n + 1) + j];
@@ -193,6 +214,10 @@ bool exact_place(struct strategy *best, struct cost_result *r, const struct stra
 	w.pe = w.pa + n + 1;
 	w.rem = w.pe + n + 1;
 	w.vmin = INFINITY;
+	w.most_cap = -INFINITY;
+	w.fewest[w.K] = INFINITY;
+	for (int k = w.K - 1; k >= 0; k--)
+		w.fewest[k] = fmin(w.fewest[k + 1], w.f.inflight[k]);
 	for (int g = 0; g < w.G; g++) {
 		double *p = w.pre + (size_t)g * (n + 1);
 
@@ -201,6 +226,8 @@ bool exact_place(struct strategy *best, struct cost_result *r, const struct stra
 			p[l + 1] = p[l] + lc->time[(size_t)g * n + l];
 		if (ranks[g] && w.f.vocab_of[g] < w.vmin)
 			w.vmin = w.f.vocab_of[g];
+		if (ranks[g])
+			w.most_cap = fmax(w.most_cap, w.f.cap_of[g] * w.f.vp + lc->vocab_bytes);
 	}
 	w.ps[0] = w.pa[0] = w.pe[0] = 0;
 	for (int l = 0; l < n; l++) {
@@ -217,7 +244,8 @@ bool exact_place(struct strategy *best, struct cost_result *r, const struct stra
 				least = lc->time[(size_t)g * n + l];
 		w.rem[l] = w.rem[l + 1] + least;
 	}
-	stage(&w, 0, 0);
+	if (room_left(&w, -1, 0))
+		stage(&w, 0, 0);
 	free(w.pre);
 	return !w.stopped;
 }

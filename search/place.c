@@ -475,21 +475,33 @@ static bool placer_fit(struct place_ctx *c)
 #define EXACT_MAX_LAYERS 16
 #define EXACT_MAX_GPUS	 64
 
+/* Beyond those instances, most branches of exact_place where the placers
+ * found nothing that fits with virtual stages or DualPipe (their partition
+ * DP caps each stage at a share of its rank's memory). */
+#define EXACT_FIT_NODES 20000
+
 /* After the placers: where their result is not proven optimal (virtual
  * stages, DualPipe's mirrors, the candidate placements, or a later rank's
  * tail that the partition DP does not see), the branch and bound of
- * exact_place from their incumbent, within EXACT_NODES; S->exact says
- * whether the result is now the optimum over every placement and
- * partition (or whether none fits). */
+ * exact_place from their incumbent, within EXACT_NODES; beyond the
+ * instances of EXACT_MAX_LAYERS and EXACT_MAX_GPUS only where they found
+ * nothing that fits with virtual stages or DualPipe, within
+ * EXACT_FIT_NODES. S->exact says whether the result is now the optimum
+ * over every placement and partition (or whether none fits). */
 static void place_exact(struct place_ctx *c)
 {
 	struct search *S = c->S;
 	const struct strategy *s = c->s;
 	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule) && (c->n == 1 || c->small);
 
-	if (S->o->exhaustive || S->fixed || s->n_stages < 2 || S->lc.n_layer > EXACT_MAX_LAYERS ||
-	    S->c->total_gpus > EXACT_MAX_GPUS)
+	if (S->o->exhaustive || S->fixed || s->n_stages < 2)
 		return;
+	if (S->lc.n_layer > EXACT_MAX_LAYERS || S->c->total_gpus > EXACT_MAX_GPUS) {
+		if (!c->r->fits && (s->vp > 1 || schedule_bidirectional(s->schedule)))
+			S->exact = exact_place(c->best, c->r, s, S->ranks, S->m, S->c, &S->lc,
+					       EXACT_FIT_NODES);
+		return;
+	}
 	if (dp && (!c->r->fits || !(S->dp_value < c->r->iter_s * (1 - 1e-9)))) {
 		S->exact = true; /* the partition DP's optimum, rank 0's tail last */
 		return;
