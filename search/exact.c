@@ -37,6 +37,9 @@ struct walk {
 	double mem[MAX_STAGES];	       /* rank memory so far */
 	double cap[MAX_STAGES];	       /* rank memory cap (placed ranks) */
 	double tail;		       /* lower bound of the tail */
+	double sum, most;	       /* of cost[] */
+	double held, room;	       /* the sum of mem[]; of cap[] (most_cap
+					  for a rank without a group) */
 	long nodes, max_nodes;
 	bool stopped;
 };
@@ -55,14 +58,8 @@ static double incumbent(const struct walk *w)
  * grows with the end of the stage being split). */
 static double bound(const struct walk *w, int i, int left, bool spread)
 {
-	double mx = 0, sum = 0, more = w->rem[i] + left * w->vmin;
-	int n = w->by_rank || w->bidir ? w->pp : w->K;
+	double mx = w->most, sum = w->sum, more = w->rem[i] + left * w->vmin;
 
-	for (int q = 0; q < n; q++) {
-		sum += w->cost[q];
-		if (w->cost[q] > mx)
-			mx = w->cost[q];
-	}
 	if (w->by_rank) {
 		double mean = (sum + more) / w->pp;
 
@@ -81,14 +78,12 @@ static void stage(struct walk *w, int k, int i);
  * rank without a group at the largest cap). */
 static bool room_left(const struct walk *w, int k, int j)
 {
-	double need = w->ps[w->n] - w->ps[j] + w->pe[w->n] - w->pe[j], room = 0;
+	double need = w->ps[w->n] - w->ps[j] + w->pe[w->n] - w->pe[j];
 
 	if (j == w->n)
 		return true;
 	need += w->fewest[k + 1] * (w->pa[w->n] - w->pa[j]);
-	for (int q = 0; q < w->pp; q++)
-		room += (w->placed[q] ? w->cap[q] : w->most_cap) - w->mem[q];
-	return need <= room * (1 + 1e-12) + 1e-300;
+	return need <= (w->room - w->held) * (1 + 1e-12) + 1e-300;
 }
 
 /* The leaf: every stage placed and split. */
@@ -112,6 +107,7 @@ static void split(struct walk *w, int k, int i)
 	int mirror = w->bidir ? w->pp - 1 - k : -1, last = n - (w->K - 1 - k);
 	const double *p = w->pre + (size_t)g * (n + 1);
 	double base = w->f.vocab_of[g], c0, m0, mm0 = 0, t0 = w->tail;
+	double sum0 = w->sum, most0 = w->most, held0 = w->held;
 	int slot = w->by_rank || w->bidir ? q : k;
 
 	if (k && strategy_rank(&w->s, k - 1) != q)
@@ -126,16 +122,20 @@ static void split(struct walk *w, int k, int i)
 		double act = w->f.inflight[k] * (w->pa[j] - w->pa[i]);
 
 		w->mem[q] = m0 + st + act + ex + (k < w->pp ? w->lc->vocab_bytes : 0);
+		w->held = held0 + (w->mem[q] - m0);
 		if (w->mem[q] > w->cap[q] * (1 + 1e-12))
 			break; /* more layers only add */
 		if (mirror >= 0) {
 			w->mem[mirror] = mm0 + st + act + ex;
+			w->held += st + act + ex;
 			if (w->placed[mirror] && w->mem[mirror] > w->cap[mirror] * (1 + 1e-12))
 				break;
 		}
 		if (!room_left(w, k, j))
 			continue;
 		w->cost[slot] = c0 + base + p[j] - p[i];
+		w->sum = sum0 + (base + p[j] - p[i]);
+		w->most = most0 > w->cost[slot] ? most0 : w->cost[slot];
 		if (k == 0 && !w->by_rank && w->lc->tail0)
 			w->tail = w->lc->tail0[(size_t)g * (n + 1) + j];
 		if (++w->nodes > w->max_nodes && w->max_nodes > 0) {
@@ -158,6 +158,9 @@ static void split(struct walk *w, int k, int i)
 		}
 	}
 	w->cost[slot] = c0;
+	w->sum = sum0;
+	w->most = most0;
+	w->held = held0;
 	w->mem[q] = m0;
 	if (mirror >= 0)
 		w->mem[mirror] = mm0;
@@ -180,10 +183,12 @@ static void stage(struct walk *w, int k, int i)
 		if (w->mem[q] > w->cap[q] * (1 + 1e-12))
 			continue; /* DualPipe: its mirror stage is there */
 		w->left[g]--;
+		w->room += w->cap[q] - w->most_cap;
 		w->placed[q] = true;
 		w->s.group[q] = (unsigned char)g;
 		split(w, k, i);
 		w->placed[q] = false;
+		w->room -= w->cap[q] - w->most_cap;
 		w->left[g]++;
 	}
 }
@@ -244,6 +249,7 @@ bool exact_place(struct strategy *best, struct cost_result *r, const struct stra
 				least = lc->time[(size_t)g * n + l];
 		w.rem[l] = w.rem[l + 1] + least;
 	}
+	w.room = w.pp * w.most_cap;
 	if (room_left(&w, -1, 0))
 		stage(&w, 0, 0);
 	free(w.pre);

@@ -478,7 +478,7 @@ static bool placer_fit(struct place_ctx *c)
 /* Beyond those instances, most branches of exact_place where the placers
  * found nothing that fits with virtual stages or DualPipe (their partition
  * DP caps each stage at a share of its rank's memory). */
-#define EXACT_FIT_NODES 2000
+#define EXACT_FIT_NODES 1000
 
 /* After the placers: where their result is not proven optimal (virtual
  * stages, DualPipe's mirrors, the candidate placements, or a later rank's
@@ -497,7 +497,17 @@ static void place_exact(struct place_ctx *c)
 	if (S->o->exhaustive || S->fixed || s->n_stages < 2)
 		return;
 	if (S->lc.n_layer > EXACT_MAX_LAYERS || S->c->total_gpus > EXACT_MAX_GPUS) {
-		if (!c->r->fits && (s->vp > 1 || schedule_bidirectional(s->schedule)))
+		struct pipeline_frame f;
+		double lb;
+
+		if (c->r->fits || !(s->vp > 1 || schedule_bidirectional(s->schedule)))
+			return;
+		/* the bound's relaxation holds each rank's memory: where it
+		 * holds no partition, none fits */
+		cost_frame(&f, S->m, S->c, s, &S->lc);
+		if (partition_place_bound(&S->lc, &f, S->ranks, f.ra, f.rb, &lb))
+			S->exact = true;
+		else
 			S->exact = exact_place(c->best, c->r, s, S->ranks, S->m, S->c, &S->lc,
 					       EXACT_FIT_NODES);
 		return;
