@@ -20,10 +20,13 @@ struct strategy;
  * but prunes every branch whose lower bound is not below the incumbent:
  * *best and *r on entry (r->fits false: none yet). The bound: the memory
  * of each rank so far against its GPU's (cost_evaluate's test, per rank,
- * over its chunks), and the schedule's T_pipe over the stage or rank costs
- * so far with the layers left each at its least time (every rank and stage
- * cost only grows), plus rank 0's tail once its one stage is known (vp 1,
- * lc->tail0): cost_evaluate's iter_s is at least that. Candidates whose
+ * over its chunks; and the layers left against the memory the ranks have
+ * left, at the fewest in-flight micro-batches of the stages left), and the
+ * schedule's T_pipe over the stage or rank costs so far with the layers
+ * left each at its least time (every rank and stage cost only grows), plus
+ * rank 0's tail once its one stage is known (vp 1, lc->tail0):
+ * cost_evaluate's iter_s is at least that. Costs O(1) per branch and
+ * O(G + n) memory. Candidates whose
  * T_pipe and that tail beat the incumbent are costed by cost_evaluate.
  * *best and *r take the fastest that fits where it beats the incumbent.
  * Stops after max_nodes branches (0: no limit). Returns true where the
