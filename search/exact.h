@@ -26,7 +26,7 @@ struct strategy;
  * left each at its least time (every rank and stage cost only grows), plus
  * rank 0's tail once its one stage is known (vp 1, lc->tail0):
  * cost_evaluate's iter_s is at least that. Costs O(1) per branch and
- * O(G + n) memory. Candidates whose
+ * O(G n) memory. Candidates whose
  * T_pipe and that tail beat the incumbent are costed by cost_evaluate.
  * *best and *r take the fastest that fits where it beats the incumbent.
  * Stops after max_nodes branches (0: no limit). Returns true where the
