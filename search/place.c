@@ -478,7 +478,7 @@ static bool placer_fit(struct place_ctx *c)
 /* Beyond those instances, most branches of exact_place where the placers
  * found nothing that fits with virtual stages or DualPipe (their partition
  * DP caps each stage at a share of its rank's memory). */
-#define EXACT_FIT_NODES 1000
+#define EXACT_FIT_NODES 300
 
 /* After the placers: where their result is not proven optimal (virtual
  * stages, DualPipe's mirrors, the candidate placements, or a later rank's
