@@ -70,6 +70,26 @@ static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls,
 #define REFINE_EXACT_ROWS  4
 #define REFINE_EXACT_NODES 200000
 
+/* Most candidates (placements x partitions) of a row given to exact_place:
+ * beyond, it seldom finishes within REFINE_EXACT_NODES (AMP's GPT-2 on 16
+ * T4s at PP 8 with 2 stages per rank has 3.3e6 and takes 0.1 CPU s). */
+#define REFINE_EXACT_SPACE 1e6
+
+/* The placements of ranks[] (a multinomial) times the splits of n layers
+ * into K non-empty stages (C(n - 1, K - 1)), what --exhaustive costs. */
+static double exact_space(const int *ranks, int n_group, int n, int K)
+{
+	double x = 1;
+	int used = 0;
+
+	for (int k = 1; k < K; k++)
+		x = x * (n - K + k) / k;
+	for (int g = 0; g < n_group; g++)
+		for (int i = 1; i <= ranks[g]; i++)
+			x = x * ++used / i;
+	return x;
+}
+
 /* exact_place on row (virtual stages or DualPipe) from its own placement
  * and partition as the incumbent, on the layer costs the search gave it
  * (1F1B's, or its own under DualPipe(V) with EP: enumerate.c); the row takes
@@ -85,6 +105,8 @@ static bool refine_exact(struct search *S, struct plan_row *row, double *lb, boo
 
 	for (int k = 0; k < s.pp; k++)
 		ranks[s.group[k]]++;
+	if (exact_space(ranks, S->c->n_group, s.first[s.n_stages], s.n_stages) > REFINE_EXACT_SPACE)
+		return false;
 	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
 		one.schedule = SCHED_1F1B;
 		one.vp = 1;
