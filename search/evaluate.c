@@ -76,7 +76,7 @@ static double gap(struct search *S, const struct strategy *best, const struct co
 		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
 			vmin = S->lc.vocab_time[g];
 	}
-	if (S->o->exhaustive)
+	if (S->o->exhaustive || S->exact)
 		return 0;
 	cost_frame(&f, S->m, S->c, best, &S->lc);
 	if (best->vp > 1) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "exact.h"
 #include "exhaustive.h"
 #include "ilp.h"
 #include "model.h"
@@ -467,6 +468,57 @@ static bool placer_fit(struct place_ctx *c)
 	return true;
 }
 
+/* Most branches of exact_place per strategy, and the instances it runs on:
+ * those --exhaustive takes (at most 14 blocks and 64 GPUs; plan_opts.c),
+ * where it finishes on every random instance of tests/check_search.c. */
+#define EXACT_NODES	 100000
+#define EXACT_MAX_LAYERS 16
+#define EXACT_MAX_GPUS	 64
+
+/* Beyond those instances, most branches of exact_place where the placers
+ * found nothing that fits with virtual stages or DualPipe (their partition
+ * DP caps each stage at a share of its rank's memory). */
+#define EXACT_FIT_NODES 300
+
+/* After the placers: where their result is not proven optimal (virtual
+ * stages, DualPipe's mirrors, the candidate placements, or a later rank's
+ * tail that the partition DP does not see), the branch and bound of
+ * exact_place from their incumbent, within EXACT_NODES; beyond the
+ * instances of EXACT_MAX_LAYERS and EXACT_MAX_GPUS only where they found
+ * nothing that fits with virtual stages or DualPipe, within
+ * EXACT_FIT_NODES. S->exact says whether the result is now the optimum
+ * over every placement and partition (or whether none fits). */
+static void place_exact(struct place_ctx *c)
+{
+	struct search *S = c->S;
+	const struct strategy *s = c->s;
+	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule) && (c->n == 1 || c->small);
+
+	if (S->o->exhaustive || S->fixed || s->n_stages < 2)
+		return;
+	if (S->lc.n_layer > EXACT_MAX_LAYERS || S->c->total_gpus > EXACT_MAX_GPUS) {
+		struct pipeline_frame f;
+		double lb;
+
+		if (c->r->fits || !(s->vp > 1 || schedule_bidirectional(s->schedule)))
+			return;
+		/* the bound's relaxation holds each rank's memory: where it
+		 * holds no partition, none fits */
+		cost_frame(&f, S->m, S->c, s, &S->lc);
+		if (partition_place_bound(&S->lc, &f, S->ranks, f.ra, f.rb, &lb))
+			S->exact = true;
+		else
+			S->exact = exact_place(c->best, c->r, s, S->ranks, S->m, S->c, &S->lc,
+					       EXACT_FIT_NODES);
+		return;
+	}
+	if (dp && (!c->r->fits || !(S->dp_value < c->r->iter_s * (1 - 1e-9)))) {
+		S->exact = true; /* the partition DP's optimum, rank 0's tail last */
+		return;
+	}
+	S->exact = exact_place(c->best, c->r, s, S->ranks, S->m, S->c, &S->lc, EXACT_NODES);
+}
+
 /* A placer: tries its candidate placements of c->s where they apply, each
  * partitioned and costed, keeping the fastest that fits in c->best and
  * c->r. Returns true where the strategy is placed for good: the walk ends
@@ -514,7 +566,9 @@ void place_strategy(struct search *S, struct strategy *s, bool small,
 		if (S->ranks[g])
 			c.order[c.n++] = g;
 	block_placement(S, s, c.order, c.n);
+	S->exact = false;
 	for (size_t i = 0; i < sizeof placers / sizeof *placers; i++)
 		if (placers[i].place(&c))
-			return;
+			break;
+	place_exact(&c);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "exact.h"
 #include "partition.h"
 #include "search_int.h"
 #include "trainer.h"
@@ -62,6 +63,82 @@ static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls,
 		group[k] = g;
 	}
 	return 0;
+}
+
+/* Rows with virtual stages or DualPipe that refine_rows gives exact_place,
+ * and its most branches for each. */
+#define REFINE_EXACT_ROWS  4
+#define REFINE_EXACT_NODES 200000
+
+/* Most candidates (placements x partitions) of a row given to exact_place:
+ * beyond, it seldom finishes within REFINE_EXACT_NODES (AMP's GPT-2 on 16
+ * T4s at PP 8 with 2 stages per rank has 3.3e6 and takes 0.1 CPU s). */
+#define REFINE_EXACT_SPACE 1e6
+
+/* The placements of ranks[] (a multinomial) times the splits of n layers
+ * into K non-empty stages (C(n - 1, K - 1)), what --exhaustive costs. */
+static double exact_space(const int *ranks, int n_group, int n, int K)
+{
+	double x = 1;
+	int used = 0;
+
+	for (int k = 1; k < K; k++)
+		x = x * (n - K + k) / k;
+	for (int g = 0; g < n_group; g++)
+		for (int i = 1; i <= ranks[g]; i++)
+			x = x * ++used / i;
+	return x;
+}
+
+/* exact_place on row (virtual stages or DualPipe) from its own placement
+ * and partition as the incumbent, on the layer costs the search gave it
+ * (1F1B's, or its own under DualPipe(V) with EP: enumerate.c); the row takes
+ * a faster result. Returns whether exact_place finished (*lb then its
+ * optimum), and sets *moved where the row changed. */
+static bool refine_exact(struct search *S, struct plan_row *row, double *lb, bool *moved)
+{
+	struct strategy s = row->s, one = row->s, best = row->s;
+	struct cost_result r = row->r;
+	struct layer_costs lc;
+	int ranks[MAX_GROUPS] = { 0 };
+	bool done;
+
+	for (int k = 0; k < s.pp; k++)
+		ranks[s.group[k]]++;
+	if (exact_space(ranks, S->c->n_group, s.first[s.n_stages], s.n_stages) > REFINE_EXACT_SPACE)
+		return false;
+	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
+		one.schedule = SCHED_1F1B;
+		one.vp = 1;
+	}
+	if (cost_layers(&lc, S->m, S->c, &one, ranks, NULL))
+		return false;
+	done = exact_place(&best, &r, &s, ranks, S->m, S->c, &lc, REFINE_EXACT_NODES);
+	cost_layers_free(&lc);
+	if (r.iter_s < row->r.iter_s) {
+		row->s = best;
+		row->r = r;
+		*moved = true;
+	}
+	if (done)
+		*lb = row->r.iter_s;
+	return done;
+}
+
+/* The end of a row in refine_rows: where it moved, its price and trainers
+ * again (c the cluster of the trainer masks); its gap to the bound lb;
+ * *top the least time so far. Returns moved. */
+static bool settle(const struct search *S, const struct cluster *c, struct plan_row *row,
+		   double lb, bool moved, double *top)
+{
+	if (moved) {
+		row->usd_per_hour = cluster_price_per_hour(c, &row->s);
+		row->trainers = trainer_mask(S->m, c, &row->s);
+	}
+	row->gap_pct = lb < row->r.iter_s * (1 - 1e-9) ? 100 * (row->r.iter_s - lb) / row->r.iter_s : 0;
+	if (row->r.iter_s < *top)
+		*top = row->r.iter_s;
+	return moved;
 }
 
 /* Rows of refine_rows that swap descent polishes (those the exact DP
@@ -138,7 +215,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 	struct plan *P = S->p;
 	double top;
 	bool changed = false;
-	int descents = 0;
+	int descents = 0, exacts = 0;
 
 	if (!P->n_row || P->row[0].why[0] || S->fixed || S->o->exhaustive)
 		return false;
@@ -153,9 +230,15 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
 		bool exact = false, moved = false;
 
-		if (s.vp != 1 || schedule_bidirectional(s.schedule) || !(row->gap_pct > 0) ||
-		    !(lb < top * (1 - 1e-12)))
+		if (!(row->gap_pct > 0) || !(lb < top * (1 - 1e-12)))
 			continue;
+		if (s.vp != 1 || schedule_bidirectional(s.schedule)) {
+			if (exacts++ >= REFINE_EXACT_ROWS)
+				continue;
+			refine_exact(S, row, &lb, &moved);
+			changed |= settle(S, c, row, lb, moved, &top);
+			continue;
+		}
 		memset(T.ranks, 0, sizeof T.ranks);
 		for (int k = 0; k < s.pp; k++)
 			T.ranks[s.group[k]]++;
@@ -216,14 +299,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 			}
 		}
 		cost_layers_free(&T.lc);
-		if (moved) {
-			changed = true;
-			row->usd_per_hour = cluster_price_per_hour(c, &row->s);
-			row->trainers = trainer_mask(S->m, c, &row->s);
-		}
-		row->gap_pct = lb < row->r.iter_s * (1 - 1e-9) ? 100 * (row->r.iter_s - lb) / row->r.iter_s : 0;
-		if (row->r.iter_s < top)
-			top = row->r.iter_s;
+		changed |= settle(S, c, row, lb, moved, &top);
 	}
 	return changed;
 }

@@ -30,6 +30,9 @@ struct search {
 	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
 					   costed without virtual stages */
 	bool have_v1;
+	bool exact;			     /* place_strategy's result is the
+					   optimum over every placement and
+					   partition (or none fits) */
 	double dp_value;		     /* the last partition DP's optimum (vp 1):
 					   pipeline time + rank 0's tail, a lower
 					   bound on cost_evaluate's over the

@@ -1,12 +1,16 @@
-/* bench.c: `make bench`: times the whole search for Llama-3-70B and
- * Llama-3.1-405B on generated mixed clusters of 64 to 16,384 GPUs (half
- * H100 nodes, half A100 nodes, on two fabrics), and for Llama-3-70B on
- * 4,096 GPUs in 8 and 16 node groups of four GPU types, and prints
- * strategies costed, wall seconds and peak memory of each run; then, for
- * the 8-group case, the seconds and peak memory of writing its JSON as
- * --json does (every row, per-stage details for the first 100, streamed
- * into a temporary and renamed). Each case runs in a child process so that
- * its peak resident memory is its own. */
+/* bench.c: `make bench`: times the whole search for AMP's own problem (GPT-2
+ * medium as a Hugging Face config, hidden 1024, 24 layers, vocabulary
+ * 52256, on clusters/aws-g4dn.json, global batch 32 of 1024 tokens), for
+ * Llama-3-70B and Llama-3.1-405B on generated mixed clusters of 64 to
+ * 16,384 GPUs (half H100 nodes, half A100 nodes, on two fabrics), for
+ * Llama-3-70B on 131,072 such GPUs and on 4,096 GPUs in 4, 8 and 16 node
+ * groups of four GPU types, and prints strategies costed, wall seconds,
+ * CPU seconds (user + system: the figure to compare on a shared machine)
+ * and peak memory of each run; then, for the 8-group case, the seconds and
+ * peak memory of writing its JSON as --json does (every row, per-stage
+ * details for the first 100, streamed into a temporary and renamed). Each
+ * case runs in a child process so that its peak resident memory and CPU
+ * time are its own. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,8 +83,26 @@ static void write_many(const char *path, int gpus, int n_group)
 	fclose(f);
 }
 
-/* Runs one search in this (child) process and prints its line. */
-static int bench_case(const char *model_path, const char *cluster_path)
+/* Writes AMP's GPT-2 medium (Li et al. 2022, Sec. 5) as a Hugging Face
+ * config.json. */
+static void write_amp_model(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "{\"model_type\": \"gpt2\", \"n_embd\": 1024, \"n_layer\": 24, \"n_head\": 16,"
+		   " \"vocab_size\": 52256, \"n_positions\": 1024, \"n_ctx\": 1024,"
+		   " \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-5,"
+		   " \"tie_word_embeddings\": true}\n");
+	fclose(f);
+}
+
+/* Runs one search in this (child) process and prints its line; gbs and
+ * seq 0: the model's. */
+static int bench_case(const char *model_path, const char *cluster_path, int gbs, int seq)
 {
 	struct model *m = NULL;
 	struct cluster *c = NULL;
@@ -90,14 +112,18 @@ static int bench_case(const char *model_path, const char *cluster_path)
 	struct rusage ru;
 
 	plan_opts_init(&o);
+	o.gbs = gbs;
+	o.seq = seq;
 	if (model_load(&m, model_path, &e) || cluster_load(&c, cluster_path, &e) ||
 	    plan_search(&p, m, c, &o, &e)) {
 		fprintf(stderr, "bench: error: %s\n", e.msg);
 		return 1;
 	}
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%-16s %7d %6d %12ld %8d %10.3f %11.1f\n", m->name, c->total_gpus, c->n_group, p->evaluated,
-	       p->n_feasible, p->search_s, ru.ru_maxrss / 1024.0);
+	printf("%-16s %7d %6d %12ld %8d %10.3f %8.3f %11.1f\n", m->name, c->total_gpus, c->n_group,
+	       p->evaluated, p->n_feasible, p->search_s,
+	       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+	       ru.ru_maxrss / 1024.0);
 	fflush(stdout);
 	plan_free(p);
 	model_free(m);
@@ -147,42 +173,48 @@ static int bench_json(const char *model_path, const char *cluster_path, const ch
 	return 0;
 }
 
+/* Runs bench_case in a child; returns nonzero where it failed. */
+static int fork_case(const char *model_path, const char *cluster_path, int gbs, int seq)
+{
+	int st;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(bench_case(model_path, cluster_path, gbs, seq));
+	waitpid(pid, &st, 0);
+	return !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
 int main(void)
 {
 	static const char *const models[] = { "profiles/llama70b.json", "profiles/llama405b.json" };
-	static const int sizes[] = { 64, 1024, 4096, 16384 };
+	static const int sizes[] = { 64, 1024, 4096, 16384, 131072 };
 	int failed = 0;
 
 	if (system("mkdir -p build/bench-clusters"))
 		return 1;
-	printf("%-16s %7s %6s %12s %8s %10s %11s\n", "model", "GPUs", "groups", "strategies",
-	       "fit", "wall s", "peak MiB");
+	printf("%-16s %7s %6s %12s %8s %10s %8s %11s\n", "model", "GPUs", "groups", "strategies",
+	       "fit", "wall s", "CPU s", "peak MiB");
+	write_amp_model("build/bench-clusters/amp-gpt2-medium.json");
+	failed |= fork_case("build/bench-clusters/amp-gpt2-medium.json", "clusters/aws-g4dn.json", 32, 1024);
 	for (size_t i = 0; i < sizeof models / sizeof *models; i++)
 		for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j++) {
 			char path[64];
-			int st;
 
+			if (sizes[j] > 16384 && i) /* 405B on 131,072: not a target */
+				continue;
 			snprintf(path, sizeof path, "build/bench-clusters/mixed-%d.json", sizes[j]);
 			write_cluster(path, sizes[j]);
-			fflush(stdout);
-			pid_t pid = fork();
-			if (pid == 0)
-				_exit(bench_case(models[i], path));
-			waitpid(pid, &st, 0);
-			failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+			failed |= fork_case(models[i], path, 0, 0);
 		}
-	for (int n_group = 8; n_group <= 16; n_group *= 2) {
+	for (int n_group = 4; n_group <= 16; n_group *= 2) {
 		char path[64];
-		int st;
 
 		snprintf(path, sizeof path, "build/bench-clusters/groups-%d.json", n_group);
 		write_many(path, 4096, n_group);
-		fflush(stdout);
-		pid_t pid = fork();
-		if (pid == 0)
-			_exit(bench_case(models[0], path));
-		waitpid(pid, &st, 0);
-		failed |= !WIFEXITED(st) || WEXITSTATUS(st);
+		failed |= fork_case(models[0], path, 0, 0);
 	}
 	{
 		int st;
