@@ -10,6 +10,7 @@
 
 #include "cost.h"
 #include "schedule.h"
+#include "search_int.h"
 #include "strategy.h"
 #include "util.h"
 
@@ -94,7 +95,7 @@ static void leaf(struct walk *w)
 	if (bound(w, w->n, 0, false) * (1 - 1e-12) + w->tail >= incumbent(w))
 		return;
 	cost_evaluate(&r, w->m, w->c, &w->s, w->lc);
-	if (r.fits && r.iter_s < incumbent(w)) {
+	if (placement_better(w->c, &w->s, &r, w->best, w->r)) {
 		*w->best = w->s;
 		*w->r = r;
 	}

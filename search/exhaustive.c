@@ -2,6 +2,7 @@
 #include "exhaustive.h"
 
 #include "cost.h"
+#include "search_int.h"
 #include "strategy.h"
 
 struct walk {
@@ -28,7 +29,7 @@ static void split(struct walk *w, int k, int from)
 		w->s.first[stages] = (unsigned short)n;
 		cost_evaluate(&r, w->m, w->c, &w->s, w->lc);
 		w->costed++;
-		if (r.fits && (!w->r->fits || r.iter_s < w->r->iter_s)) {
+		if (placement_better(w->c, &w->s, &r, w->best, w->r)) {
 			*w->best = w->s;
 			*w->r = r;
 		}

@@ -14,6 +14,7 @@
 #include "model.h"
 #include "partition.h"
 #include "search_int.h"
+#include "trainer.h"
 #include "util.h"
 
 /* Megatron's default split (no layout flags): the B blocks spread as
@@ -468,6 +469,29 @@ static bool placer_fit(struct place_ctx *c)
 	return true;
 }
 
+bool placement_settable(const struct cluster *c, const struct strategy *s)
+{
+	int start, end;
+
+	return cluster_bf16_blocks(c, s, &start, &end) == 0 && trainer_nodes_fit(c, s, NULL) == 0;
+}
+
+bool placement_better(const struct cluster *c, const struct strategy *s,
+		      const struct cost_result *r, const struct strategy *best,
+		      const struct cost_result *rb)
+{
+	bool set;
+
+	if (!r->fits)
+		return false;
+	if (!rb->fits)
+		return true;
+	set = placement_settable(c, s);
+	if (set != placement_settable(c, best) && fabs(r->iter_s - rb->iter_s) <= 1e-12 * rb->iter_s)
+		return set;
+	return r->iter_s < rb->iter_s;
+}
+
 /* Most branches of exact_place per strategy, and the instances it runs on:
  * those --exhaustive takes (at most 14 blocks and 64 GPUs; plan_opts.c),
  * where it finishes on every random instance of tests/check_search.c. */
@@ -512,7 +536,8 @@ static void place_exact(struct place_ctx *c)
 					       EXACT_FIT_NODES);
 		return;
 	}
-	if (dp && (!c->r->fits || !(S->dp_value < c->r->iter_s * (1 - 1e-9)))) {
+	if (dp && (!c->r->fits || (!(S->dp_value < c->r->iter_s * (1 - 1e-9)) &&
+				   placement_settable(S->c, c->best)))) {
 		S->exact = true; /* the partition DP's optimum, rank 0's tail last */
 		return;
 	}

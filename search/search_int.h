@@ -17,6 +17,21 @@ struct err;
 struct model;
 struct pool;
 
+/* Whether a trainer can launch a placement as placed: its per-stage
+ * precision is one a trainer sets (FP8 off, or BF16 only on blocks at the
+ * model's start and end: cluster_bf16_blocks) and its node groups have the
+ * nodes its runs of ranks take (trainer_nodes_fit). */
+bool placement_settable(const struct cluster *c, const struct strategy *s);
+
+/* Whether placement s with result r beats the best so far (best, rb; rb
+ * not fitting: none yet): it fits and is faster, or, within 1e-12 of the
+ * same time, its precision is settable where the best's is not (so that
+ * the search and --exhaustive keep the same one of two placements that
+ * cost the same). */
+bool placement_better(const struct cluster *c, const struct strategy *s,
+		      const struct cost_result *r, const struct strategy *best,
+		      const struct cost_result *rb);
+
 /* The search state shared by the enumeration loops: one per search thread
  * (pool.c copies the caller's), each with its own rows. */
 struct search {

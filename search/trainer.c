@@ -483,13 +483,7 @@ static int rank_parts(const struct cluster *c, const struct strategy *s, int p, 
 	return G->n_part;
 }
 
-/* Whether the node groups have the nodes trainer_nodes assigns to s: each
- * run of consecutive pipeline ranks on group g takes ceil(run's GPUs / GPUs
- * per node) nodes of g (a node is filled before the next one opens, and not
- * shared between groups); a mixed group's ranks take their parts' nodes
- * likewise, part by part. O(pp), no allocation: trainer_mask runs it on
- * every row of a ranking. Returns 0, or -1 with e set. */
-static int nodes_fit(const struct cluster *c, const struct strategy *s, struct err *e)
+int trainer_nodes_fit(const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	long used[MAX_GROUPS] = { 0 }, run = 0;
 	int last = -1;
@@ -561,7 +555,7 @@ int trainer_check(enum trainer t, const struct model *m, const struct cluster *c
 	    check_cp(t, m, s, e) || check_moe(t, m, s, e) ||
 	    check_zero(t, s, e) || check_model(t, m, s, e) || check_planning_only(t, s, e))
 		return -1;
-	if (nodes_fit(c, s, e)) {
+	if (trainer_nodes_fit(c, s, e)) {
 		err_prefix(e, "%s", names[t]);
 		return -1;
 	}
@@ -665,7 +659,7 @@ int trainer_nodes(struct trainer_nodes *out, const struct cluster *c,
 	size_t max = (size_t)block * (size_t)s->pp;
 	struct trainer_nodes n = { 0 };
 
-	if (nodes_fit(c, s, e))
+	if (trainer_nodes_fit(c, s, e))
 		return -1;
 	n.group = xcalloc(max, sizeof *n.group);
 	n.gpus = xcalloc(max, sizeof *n.gpus);

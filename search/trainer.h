@@ -67,6 +67,14 @@ int trainer_titan_main_check(const struct model *m, const struct strategy *s, st
 unsigned trainer_mask(const struct model *m, const struct cluster *c,
 		      const struct strategy *s);
 
+/* Whether the node groups have the nodes trainer_nodes assigns to s: each
+ * run of consecutive pipeline ranks on group g takes ceil(run's GPUs / GPUs
+ * per node) nodes of g (a node is filled before the next one opens, and not
+ * shared between groups); a mixed group's ranks take their parts' nodes
+ * likewise, part by part. O(pp), no allocation: trainer_mask runs it on
+ * every row of a ranking. Returns 0, or -1 with e (may be NULL) set. */
+int trainer_nodes_fit(const struct cluster *c, const struct strategy *s, struct err *e);
+
 /* Why trainer t cannot run s: writes trainer_check's message, which names
  * the trainer and the rule ("megatron: ZeRO stage 3 has no flag; the
  * distributed optimizer is ZeRO-1 (gradients stay whole)"), into buf (n

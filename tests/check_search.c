@@ -350,7 +350,11 @@ static void equals_exhaustive(unsigned seed, int sc, int *rows)
 			      got->r.iter_s, got->gap_pct, ref->row[i].r.iter_s);
 	}
 	if (ref->n_feasible)
-		ck_assert(fabs(fast->row[0].r.iter_s / ref->row[0].r.iter_s - 1) < 1e-9);
+		ck_assert_msg(fabs(fast->row[0].r.iter_s / ref->row[0].r.iter_s - 1) < 1e-9,
+			      "seed %u %s: top %.12g s (%s), exhaustive %.12g s (%s)", seed,
+			      schedule_name(sc), fast->row[0].r.iter_s,
+			      fast->row[0].trainers ? "launchable" : "planning only",
+			      ref->row[0].r.iter_s, ref->row[0].trainers ? "launchable" : "planning only");
 	a = top_launchable(fast);
 	b = top_launchable(ref);
 	ck_assert_msg((a < 0) == (b < 0), "seed %u: top launchable %d, exhaustive %d", seed, a, b);
