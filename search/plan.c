@@ -173,6 +173,9 @@ static void add_subset(struct plan *all, const struct plan *p, const struct clus
 			r->s.group[j] = (unsigned char)map[r->s.group[j] < k ? r->s.group[j] : 0];
 	}
 	all->evaluated += p->evaluated;
+	all->work += p->work;
+	if (p->budget)
+		all->budget = p->budget;
 	all->ilp_optimal += p->ilp_optimal;
 	all->ilp_stopped += p->ilp_stopped;
 	all->ilp_failed += p->ilp_failed;

@@ -11,20 +11,23 @@
 #include "search_int.h"
 #include "util.h"
 
-/* What the search of one tuple did: strategies costed (count), whether it
- * ran to its end (complete) or stopped at its cap, its ILP and its error,
- * each at the count when it happened. */
+/* What the search of one tuple did: work units (count; search_int.h),
+ * the count at the start of each strategy costed (start[n_start], owned),
+ * whether it ran to its end (complete) or stopped at its cap, its ILP and
+ * its error, each at the count when it happened. */
 struct tuple_rec {
 	long count, ilp_at, err_at;
+	long *start, n_start;
 	int ilp_kind;
 	bool done, complete, failed;
 };
 
 /* The work shared by the search threads. The tuples are handed out in
- * order. With a work budget B, tuple i takes B - P(i) strategies, P(i) the
- * strategies the tuples before it take (each the lesser of what it costs
- * and what is left): the search of tuple i with any cap >= B - P(i) costs
- * the same strategies in the same order up to that share, so a thread
+ * order. With a work budget B, tuple i takes B - P(i) work units, P(i) the
+ * units the tuples before it take (each the lesser of what it does and
+ * what is left): the search of tuple i with any cap >= B - P(i) does the
+ * same work in the same order up to that share (the units count
+ * deterministic work: strategies and DP cells), so a thread
  * searches a tuple with a cap from the prefix known so far (frontier: the
  * tuples [0, frontier) are done and take frontier_p) and the merge keeps
  * what falls within the exact share. The result does not depend on the
@@ -135,6 +138,9 @@ static void *work(void *arg)
 		S->climbed = false;
 		S->tuple = i;
 		S->count = S->reported = 0;
+		S->cells = 0;
+		S->start = NULL;
+		S->n_start = S->cap_start = 0;
 		S->stop = false;
 		S->ilp_at = -1;
 		search_split_groups(S, w->s.tp * w->s.cp, S->c->total_gpus / w->s.pp);
@@ -144,6 +150,8 @@ static void *work(void *arg)
 		pthread_mutex_lock(&pool->lock);
 		pool->rec[i] = (struct tuple_rec){
 			.count = S->count,
+			.start = S->start,
+			.n_start = S->n_start,
 			.ilp_at = S->ilp_at,
 			.ilp_kind = S->ilp_kind,
 			.err_at = S->err_at,
@@ -163,6 +171,7 @@ static void *work(void *arg)
 	}
 	if (w->used_glpk)
 		place_free_glpk();
+	S->start = NULL;
 	return NULL;
 }
 
@@ -175,9 +184,26 @@ static int n_threads(const struct plan_opts *o)
 				  : (int)n;
 }
 
+/* The strategies of r that started within its share (their start below
+ * it; r->start is increasing). */
+static long started_within(const struct tuple_rec *r, long share)
+{
+	long lo = 0, hi = r->n_start;
+
+	while (lo < hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (r->start[mid] < share)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Merges the threads' rows into S->p, the tuples in order, each within its
- * share of the budget (struct pool), and counts the strategies, ILPs and
- * tuples searched. Returns 0, or -1 with e set to the error of the first
+ * share of the budget (struct pool), and counts the strategies, work units,
+ * ILPs and tuples searched. Returns 0, or -1 with e set to the error of the first
  * tuple that failed within its share. */
 static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		 struct err *e)
@@ -208,7 +234,8 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 			P->degrees_searched++;
 		else /* stopped within its share */
 			P->truncated = true;
-		P->evaluated += r->count < left ? r->count : left;
+		P->evaluated += started_within(r, left);
+		P->work += r->count < left ? r->count : left;
 		prefix += r->count < left ? r->count : left;
 		if (r->ilp_at >= 0 && r->ilp_at < left) {
 			if (r->ilp_kind == 2)
@@ -230,6 +257,8 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 				S->p->row[S->p->n_row + kept++] = p->row[k];
 		S->p->n_row += kept;
 	}
+	if (P->truncated && pool->budget)
+		P->budget = pool->budget;
 	free(share);
 	return rc;
 }
@@ -241,8 +270,8 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 	struct degree *deg = search_degrees(S, s, &pool.n);
 	struct worker *w = xcalloc((size_t)nt, sizeof *w);
 
-	if (pool.budget < 0)
-		pool.budget = 0;
+	if (pool.budget <= 0)
+		pool.budget = S->o->exhaustive ? 0 : PLAN_WORK_BUDGET;
 	pool.deg = deg;
 	pool.rec = xcalloc((size_t)pool.n + 1, sizeof *pool.rec);
 	if (nt > pool.n)
@@ -268,6 +297,8 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 		plan_free(w[t].S.p);
 		free(w[t].S.tag);
 	}
+	for (int i = 0; i < pool.n; i++)
+		free(pool.rec[i].start);
 	free(pool.rec);
 	free(w);
 	free(deg);

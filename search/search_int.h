@@ -44,10 +44,23 @@ struct search {
 	bool fp8_ok;			       /* the search may try FP8 */
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
-	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP): */
+	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP), in
+	 * work units (SEARCH_UNIT_CELLS): */
 	struct pool *pool;
-	int tuple;	     /* index of the tuple being searched */
-	long count;	     /* strategies it has costed */
+	int tuple;    /* index of the tuple being searched */
+	long count;   /* work units it has done: its strategies
+				   costed + cells / SEARCH_UNIT_CELLS; one
+				   more than at the start of the strategy
+				   being costed */
+	double cells; /* its cells: partition DP cells
+				   (partition_cells), cost_evaluate calls
+				   (the exhaustive search's too) x
+				   SEARCH_EVAL_CELLS x layers, and layers x
+				   groups per strategy (the layer costs) */
+	long *start;  /* [n_start]: count at the start of each
+				   strategy it costed (malloc'd; pool.c
+				   takes it) */
+	long n_start, cap_start;
 	long cap;	     /* it stops at count >= cap */
 	long reported;	     /* count already in pool->evals */
 	bool stop;	     /* count reached cap */
@@ -58,12 +71,21 @@ struct search {
 					   row */
 };
 
-/* Where a row came from: its tuple and the strategies that tuple had
- * costed before it (kept if below the tuple's share of the budget). */
+/* Where a row came from: its tuple and the work units that tuple had done
+ * before its strategy (kept if below the tuple's share of the budget). */
 struct row_tag {
 	int tuple;
 	long at;
 };
+
+/* Cells per work unit beyond the one unit of each strategy costed: a
+ * strategy of Llama-3-70B (82 layers) on 8 groups costs 1 or 2 units, one
+ * of 10^4 layers on 16 groups hundreds (README "Limits and errors"). */
+#define SEARCH_UNIT_CELLS 16384.0
+
+/* Cells per layer of one cost_evaluate call (its stage sums, memory and
+ * collectives per layer), measured against the partition DP's cells. */
+#define SEARCH_EVAL_CELLS 8.0
 
 /* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
 struct degree {

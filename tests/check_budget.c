@@ -111,7 +111,7 @@ START_TEST(budget_same_for_any_threads)
 	struct plan *full = search(m, c, 0, 1, false);
 	static const long budgets[] = { 1, 17, 100, 333, 1000, 0 };
 
-	ck_assert_int_gt(full->evaluated, 1000);
+	ck_assert_int_gt(full->work, 1000);
 	ck_assert(!full->truncated);
 	ck_assert_int_eq(full->degrees_searched, full->degrees);
 	for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++)
@@ -121,7 +121,8 @@ START_TEST(budget_same_for_any_threads)
 
 			if (budgets[b]) {
 				ck_assert(one->truncated);
-				ck_assert_int_eq(one->evaluated, budgets[b]);
+				ck_assert_int_eq(one->work, budgets[b]);
+				ck_assert_int_le(one->evaluated, budgets[b]);
 				ck_assert_int_lt(one->degrees_searched, one->degrees);
 			}
 			for (int t = 2; t <= 4; t++) {
@@ -150,9 +151,9 @@ START_TEST(budget_keeps_what_was_found)
 	struct model *m = test_small_model(12, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct plan *full = search(m, c, 0, 3, false);
-	struct plan *cut = search(m, c, full->evaluated / 3, 3, false);
-	struct plan *all = search(m, c, full->evaluated, 3, false);
-	struct plan *more = search(m, c, full->evaluated + 1000, 3, false);
+	struct plan *cut = search(m, c, full->work / 3, 3, false);
+	struct plan *all = search(m, c, full->work, 3, false);
+	struct plan *more = search(m, c, full->work + 1000, 3, false);
 	char *a = ranking_text(full), *b = ranking_text(all), *d = ranking_text(more);
 
 	ck_assert(cut->truncated);
@@ -189,8 +190,10 @@ START_TEST(budget_keeps_what_was_found)
 END_TEST
 
 /* Issue 13 item 6 made small: many layers on many GPUs with a large batch
- * takes seconds without a budget; a budget of 300 strategies ends it in
- * well under a second (here: it stops at 300, with few tuples searched). */
+ * takes seconds without a budget; a budget of 300 work units ends it in
+ * well under a second (here: it stops at 300, with few tuples searched, and
+ * each strategy counts at least 1 + 2002 layers x 2 groups / 16384 cells,
+ * so fewer than 300 strategies are costed). */
 START_TEST(budget_ends_a_long_search)
 {
 	static const int nodes[] = { 4096, 4096 };
@@ -199,9 +202,37 @@ START_TEST(budget_ends_a_long_search)
 	struct plan *p = search(m, c, 300, 0, false);
 
 	ck_assert(p->truncated);
-	ck_assert_int_eq(p->evaluated, 300);
+	ck_assert_int_eq(p->work, 300);
+	ck_assert_int_lt(p->evaluated, 300);
 	ck_assert_int_lt(p->degrees_searched, p->degrees);
 	ck_assert_int_gt(p->n_feasible, 0);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Issue 27 item 5: --work-budget 100 with 10^4 layers on 16 groups ran
+ * over 150 s, as it counted strategies and each one's DPs and evaluations
+ * over 10^4 layers took seconds. The budget counts their work: each
+ * strategy is at least 1 + 10,002 layers x 16 groups / 16384 = 10.8, so
+ * 1 + 9 units, and at most 100 / 10 = 10 strategies are costed (100
+ * before). */
+START_TEST(budget_counts_the_work_of_each_strategy)
+{
+	int nodes[16];
+	struct model *m = test_small_model(10000, 64);
+	struct cluster *c;
+	struct plan *p;
+
+	for (int g = 0; g < 16; g++)
+		nodes[g] = 2;
+	c = mixed_cluster(16, nodes, 8);
+	p = search(m, c, 100, 0, false);
+	ck_assert(p->truncated);
+	ck_assert_int_eq(p->work, 100);
+	ck_assert_int_ge(p->evaluated, 1);
+	ck_assert_int_le(p->evaluated, 10);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);
@@ -312,6 +343,7 @@ static Suite *budget_suite(void)
 	tcase_add_test(tc, budget_same_for_any_threads);
 	tcase_add_test(tc, budget_keeps_what_was_found);
 	tcase_add_test(tc, budget_ends_a_long_search);
+	tcase_add_test(tc, budget_counts_the_work_of_each_strategy);
 	tcase_add_test(tc, progress_called_through_the_search);
 	tcase_add_test(tc, ilp_search_deterministic_and_freed);
 	tcase_add_test(tc, climbed_search_deterministic);
