@@ -191,12 +191,42 @@ static bool evaluate(struct search *S, struct strategy *s)
 	return true;
 }
 
+/* The placements and partitions exhaustive_search tries for s: the
+ * sequences of s->pp groups in which group g appears at most S->ranks[g]
+ * times (sum over the count vectors c of pp! / prod c_g!) times the
+ * C(n_layer - 1, n_stages - 1) splits into non-empty stages. */
+static double candidates(const struct search *S, const struct strategy *s)
+{
+	double f[MAX_STAGES + 1] = { 1 }, fact = 1, split = 1;
+	int pp = s->pp, n = S->m->n_layer, k = s->n_stages;
+
+	for (int g = 0; g < S->c->n_group; g++)
+		for (int j = pp; j >= 1; j--) {
+			double inv = 1;
+
+			for (int c = 1; c <= S->ranks[g] && c <= j; c++) {
+				inv /= c;
+				f[j] += f[j - c] * inv;
+			}
+		}
+	for (int j = 2; j <= pp; j++)
+		fact *= j;
+	for (int j = 1; j < k && k <= n; j++)
+		split = split * (n - k + j) / j;
+	return k <= n ? fact * f[pp] * split : 0;
+}
+
 bool search_evaluate(struct search *S, struct strategy *s)
 {
 	double cells = partition_cells;
 	long evals = cost_evaluations, n_layer = S->m->n_layer;
 	bool fits;
 
+	if (S->dry) {
+		S->n_start++;
+		S->cells += candidates(S, s);
+		return true;
+	}
 	if (S->n_start == S->cap_start) {
 		S->cap_start = S->cap_start ? 2 * S->cap_start : 256;
 		S->start = xreallocarray(S->start, (size_t)S->cap_start, sizeof *S->start);

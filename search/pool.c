@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "model.h"
 #include "search_int.h"
 #include "util.h"
 
@@ -38,9 +39,10 @@ struct pool {
 	int n, next, done;
 	int frontier;
 	long frontier_p;
-	long budget;  /* 0: none */
-	long evals;   /* strategies costed, for the progress */
-	double shown; /* the last fraction reported */
+	long budget;   /* 0: none */
+	double expect; /* --exhaustive: the work units expected */
+	long evals;    /* strategies costed, for the progress */
+	double shown;  /* the last fraction reported */
 	pthread_mutex_t lock;
 };
 
@@ -64,6 +66,8 @@ static void report_progress(struct search *S)
 
 	if (pool->budget && (double)pool->evals / (double)pool->budget > f)
 		f = (double)pool->evals / (double)pool->budget;
+	if (pool->expect > 0 && (double)pool->evals / pool->expect > f)
+		f = (double)pool->evals / pool->expect;
 	if (f > 0.999)
 		f = 0.999;
 	if (f < pool->shown)
@@ -263,6 +267,41 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 	return rc;
 }
 
+/* --exhaustive's work, before it starts: every tuple searched without
+ * costing (search_int.h dry; every strategy counted as fitting, so no
+ * micro-batch is pruned: an upper bound), the candidates of each strategy
+ * summed into *cand and the strategies into *n_strat. Returns 0, or -1
+ * with e set where a tuple's layer costs fail. */
+static int exhaustive_estimate(const struct search *S0, const struct strategy *s,
+			       const struct degree *deg, int n, double *cand, long *n_strat,
+			       struct err *e)
+{
+	struct search S = *S0;
+	struct strategy w = *s;
+	int rc = 0;
+
+	S.dry = true;
+	S.pool = NULL;
+	S.cap = LONG_MAX;
+	*cand = 0;
+	*n_strat = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		w.tp = deg[i].tp;
+		w.cp = deg[i].cp;
+		w.pp = deg[i].pp;
+		w.dp = deg[i].dp;
+		w.sp = w.tp > 1 && S.o->sp != 0;
+		S.cells = 0;
+		S.n_start = S.count = 0;
+		S.stop = false;
+		search_split_groups(&S, w.tp * w.cp, S.c->total_gpus / w.pp);
+		search_tuple(&S, &w, e, &rc);
+		*cand += S.cells;
+		*n_strat += S.n_start;
+	}
+	return rc;
+}
+
 int pool_run(struct search *S, const struct strategy *s, struct err *e)
 {
 	struct pool pool = { .lock = PTHREAD_MUTEX_INITIALIZER, .budget = S->o->work_budget };
@@ -272,6 +311,24 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 
 	if (pool.budget <= 0)
 		pool.budget = S->o->exhaustive ? 0 : PLAN_WORK_BUDGET;
+	if (S->o->exhaustive) {
+		double cand;
+		long n_strat;
+
+		if (exhaustive_estimate(S, s, deg, pool.n, &cand, &n_strat, e)) {
+			free(deg);
+			free(w);
+			return -1;
+		}
+		if (cand > SEARCH_EXHAUSTIVE_MAX) {
+			free(deg);
+			free(w);
+			return err_set(e, "--exhaustive would cost %.3g placements x partitions over %ld strategies, more than its limit of %.0e (about 50 s): fix --tp, --pp, --schedule or --mbs, or use a smaller model or cluster",
+				       cand, n_strat, SEARCH_EXHAUSTIVE_MAX);
+		}
+		/* progress by the work expected (search_evaluate's units) */
+		pool.expect = (double)n_strat + cand * SEARCH_EVAL_CELLS * (S->m->n_layer + 2) / SEARCH_UNIT_CELLS;
+	}
 	pool.deg = deg;
 	pool.rec = xcalloc((size_t)pool.n + 1, sizeof *pool.rec);
 	if (nt > pool.n)

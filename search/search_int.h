@@ -61,6 +61,9 @@ struct search {
 				   strategy it costed (malloc'd; pool.c
 				   takes it) */
 	long n_start, cap_start;
+	bool dry;	     /* estimating --exhaustive's work: costs
+				   nothing, adds each strategy's
+				   candidates to cells (pool.c) */
 	long cap;	     /* it stops at count >= cap */
 	long reported;	     /* count already in pool->evals */
 	bool stop;	     /* count reached cap */
@@ -86,6 +89,11 @@ struct row_tag {
 /* Cells per layer of one cost_evaluate call (its stage sums, memory and
  * collectives per layer), measured against the partition DP's cells. */
 #define SEARCH_EVAL_CELLS 8.0
+
+/* The most candidates (placements x partitions, summed over the
+ * strategies) --exhaustive takes on: 6.5 to 8.6 us each measured, so at
+ * most about 50 s (README "Limits and errors"). */
+#define SEARCH_EXHAUSTIVE_MAX 6e6
 
 /* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
 struct degree {

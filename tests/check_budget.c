@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -239,6 +240,41 @@ START_TEST(budget_counts_the_work_of_each_strategy)
 }
 END_TEST
 
+/* Issue 27 item 5: --exhaustive within its guard (14 blocks, 64 GPUs) ran
+ * for minutes with no end in sight; its work is estimated first and it is
+ * refused at once where the candidates (2 groups of 32 GPUs: PP 2 alone
+ * has 2 placements x C(15, 1) splits per strategy, PP 8 up to 70 x
+ * C(15, 7) = 450,450) pass the limit. A small case (4 blocks on 8 GPUs of
+ * one group) still runs, and finds what the search finds. */
+START_TEST(exhaustive_estimates_first)
+{
+	static const int nodes[] = { 4, 4 }, one[] = { 1 };
+	struct model *m = test_small_model(14, 64), *small = test_small_model(4, 8);
+	struct cluster *c = mixed_cluster(2, nodes, 8), *c1 = mixed_cluster(1, one, 8);
+	struct plan *p = NULL, *fast;
+	struct plan_opts o;
+	struct err e = { "" };
+	clock_t t0 = clock();
+
+	plan_opts_init(&o);
+	o.exhaustive = true;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), -1);
+	ck_assert_msg(strstr(e.msg, "--exhaustive would cost ") && strstr(e.msg, "more than its limit of 6e+06"),
+		      "%s", e.msg);
+	ck_assert_msg(clock() - t0 < 5 * CLOCKS_PER_SEC, "took %g s", (double)(clock() - t0) / CLOCKS_PER_SEC);
+	ck_assert_msg(plan_search(&p, small, c1, &o, &e) == 0, "%s", e.msg);
+	fast = search(small, c1, 0, 1, false);
+	ck_assert_int_gt(p->n_feasible, 0);
+	ck_assert(p->row[0].r.iter_s <= fast->row[0].r.iter_s * (1 + 1e-9));
+	plan_free(p);
+	plan_free(fast);
+	model_free(m);
+	model_free(small);
+	cluster_free(c);
+	cluster_free(c1);
+}
+END_TEST
+
 struct calls {
 	int n;
 	double last;
@@ -344,6 +380,7 @@ static Suite *budget_suite(void)
 	tcase_add_test(tc, budget_keeps_what_was_found);
 	tcase_add_test(tc, budget_ends_a_long_search);
 	tcase_add_test(tc, budget_counts_the_work_of_each_strategy);
+	tcase_add_test(tc, exhaustive_estimates_first);
 	tcase_add_test(tc, progress_called_through_the_search);
 	tcase_add_test(tc, ilp_search_deterministic_and_freed);
 	tcase_add_test(tc, climbed_search_deterministic);
