@@ -188,7 +188,7 @@ enum opt_scope { SCOPE_RUN,
 	  "reference search over every placement and partition (small cases)")                                                                                     \
 	X(WORK_BUDGET, "work-budget", KIND_INT, opts.work_budget, OPT_RANGE(1, 1000000000), SCOPE_RUN, "N",                                                        \
 	  OPT_NEEDS("a positive number of work units"),                                                                                                            \
-	  "do at most N work units (a strategy costed, or 16384 DP cells), then rank what was found (deterministic; default 500000)")                                                                \
+	  "do at most N work units (a strategy costed, or 16384 DP cells), then rank what was found (deterministic; default 1500000)")                             \
 	X(THREADS, "threads", KIND_INT, opts.threads, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                \
 	  OPT_ERROR("--threads needs a positive integer"),                                                                                                         \
 	  "search threads (default: one per core, at most 16); the result is the same for any N")                                                                  \

@@ -238,7 +238,7 @@ bool search_evaluate(struct search *S, struct strategy *s)
 	fits = evaluate(S, s);
 	S->cells += partition_cells - cells +
 		    (double)(cost_evaluations - evals) * SEARCH_EVAL_CELLS * (n_layer + 2) +
-		    (double)n_layer * S->c->n_group;
+		    (double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
 	S->count = S->n_start + (long)(S->cells / SEARCH_UNIT_CELLS);
 	return fits;
 }

@@ -37,7 +37,7 @@ enum plan_objective { PLAN_THROUGHPUT,
  * exhaustive, in work units (plan_opts.work_budget): chosen so that no
  * search within the README's limits runs past 60 s (README "Limits and
  * errors"). */
-#define PLAN_WORK_BUDGET 500000L
+#define PLAN_WORK_BUDGET 1500000L
 
 /* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
  * zero and the on/off switches) means "search this dimension". */

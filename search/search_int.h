@@ -56,7 +56,8 @@ struct search {
 				   (partition_cells), cost_evaluate calls
 				   (the exhaustive search's too) x
 				   SEARCH_EVAL_CELLS x layers, and layers x
-				   groups per strategy (the layer costs) */
+				   groups x SEARCH_LAYER_CELLS per strategy (the
+				   layer costs) */
 	long *start;  /* [n_start]: count at the start of each
 				   strategy it costed (malloc'd; pool.c
 				   takes it) */
@@ -87,8 +88,12 @@ struct row_tag {
 #define SEARCH_UNIT_CELLS 16384.0
 
 /* Cells per layer of one cost_evaluate call (its stage sums, memory and
- * collectives per layer), measured against the partition DP's cells. */
-#define SEARCH_EVAL_CELLS 8.0
+ * collectives per layer), and per layer and group of a strategy's layer
+ * costs (cost_layers: each layer's time and rank 0's DP tail for each end,
+ * about 30 ns), against the partition DP's cells (about 1 ns: a unit is
+ * about 16 us, as is a strategy's own overhead). */
+#define SEARCH_EVAL_CELLS  8.0
+#define SEARCH_LAYER_CELLS 32.0
 
 /* The most candidates (placements x partitions, summed over the
  * strategies) --exhaustive takes on: 6.5 to 8.6 us each measured, so at
