@@ -233,7 +233,8 @@ bool search_evaluate(struct search *S, struct strategy *s)
 	}
 	S->start[S->n_start++] = S->count;
 	S->count++;
-	if (S->n_start % 16 == 0)
+	/* every 16 strategies, and after 64 units (1 ms or so) */
+	if (S->n_start % 16 == 0 || S->count - S->reported >= 64)
 		pool_refresh(S);
 	fits = evaluate(S, s);
 	S->cells += partition_cells - cells +

@@ -66,7 +66,7 @@ static void report_progress(struct search *S)
 
 	if (pool->budget && (double)pool->evals / (double)pool->budget > f)
 		f = (double)pool->evals / (double)pool->budget;
-	if (pool->expect > 0 && (double)pool->evals / pool->expect > f)
+	if (pool->expect > 0) /* the tuples differ too much in work */
 		f = (double)pool->evals / pool->expect;
 	if (f > 0.999)
 		f = 0.999;

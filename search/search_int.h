@@ -148,8 +148,9 @@ void search_tuple(struct search *S, struct strategy *s, struct err *e, int *rc);
  * with e set by the first tuple that failed within its share. */
 int pool_run(struct search *S, const struct strategy *s, struct err *e);
 
-/* Called every 16 strategies costed: lowers this tuple's cap to what the
- * prefix known now leaves it, and reports progress. */
+/* Called every 16 strategies costed and after every 64 work units: lowers
+ * this tuple's cap to what the prefix known now leaves it, and reports
+ * progress. */
 void pool_refresh(struct search *S);
 
 /* Whether this tuple has spent its share of the work budget: called just
