@@ -3,7 +3,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # Flags the build needs, kept apart so that `make CFLAGS=...` keeps them.
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
-	-pthread -Icostmodel -Iinput -Isearch -Ioutput $(CONFIG_DEFS) $(EXTRA_CFLAGS) $(CFLAGS)
+	-pthread -Icostmodel -Iinput -Isearch -Ioutput -Icalibrate $(CONFIG_DEFS) $(EXTRA_CFLAGS) $(CFLAGS)
 LDLIBS += -lglpk -lcsv -lcjson -lm -pthread
 CHECK_LIBS = $$(pkg-config --libs check)
 PREFIX ?= /usr/local
@@ -13,7 +13,8 @@ DATADIR ?= $(PREFIX)/share/ampplan
 # What `ampplan --version` prints: bump it here, and only here.
 VERSION = 0.1.0
 # The data directories `make install` copies into DATADIR, where --model
-# NAME and --cluster NAME look after the current directory (datafile.h).
+# NAME and --cluster NAME look after beside the binary and before the
+# current directory (datafile.h).
 DATA_DIRS = profiles clusters gpus
 # Compiled into main.o and datafile.o, which config.stamp rebuilds when
 # either changes (e.g. `make install` with another PREFIX).
@@ -21,7 +22,7 @@ CONFIG_DEFS = -DAMPPLAN_VERSION='"$(VERSION)"' -DAMPPLAN_DATADIR='"$(DATADIR)"'
 BUILD ?= build
 SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-LIB_SRC := $(wildcard costmodel/*.c input/*.c search/*.c output/*.c)
+LIB_SRC := $(wildcard costmodel/*.c input/*.c search/*.c output/*.c calibrate/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The longest suites first, so that -j keeps every core busy to the end.
 TEST_FIRST := check_search check_cli_plans check_limits check_cluster check_cli
@@ -109,6 +110,12 @@ validate: deps
 	@$(MAKE) --no-print-directory all
 	scripts/validate.sh
 
+# `ampplan calibrate` on each validation file: calibrated on 5 of its rows,
+# the others predicted; prints README "Calibration"'s tables.
+calibrate-validation: deps
+	@$(MAKE) --no-print-directory all
+	scripts/calibrate_validation.sh
+
 # Search time and memory on generated clusters of 64 to 16,384 GPUs.
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench
@@ -183,12 +190,12 @@ install: $(BUILD)/ampplan
 	done
 
 format:
-	clang-format -i costmodel/*.[ch] input/*.[ch] search/*.[ch] output/*.[ch] planner/*.[ch] tests/*.[ch]
+	clang-format -i costmodel/*.[ch] input/*.[ch] search/*.[ch] output/*.[ch] calibrate/*.[ch] planner/*.[ch] tests/*.[ch]
 
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps test-deps demo check test validate bench install format clean \
+.PHONY: all deps test-deps demo check test validate calibrate-validation bench install format clean \
 	fuzz fuzz-build fuzz-smoke $(TEST_RUNS) $(FUZZ_TARGETS:%=fuzz-smoke-%)
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -205,3 +205,40 @@ struct cluster *cluster_subset(const struct cluster *c, unsigned mask)
 	}
 	return s;
 }
+
+bool cluster_group_fp8(const struct cluster *c, int g)
+{
+	const struct node_group *G = &c->group[g];
+
+	if (!G->n_part)
+		return c->gpu[G->gpu].peak_fp8_flops > 0;
+	for (int i = 0; i < G->n_part; i++)
+		if (c->gpu[c->group[G->part_group[i]].gpu].peak_fp8_flops <= 0)
+			return false;
+	return true;
+}
+
+int cluster_bf16_blocks(const struct cluster *c, const struct strategy *s, int *start, int *end)
+{
+	int phase = 0; /* 0 BF16 before the FP8 stages, 1 FP8, 2 BF16 after */
+
+	*start = *end = 0;
+	if (!s->fp8)
+		return 0;
+	for (int k = 0; k < s->n_stages; k++) {
+		int blocks = stage_layers(s, k) - (k == 0) - (k == s->n_stages - 1);
+		bool fp8 = cluster_group_fp8(c, s->group[strategy_rank(s, k)]);
+
+		if (blocks <= 0)
+			continue;
+		if (fp8 && phase == 2)
+			return -1;
+		if (fp8)
+			phase = 1;
+		else if (phase == 1)
+			phase = 2;
+		if (!fp8)
+			*(phase ? end : start) += blocks;
+	}
+	return 0;
+}

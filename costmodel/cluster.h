@@ -4,6 +4,8 @@
 #ifndef AMPPLAN_CLUSTER_H
 #define AMPPLAN_CLUSTER_H
 
+#include <stdbool.h>
+
 struct strategy;
 
 /* A GPU's maker, which fixes its collective library: NCCL for NVIDIA,
@@ -28,6 +30,9 @@ struct gpu_type {
 				   forward reaches (FlashAttention-3 / cuDNN on
 				   Hopper run faster than FA-2 on Ampere);
 				   0 = FLASH_RATE x eff_max (compute.h) */
+	double hbm_eff;		/* fraction of hbm_bw memory-bound kernels
+				   reach ("hbm_efficiency"); 0 =
+				   COMPUTE_HBM_EFF (compute.h) */
 	enum gpu_vendor vendor; /* "vendor"; default NVIDIA */
 	double link_bw;		/* bytes/s per GPU, one direction, of its
 				   peer link inside a node (NVLink, Infinity
@@ -105,6 +110,25 @@ struct cluster *cluster_subset(const struct cluster *c, unsigned mask);
  * fabrics, on a fabric number of its own), price the GPU-weighted mean (0
  * when a part has none). Caller frees with cluster_free. */
 struct cluster *cluster_mix(const struct cluster *c);
+
+/* Whether every GPU of group g has FP8 GEMMs (an FP8 peak): its type's,
+ * and each part's of a mixed group, whose DP replicas run the same layers
+ * in one precision. */
+bool cluster_group_fp8(const struct cluster *c, int g);
+
+/* Per-stage precision of a strategy s with FP8 on (s->fp8) on c: each
+ * virtual stage runs its blocks in FP8 where its rank's group has FP8
+ * (cluster_group_fp8), else in BF16 (cost_layer_parts costs it so). A
+ * trainer sets that per layer as Megatron-LM does, by a number of blocks at
+ * the start and at the end of the model that stay in BF16: on return
+ * *start and *end are those counts (the blocks of the BF16 stages before
+ * the first FP8 stage holding blocks, and after the last; both 0 where
+ * every stage has FP8 or s->fp8 is off). Stages are read in layer order,
+ * k from 0, on rank strategy_rank(s, k), each holding first[k + 1] -
+ * first[k] layers of the model's list (the embedding first and the head
+ * last are not blocks). Returns 0, or -1 where a BF16 stage holding blocks
+ * lies between FP8 ones (no such counts describe it). */
+int cluster_bf16_blocks(const struct cluster *c, const struct strategy *s, int *start, int *end);
 
 /* The memory of a GPU of group g: the smallest over a mixed group's parts'
  * types (bytes). */

@@ -382,7 +382,7 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 	const struct node_group *G = &c->group[g];
 	int n, n_e, k, k_e;
 
-	if (s->zero != 3)
+	if (!strategy_layer_gathers(s))
 		return 0;
 	dp_sizes(G, s, &n, &n_e, &k, &k_e);
 	return coll_hier_reducescatter(G, n, k, (ly->params - ly->expert_params) / s->tp * MEM_WEIGHT_BYTES) +
@@ -450,8 +450,9 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
  * - zero 0: all-reduce over dp*cp ranks;
  * - zero 1, 2: reduce-scatter, then all-gather of the updated bf16
  *   parameters 2*P (Megatron distributed optimizer);
- * - zero 3: reduce-scatter only; parameters are gathered on use
- *   (comm_zero3_gather), so no gather closes the iteration.
+ * - zero 3 (or FSDP2 at zero >= 1: strategy_layer_gathers): reduce-scatter
+ *   only; parameters are gathered on use (comm_zero3_gather), so no
+ *   gather closes the iteration.
  * Expert parameters go over the tp*cp*dp/(etp*ep) expert-data-parallel
  * ranks (strategy_edp).
  * ZeRO-2 reduces once per iteration here, as ZeRO-1 (DeepSpeed reduces per
@@ -473,7 +474,7 @@ void comm_dp(const struct cluster *c, int g, const struct strategy *s,
 	}
 	*reduce = coll_hier_reducescatter(G, n, k, dense_params * gb) +
 		  coll_hier_reducescatter(G, n_e, k_e, expert_params * gb);
-	if (s->zero < 3)
+	if (!strategy_layer_gathers(s))
 		*gather = coll_hier_reducescatter(G, n, k, dense_params * MEM_WEIGHT_BYTES) +
 			  coll_hier_reducescatter(G, n_e, k_e, expert_params * MEM_WEIGHT_BYTES);
 }

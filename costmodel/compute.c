@@ -164,9 +164,9 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	}
 	f = ffn_per_token(m, l);
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
-	bytes += (m->ffn_kind == FFN_SWIGLU ? 3 : 2) * f * dt / t;
+	bytes += (m->ffn_kind == FFN_SWIGLU ? (s->unfused_pointwise ? SWIGLU_UNFUSED : 3) : 2) * f * dt / t;
 	if (!m->learned_pos)
-		bytes += 2 * (a + g) * rot * dt / t;
+		bytes += (s->unfused_pointwise ? ROPE_UNFUSED : 2) * (a + g) * rot * dt / t;
 	return bytes;
 }
 
@@ -271,7 +271,7 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  *   masking (a packed-document histogram); without flash the whole A*n as batched
  *   GEMMs at peak * eff, backward 2x, plus the softmax traffic;
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
- *   COMPUTE_HBM_EFF (the per-token bytes are already per GPU), backward
+ *   COMPUTE_HBM_EFF or the GPU's hbm_eff (the per-token bytes are already per GPU), backward
  *   MEM_BWD x forward;
  * - LAYER_OVERHEAD_S per layer, MEM_BWD x that backward;
  * - with s->grad_acc_unfused, the backward adds the pass that adds the
@@ -292,7 +292,7 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double A = compute_attn_flops_per_token(m, l, s->seq);
 	double n = (double)s->mbs * s->seq / ((double)s->tp * s->cp);
 	double w = (F - A > 0 ? F - A : 0) * n, wa = A * n;
-	double bw = g->hbm_bw * COMPUTE_HBM_EFF, tok = (double)s->mbs * s->seq / s->cp;
+	double bw = g->hbm_bw * (g->hbm_eff > 0 ? g->hbm_eff : COMPUTE_HBM_EFF), tok = (double)s->mbs * s->seq / s->cp;
 	double gemm = gemms(g, m, l, s, w, tok);
 	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1;
 	int rc;

@@ -49,7 +49,14 @@ struct strategy;
  * - a residual add reads two rows and writes one: 3 (two per block);
  * - the activation reads its inputs and writes its output: SwiGLU 3 rows
  *   of f, GeLU / squared ReLU (fused with the bias) 2;
- * - rotary embedding reads and writes q and k (fused kernel);
+ * - rotary embedding reads and writes q and k (fused kernel): 2;
+ *   torchtitan's eager apply_rotary_emb (strategy.unfused_pointwise)
+ *   casts q and k to fp32 complex (2 + 4 bytes an element), multiplies by
+ *   freqs_cis (4 + 4) and casts back (4 + 2): 20 bytes, 10 by this count
+ *   (ROPE_UNFUSED); eager SwiGLU runs silu (reads and writes a row of f)
+ *   and the product (reads two, writes one): 5 (SWIGLU_UNFUSED). Counted
+ *   from the kernels torchtitan's models/llama3 code launches, not
+ *   calibrated; their extra launches are not counted;
  * - without flash attention, per score (a/t x s per token): QK^T writes
  *   it, Megatron's fused scale-mask-softmax reads and writes, AV reads: 4
  *   by this count, calibrated 0.7 (SCORE_FUSED: the causal kernel touches
@@ -66,6 +73,8 @@ struct strategy;
 #define NORM_FUSED	   2.0
 #define NORM_UNFUSED	   32.0
 #define RESIDUAL	   3.0
+#define ROPE_UNFUSED	   10.0
+#define SWIGLU_UNFUSED	   5.0
 #define SCORE_FUSED	   0.7
 #define SCORE_UNFUSED	   15.0
 #define CE_BYTES_PER_LOGIT 24.0

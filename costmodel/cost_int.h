@@ -51,7 +51,8 @@ int cost_most_batches(const struct cluster *c, const struct strategy *s);
  * then takes max_i n_i t_i (up to the per-layer max, as the even split's
  * slowest type); with pp > 1 the fill and drain are charged at the same
  * rate, an upper bound (README "Uneven micro-batches on mixed ranks").
- * Returns -1 with e set. */
+ * With s->fp8, in BF16 where group g lacks FP8 (cluster_group_fp8: the
+ * per-stage precision of cluster_bf16_blocks). Returns -1 with e set. */
 int cost_layer_parts(struct parts *p, const struct model *m, int l,
 		     const struct cluster *c, int g, const struct strategy *s,
 		     struct err *e);

@@ -249,9 +249,17 @@ int cost_layer_parts(struct parts *p, const struct model *m, int l,
 	static const struct parts zero_parts;
 	struct layer_time t;
 	bool block = m->layer[l].kind == LAYER_BLOCK;
+	struct strategy bf16;
 	int q;
 
 	*p = zero_parts;
+	/* per-stage precision: BF16 on a group without FP8 on every GPU
+	 * (cluster_bf16_blocks) */
+	if (s->fp8 && !cluster_group_fp8(c, g)) {
+		bf16 = *s;
+		bf16.fp8 = false;
+		s = &bf16;
+	}
 	if (s->vocab_par && !block)
 		return 0;
 	if (type_time(&t, m, l, &c->gpu[c->group[g].gpu], s, e) < 0)
@@ -430,6 +438,7 @@ int cost_uneven(unsigned short *out, const struct model *m, const struct cluster
 	    k >= COST_UNEVEN_TRIES || (k > 0 && s->pp == 1))
 		return 0;
 	memset(x.uneven, 0, sizeof x.uneven);
+	x.fp8 = s->fp8 && cluster_group_fp8(c, q); /* as cost_layer_parts */
 	for (int i = 0; i < c->group[q].n_part; i++) {
 		const struct gpu_type *gpu = &c->gpu[c->group[c->group[q].part_group[i]].gpu];
 

@@ -70,6 +70,14 @@ struct strategy {
 	enum attention attn;		   /* attention kernel */
 	bool unfused_norm;		   /* norms as separate PyTorch kernels (no fused
 				   RMSNorm / LayerNorm kernel) */
+	bool unfused_pointwise;		   /* RoPE and the SwiGLU product as
+				   separate eager PyTorch kernels
+				   (torchtitan without torch.compile) */
+	bool fsdp;			   /* ZeRO >= 1 run as FSDP2 does
+				   (torchtitan): every micro-batch's forward
+				   and backward gather each layer's
+				   parameters (ZeRO-3 traffic,
+				   strategy_layer_gathers) */
 	bool fp8;			   /* GEMMs in FP8 (Transformer Engine) */
 	bool tp_overlap;		   /* TP comm overlapped with GEMMs
 				   (--tp-comm-overlap) */
@@ -158,6 +166,14 @@ static inline int strategy_edp(const struct strategy *s)
 	int n = s->tp * s->cp * s->dp / (strategy_etp(s) * (s->ep > 0 ? s->ep : 1));
 
 	return n > 0 ? n : 1;
+}
+
+/* Whether the parameters are gathered layer by layer in every forward
+ * and backward (ZeRO-3, or FSDP2 at any ZeRO stage >= 1) rather than once
+ * after the optimizer step (ZeRO-1/2, Megatron's distributed optimizer). */
+static inline bool strategy_layer_gathers(const struct strategy *s)
+{
+	return s->zero == 3 || (s->fsdp && s->zero >= 1);
 }
 
 /* Virtual stages per pipeline rank, vp read as 1 when unset (0). */

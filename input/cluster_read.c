@@ -21,10 +21,11 @@
  * "field 'PATH' must be a number in [MIN, MAX]":
  *   peak_bf16_tflops, peak_fp8_tflops   [0.1, 1e5] TFLOP/s
  *   memory_GiB                          [0.125, 1e5] GiB
+ *   memory_allowance_GiB (root)         [0, 1e5] GiB
  *   hbm_GBps                            [1, 1e6] GB/s
  *   intra_node_GBps                     [0.1, 1e6] GB/s
  *   inter_node_Gbps, inter_fabric_Gbps  [0.1, 1e7] Gb/s
- *   efficiency_max, fp8_efficiency_max, flash_efficiency,
+ *   efficiency_max, fp8_efficiency_max, flash_efficiency, hbm_efficiency,
  *   intra_node_efficiency, inter_node_efficiency   [0.01, 1]
  *   efficiency_half_gflop               [0, 1e9] GFLOP
  *   latencies (us)                      [0, 1e6]
@@ -56,13 +57,13 @@
 
 static const char *const root_fields[] = {
 	"name", "source", "note", "gpu_types", "groups", "inter_fabric_Gbps",
-	"inter_fabric_latency_us", NULL
+	"inter_fabric_latency_us", "memory_allowance_GiB", "calibration", NULL
 };
 /* The figures of a GPU type, in a cluster file and in the catalogue. */
 #define GPU_FIGURES                                                           \
 	"vendor", "peak_bf16_tflops", "memory_GiB", "hbm_GBps", "link_GBps",  \
 		"efficiency_max", "efficiency_half_gflop", "peak_fp8_tflops", \
-		"fp8_efficiency_max", "flash_efficiency"
+		"fp8_efficiency_max", "flash_efficiency", "hbm_efficiency"
 static const char *const gpu_figures[] = { GPU_FIGURES, NULL };
 static const char *const gpu_fields[] = {
 	GPU_FIGURES, "catalogue", "source", "note", NULL
@@ -139,7 +140,8 @@ static int read_vendor(const cJSON *o, const char *where,
  * cluster's type; optional in the catalogue); efficiency_half_gflop
  * optional, default 0: constant efficiency; peak_fp8_tflops optional,
  * default 0: no FP8; fp8_efficiency_max optional, default efficiency_max;
- * flash_efficiency optional, default 0: the compute model's; link_GBps
+ * flash_efficiency optional, default 0: the compute model's; hbm_efficiency
+ * optional, default 0: COMPUTE_HBM_EFF (compute.h); link_GBps
  * optional, default 0: none; vendor optional, default NVIDIA. Other keys are
  * not looked at. */
 static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
@@ -150,6 +152,7 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 	g->peak_fp8_flops = 0;
 	g->fp8_eff_max = 0;
 	g->flash_eff = 0;
+	g->hbm_eff = 0;
 	g->link_bw = 0;
 	if (read_vendor(o, where, &g->vendor, e) ||
 	    pos_num(o, where, "peak_bf16_tflops", true, MIN_TFLOPS, MAX_TFLOPS,
@@ -169,7 +172,9 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 	    pos_num(o, where, "fp8_efficiency_max", false, MIN_EFF, 1, 1,
 		    &g->fp8_eff_max, e) ||
 	    pos_num(o, where, "flash_efficiency", false, MIN_EFF, 1, 1,
-		    &g->flash_eff, e))
+		    &g->flash_eff, e) ||
+	    pos_num(o, where, "hbm_efficiency", false, MIN_EFF, 1, 1,
+		    &g->hbm_eff, e))
 		return -1;
 	g->eff_half_flop *= 1e9;
 	if (g->fp8_eff_max <= 0)
@@ -180,8 +185,8 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 /* Finds the catalogue for the cluster file at cluster_path: first
  * DIR/../CLUSTER_CATALOGUE with DIR the cluster file's directory (the source
  * tree's clusters/, PREFIX/share/ampplan/clusters when installed), then as
- * datafile_find finds gpus/catalogue.json (the working directory, then the
- * installed data directory). Returns a malloc'd path (caller frees), or NULL
+ * datafile_find finds gpus/catalogue.json (beside the binary, the installed
+ * data directory, then the working directory). Returns a malloc'd path (caller frees), or NULL
  * with e naming the places tried. */
 static char *find_catalogue(const char *cluster_path, struct err *e)
 {
@@ -587,8 +592,11 @@ int cluster_load(struct cluster **out, const char *path, struct err *e)
 	    json_str(doc, "", "note", false, &s, e))
 		goto fail;
 	c->name = xstrdup(name);
-	if (read_gpus(c, doc, path, e) || read_groups(c, doc, e))
+	if (read_gpus(c, doc, path, e) || read_groups(c, doc, e) ||
+	    json_num(doc, "", "memory_allowance_GiB", false, 0, MAX_GIB, &c->mem_allowance, e))
 		goto fail;
+	if (c->mem_allowance > 0)
+		c->mem_allowance *= 1073741824.0;
 	cJSON_Delete(doc);
 	*out = c;
 	return 0;

@@ -25,6 +25,7 @@ static const char *const format_names[EMIT_COUNT] = {
 	[EMIT_DEEPSPEED] = "deepspeed",
 	[EMIT_NEMO] = "nemo",
 	[EMIT_SLURM] = "slurm",
+	[EMIT_TORCHTITAN_MAIN] = "torchtitan-main",
 };
 
 /* The trainer each format runs, for trainer_check. */
@@ -34,6 +35,7 @@ static const enum trainer format_trainer[EMIT_COUNT] = {
 	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED,
 	[EMIT_NEMO] = TRAINER_NEMO,
 	[EMIT_SLURM] = TRAINER_MEGATRON,
+	[EMIT_TORCHTITAN_MAIN] = TRAINER_TORCHTITAN,
 };
 
 const char *emit_format_name(enum emit_format f)
@@ -139,16 +141,17 @@ static int stage_files(const struct emit_ctx *x, const char *dir, struct outfile
 }
 
 int emit_stage(const char *format, const char *dir, const struct model *m,
-	       const struct cluster *c, const struct strategy *s, struct outfile_set *t,
-	       struct err *e)
+	       const struct cluster *c, const struct strategy *s, const char *row_line,
+	       struct outfile_set *t, struct err *e)
 {
-	struct emit_ctx x = { .m = m, .c = c, .s = s };
+	struct emit_ctx x = { .m = m, .c = c, .s = s, .row_line = row_line };
 	int f = emit_format_parse(format), rc;
 
 	if (f < 0)
-		return err_set(e, "unknown format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)",
+		return err_set(e, "unknown format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)",
 			       format);
 	if (trainer_check(format_trainer[f], m, c, s, e) ||
+	    (f == EMIT_TORCHTITAN_MAIN && trainer_titan_main_check(m, s, e)) ||
 	    trainer_nodes(&x.nodes, c, s, e))
 		return -1;
 	x.block = s->tp * s->cp * s->dp;
@@ -172,6 +175,9 @@ int emit_stage(const char *format, const char *dir, const struct model *m,
 		emit_slurm(&x);
 		emit_megatron(&x);
 		break;
+	case EMIT_TORCHTITAN_MAIN:
+		emit_titan_main(&x);
+		break;
 	default:
 		break;
 	}
@@ -187,7 +193,7 @@ int emit_write(const char *format, const char *dir, const struct model *m,
 	       const struct cluster *c, const struct strategy *s, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
-	int rc = emit_stage(format, dir, m, c, s, t, e);
+	int rc = emit_stage(format, dir, m, c, s, NULL, t, e);
 
 	if (rc == 0)
 		rc = outfile_commit(t, e);

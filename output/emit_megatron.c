@@ -60,6 +60,7 @@ static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
 	const char *tpo = nemo ? "model.tp_comm_overlap" : "--tp-comm-overlap";
 	const char *pgo = nemo ? "ddp.overlap_param_gather" : "--overlap-param-gather";
 	const char *grd = nemo ? "ddp.overlap_grad_reduce" : "--overlap-grad-reduce";
+	int bf16_start, bf16_end;
 
 	emit_printf(&n, "%s", "");
 	if (s->attn == ATTN_FLASH1)
@@ -79,7 +80,14 @@ static void notes(struct emit_buf *b, const struct emit_ctx *x, bool nemo)
 	if (s->unfused_norm)
 		emit_printf(&n, "# - norms 'unfused': no setting runs them so (Transformer Engine's norms are\n"
 				"#   fused kernels): they run faster than the plan costed.\n");
-	if (s->fp8)
+	if (s->fp8 && cluster_bf16_blocks(x->c, s, &bf16_start, &bf16_end) == 0 &&
+	    (bf16_start || bf16_end))
+		emit_printf(&n, "# - FP8 GEMMs on the stages whose GPUs have FP8: format hybrid (E4M3 forward,\n"
+				"#   E5M2 gradients), tensorwise (current) scaling, through Transformer Engine;\n"
+				"#   the first %d and last %d blocks, on the GPUs without FP8, in BF16\n"
+				"#   (first_last_layers_bf16; Megatron-LM refuses delayed scaling with it).\n",
+			    bf16_start, bf16_end);
+	else if (s->fp8)
 		emit_printf(&n, "# - FP8 GEMMs: format hybrid (E4M3 forward, E5M2 gradients), delayed scaling,\n"
 				"#   through Transformer Engine, on GPUs with FP8 (H100 or later).\n");
 	if (s->fp8 && nemo)
@@ -206,6 +214,9 @@ enum field_place {
 	F_SOFTMAX_FUSION,
 	F_FP8,
 	F_FP8_RECIPE,
+	F_BF16_ENDS,
+	F_BF16_START,
+	F_BF16_END,
 	F_GRAD_ACC_FUSION,
 	F_COUNT
 };
@@ -449,8 +460,33 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 		set_bool(l, F_SOFTMAX_FUSION, "--no-masked-softmax-fusion", true,
 			 "model.masked_softmax_fusion", false);
 	if (s->fp8) {
+		int start = 0, end = 0;
+
+		/* per-stage precision (cluster_bf16_blocks): the blocks on
+		 * the GPUs without FP8 stay in BF16 by Megatron-LM's
+		 * --first-last-layers-bf16 with --num-layers-at-start-in-bf16
+		 * and --num-layers-at-end-in-bf16 (TransformerConfig's
+		 * first_last_layers_bf16, num_layers_at_start_in_bf16,
+		 * num_layers_at_end_in_bf16; fp8_utils.is_first_last_bf16_layer
+		 * counts the model's global layer numbers, whatever the
+		 * pipeline rank). Relied on as read from Megatron-LM's
+		 * arguments.py and transformer_config.py, not in TRAINERS.md:
+		 * the counts are checked to lie in [0, num_layers], and the
+		 * delayed-scaling recipe is refused with them (it wraps the
+		 * whole block in one FP8 context), hence tensorwise (current)
+		 * scaling there. */
+		cluster_bf16_blocks(x->c, s, &start, &end);
 		set(l, F_FP8, "--fp8-format", "model.fp8", val("hybrid"), NULL);
-		set(l, F_FP8_RECIPE, "--fp8-recipe", "model.fp8_recipe", val("delayed"), NULL);
+		set(l, F_FP8_RECIPE, "--fp8-recipe", "model.fp8_recipe",
+		    val("%s", start || end ? "tensorwise" : "delayed"), NULL);
+		if (start || end) {
+			set_bool(l, F_BF16_ENDS, "--first-last-layers-bf16", true,
+				 "model.first_last_layers_bf16", true);
+			set(l, F_BF16_START, "--num-layers-at-start-in-bf16",
+			    "model.num_layers_at_start_in_bf16", val("%d", start), NULL);
+			set(l, F_BF16_END, "--num-layers-at-end-in-bf16",
+			    "model.num_layers_at_end_in_bf16", val("%d", end), NULL);
+		}
 	}
 	set_bool(l, F_NONE, "--bf16", true, NULL, true);
 	set_bool(l, F_GRAD_FP32, "--grad-reduce-in-bf16", s->grad_bytes == 2,

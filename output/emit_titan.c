@@ -15,7 +15,7 @@
 /* torchtitan's names of the schedules it runs (parallelism.pipeline_
  * parallel_schedule) and of the recomputation modes (activation_checkpoint
  * .mode), as v0.2.2's config takes them. */
-static const char *const sched[SCHED_COUNT] = {
+const char *const emit_titan_sched[SCHED_COUNT] = {
 	[SCHED_1F1B] = "1F1B",
 	[SCHED_INTERLEAVED] = "Interleaved1F1B",
 	[SCHED_GPIPE] = "GPipe",
@@ -23,14 +23,13 @@ static const char *const sched[SCHED_COUNT] = {
 	[SCHED_ZB_V] = "ZBVZeroBubble",
 	[SCHED_DUALPIPE_V] = "DualPipeV",
 };
-static const char *const ac[RECOMPUTE_COUNT] = {
+const char *const emit_titan_ac[RECOMPUTE_COUNT] = {
 	[RECOMPUTE_NONE] = "none",
 	[RECOMPUTE_SELECTIVE] = "selective",
 	[RECOMPUTE_FULL] = "full",
 };
 
-/* Appends s as a TOML basic string. */
-static void toml_string(struct emit_buf *b, const char *s)
+void emit_titan_string(struct emit_buf *b, const char *s)
 {
 	emit_printf(b, "\"");
 	for (; s && *s; s++) {
@@ -57,9 +56,9 @@ static void model_section(struct emit_buf *b, const struct model *m)
 		       "# rotary base and scaling of torchtitan's code, and no dropout: compare them\n"
 		       "# with \"the model as costed\" above.\n"
 		       "name = ");
-	toml_string(b, name);
+	emit_titan_string(b, name);
 	emit_printf(b, "\nflavor = ");
-	toml_string(b, flavor);
+	emit_titan_string(b, flavor);
 	emit_printf(b, "\n");
 }
 
@@ -80,14 +79,13 @@ static void fqn(struct emit_buf *b, int *col, bool first, const char *name)
 	*col += n + 2;
 }
 
-/* module_fqns_per_model_part: one list of module names per stage, in stage
- * order: tok_embeddings, layers.<i>, and norm + output for the head. */
-static void fqns(struct emit_buf *b, const struct emit_ctx *x)
+void emit_titan_fqns(struct emit_buf *b, const struct emit_ctx *x, const char *open,
+		     const char *close)
 {
 	const struct strategy *s = x->s;
 	int head = x->m->layers + 1;
 
-	emit_printf(b, "module_fqns_per_model_part = [\n");
+	emit_printf(b, "%s[\n", open);
 	for (int k = 0; k < s->n_stages; k++) {
 		int col = 9;
 
@@ -109,16 +107,12 @@ static void fqns(struct emit_buf *b, const struct emit_ctx *x)
 		}
 		emit_printf(b, "],\n");
 	}
-	emit_printf(b, "]\n");
+	emit_printf(b, "]%s\n", close);
 }
 
-/* True if train.toml turns torch.compile on: async TP needs it, torchao's
- * float8 casts run fused only under it, and it fuses the norms (nn.RMSNorm
- * runs as separate kernels in eager mode); so on unless the plan costed
- * unfused norms and neither FP8 nor TP overlap. */
-static bool compiled(const struct strategy *s)
+bool emit_titan_compiled(const struct strategy *s)
 {
-	return !s->unfused_norm || s->fp8 || (s->tp_overlap && s->tp > 1);
+	return (!s->unfused_norm && !s->unfused_pointwise) || s->fp8 || (s->tp_overlap && s->tp > 1);
 }
 
 /* Appends comment lines on the plan's kernel, precision and overlap
@@ -133,9 +127,9 @@ static void notes(struct emit_buf *b, const struct strategy *s)
 				"#   scaled_dot_product_attention (FlashAttention 2 or cuDNN kernels), faster\n"
 				"#   than the plan costed.\n",
 			    attention_name(s->attn));
-	if (s->unfused_norm && compiled(s))
-		emit_printf(&n, "# - norms 'unfused': torch.compile (on for FP8 or async TP) fuses them,\n"
-				"#   faster than the plan costed.\n");
+	if ((s->unfused_norm || s->unfused_pointwise) && emit_titan_compiled(s))
+		emit_printf(&n, "# - eager norms, RoPE or SwiGLU: torch.compile (on for FP8 or async TP) fuses\n"
+				"#   them, faster than the plan costed.\n");
 	if (s->tp_overlap && s->tp == 1)
 		emit_printf(&n, "# - TP comm overlap: nothing to overlap with tp 1.\n");
 	if (s->dp > 1 && (!s->grad_overlap || !s->param_overlap))
@@ -176,7 +170,7 @@ static void toml(struct emit_ctx *x)
 
 		emit_printf(&d, "ampplan: %s on %s", x->m->name ? x->m->name : "model",
 			    x->c->name ? x->c->name : "cluster");
-		toml_string(b, d.s);
+		emit_titan_string(b, d.s);
 		free(d.s);
 	}
 	emit_printf(b, "\n");
@@ -227,22 +221,22 @@ static void toml(struct emit_ctx *x)
 				    s->schedule == SCHED_ZB_V ? "ZB-V" : "DualPipeV", 2 * s->pp - 1);
 		emit_printf(b, "pipeline_parallel_schedule = \"%s\"\n"
 			       "pipeline_parallel_microbatch_size = %d\n",
-			    sched[s->schedule], s->mbs);
-		fqns(b, x);
+			    emit_titan_sched[s->schedule], s->mbs);
+		emit_titan_fqns(b, x, "module_fqns_per_model_part = ", "");
 	}
 	emit_printf(b, "expert_parallel_degree = %d\n", s->ep);
 	if (x->m->experts > 0)
 		emit_printf(b, "# each expert split over %d GPUs, as the plan costed (expert weights / (ep x etp))\n"
 			       "expert_tensor_parallel_degree = %d\n",
 			    strategy_etp(s), strategy_etp(s));
-	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", ac[s->recompute]);
+	emit_printf(b, "\n[activation_checkpoint]\nmode = \"%s\"\n", emit_titan_ac[s->recompute]);
 	if (s->recompute == RECOMPUTE_SELECTIVE)
 		emit_printf(b, "selective_ac_option = \"op\"\n");
 	if (s->fp8)
 		emit_printf(b, "\n[quantize.linear.float8]\n"
 			       "# dynamic tensorwise scaling (the default recipe); the LM head stays in bf16\n"
 			       "filter_fqns = [\"output\"]\n");
-	if (compiled(s))
+	if (emit_titan_compiled(s))
 		emit_printf(b, "\n[compile]\n"
 			       "# fuses the norms and elementwise kernels%s\n"
 			       "enable = true\ncomponents = [\"model\", \"loss\"]\n",

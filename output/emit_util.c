@@ -3,6 +3,7 @@
  * of the launch scripts. */
 #include "emit_util.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,6 +195,11 @@ void emit_header(struct emit_buf *b, const struct emit_ctx *x, const char *what)
 		    s->tp, s->cp, s->pp, s->vp, s->dp, s->ep, s->mbs, s->gbs,
 		    s->micro_batches, s->seq, schedule_name(s->schedule),
 		    recompute_name(s->recompute), s->zero, s->sp ? "on" : "off");
+	if (x->row_line) {
+		emit_printf(b, "# row:\n#");
+		emit_name(b, x->row_line);
+		emit_printf(b, "\n");
+	}
 	emit_printf(b, "# layers/stage ");
 	emit_stages(b, x);
 	emit_printf(b, " on node groups");
@@ -284,6 +290,69 @@ void emit_node_runs(struct emit_buf *b, const struct emit_ctx *x)
 	}
 }
 
+/* The model of a GPU type as nvidia-smi's name holds it: the type's name
+ * up to its first '-' or space, upper case ("H100-SXM5-80GB": "H100",
+ * "a100": "A100"), into buf (n bytes, shell-safe characters only). */
+static void gpu_model(char *buf, size_t n, const char *name)
+{
+	size_t k = 0;
+
+	for (; name && *name && *name != '-' && *name != ' ' && k + 1 < n; name++)
+		if (isalnum((unsigned char)*name))
+			buf[k++] = (char)toupper((unsigned char)*name);
+	buf[k] = '\0';
+}
+
+/* The check that this node has the GPU type nodes.txt gives its rank:
+ * every GPU nvidia-smi lists (--query-gpu=name,memory.total) must name the
+ * type's model (gpu_model) and hold at least 97% of its memory (nvidia-smi
+ * counts MiB; a type without memory is not checked for it); else the
+ * script stops with an error naming both. Without nvidia-smi it stops
+ * too; AMPPLAN_NO_GPU_CHECK=1 skips the check (other vendors, or a type
+ * whose name does not hold its model). Node ranks on a GPU type of another
+ * vendor than NVIDIA are not checked. */
+static void gpu_check(struct emit_buf *b, const struct emit_ctx *x, const char *script)
+{
+	int n = x->nodes.n;
+
+	emit_printf(b, "# This node must have the GPU type nodes.txt gives its rank (nvidia-smi;\n"
+		       "# AMPPLAN_NO_GPU_CHECK=1 skips the check).\n"
+		       "case $NODE_RANK in\n");
+	for (int i = 0, j; i < n; i = j) {
+		const struct gpu_type *g = &x->c->gpu[x->c->group[x->nodes.group[i]].gpu];
+		char model[32];
+
+		for (j = i; j < n && x->c->group[x->nodes.group[j]].gpu == x->c->group[x->nodes.group[i]].gpu;
+		     j++)
+			emit_printf(b, "%s%d", j > i ? "|" : "", j);
+		gpu_model(model, sizeof model, g->name);
+		if (g->vendor != VENDOR_NVIDIA || !model[0]) {
+			emit_printf(b, ") GPU_MODEL= ;;\n");
+			continue;
+		}
+		emit_printf(b, ") GPU_MODEL=%s GPU_MIB=%.0f GPU_TYPE='", model, g->mem_bytes / 1048576.0);
+		for (const char *p = g->name; *p; p++) /* nothing that ends the quotes */
+			emit_printf(b, "%c", isalnum((unsigned char)*p) || strchr("-_.+ ", *p) ? *p : '?');
+		emit_printf(b, "' ;;\n");
+	}
+	emit_printf(b, "esac\n"
+		       "if [ -n \"$GPU_MODEL\" ] && [ \"${AMPPLAN_NO_GPU_CHECK:-0}\" != 1 ]; then\n"
+		       "\tif ! smi=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>&1); then\n"
+		       "\t\techo \"%s: error: node rank $NODE_RANK needs $GPU_TYPE GPUs (nodes.txt), and nvidia-smi fails: $smi (AMPPLAN_NO_GPU_CHECK=1 skips the check)\" >&2\n"
+		       "\t\texit 1\n"
+		       "\tfi\n"
+		       "\twhile IFS=, read -r name mib; do\n"
+		       "\t\tmib=${mib// /}\n"
+		       "\t\tif [[ ${name^^} != *\"$GPU_MODEL\"* ]] || ! [[ $mib =~ ^[0-9]+$ ]] ||\n"
+		       "\t\t\t[ $((mib * 100)) -lt $((GPU_MIB * 97)) ]; then\n"
+		       "\t\t\techo \"%s: error: node rank $NODE_RANK needs $GPU_TYPE GPUs (nodes.txt), but this node has '$name' with $mib MiB (AMPPLAN_NO_GPU_CHECK=1 skips the check)\" >&2\n"
+		       "\t\t\texit 1\n"
+		       "\t\tfi\n"
+		       "\tdone <<<\"$smi\"\n"
+		       "fi\n",
+		    script, script);
+}
+
 void emit_node_env(struct emit_buf *b, const struct emit_ctx *x, const char *script)
 {
 	int n = x->nodes.n;
@@ -307,16 +376,17 @@ void emit_node_env(struct emit_buf *b, const struct emit_ctx *x, const char *scr
 		       "\texit 1\n"
 		       "fi\n",
 		    n, ranks, n, script, n, n > 1 ? "s" : "", script, ranks);
-	if (emit_uniform_gpus(x))
-		return;
-	emit_printf(b, "# Processes per node rank (the nodes' GPU counts differ).\n"
-		       "case $NODE_RANK in\n");
-	for (int i = 0, j; i < n; i = j) {
-		for (j = i; j < n && x->nodes.gpus[j] == x->nodes.gpus[i]; j++)
-			emit_printf(b, "%s%d", j > i ? "|" : "", j);
-		emit_printf(b, ") NPROC=%d ;;\n", x->nodes.gpus[i]);
+	if (!emit_uniform_gpus(x)) {
+		emit_printf(b, "# Processes per node rank (the nodes' GPU counts differ).\n"
+			       "case $NODE_RANK in\n");
+		for (int i = 0, j; i < n; i = j) {
+			for (j = i; j < n && x->nodes.gpus[j] == x->nodes.gpus[i]; j++)
+				emit_printf(b, "%s%d", j > i ? "|" : "", j);
+			emit_printf(b, ") NPROC=%d ;;\n", x->nodes.gpus[i]);
+		}
+		emit_printf(b, "esac\n");
 	}
-	emit_printf(b, "esac\n");
+	gpu_check(b, x, script);
 }
 
 void emit_nproc(struct emit_buf *b, const struct emit_ctx *x)

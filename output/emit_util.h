@@ -36,6 +36,8 @@ struct emit_ctx {
 	const struct model *m;
 	const struct cluster *c;
 	const struct strategy *s;
+	const char *row_line; /* the ranking's row of s (report_row_line),
+				 or NULL */
 	struct trainer_nodes nodes;
 	int block;   /* GPUs per pipeline rank: tp * cp * dp */
 	bool hetero; /* pipeline ranks on more than one node group */
@@ -104,8 +106,10 @@ void emit_node_runs(struct emit_buf *b, const struct emit_ctx *x);
 
 /* Appends the checks of a torchrun script run once per node: set -euo
  * pipefail, NNODES (must equal the plan's), NODE_RANK, MASTER_ADDR,
- * MASTER_PORT from the environment, and NPROC per node rank when the counts
- * differ. script names the file in messages. */
+ * MASTER_PORT from the environment, that the node has the GPU type of its
+ * rank (nvidia-smi: the type's model in the name, its memory; else an
+ * error, AMPPLAN_NO_GPU_CHECK=1 skips it), and NPROC per node rank when the
+ * counts differ. script names the file in messages. */
 void emit_node_env(struct emit_buf *b, const struct emit_ctx *x, const char *script);
 
 /* Appends "--nproc-per-node N", or "--nproc-per-node \"$NPROC\"" when the

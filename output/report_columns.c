@@ -4,8 +4,11 @@
 #include "report.h"
 #include "report_int.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -16,19 +19,19 @@
 
 /* The columns, in order: X(name, kind, value) with name the column's name
  * (an identifier, so that it is written once), kind STR, NUM or BOOL
- * (enum report_kind) and value a statement writing the field's text to v
+ * (enum report_kind; YESNO: "yes" or "no") and value a statement writing the field's text to v
  * (REPORT_FIELD_MAX bytes) from rank, row, m and c (report_fields), s and r
  * (the row's strategy and cost), and priced, usd_iter and usd_mtok
  * (report_row_cost). Add columns only at the end. */
 #define COLUMNS(X)                                                                                                     \
 	X(rank, NUM, put_int(v, rank))                                                                                 \
-	X(fits, STR, put_text(v, r->fits ? "yes" : "no"))                                                              \
+	X(fits, YESNO, put_text(v, r->fits ? "yes" : "no"))                                                            \
 	X(tp, NUM, put_int(v, s->tp))                                                                                  \
 	X(pp, NUM, put_int(v, s->pp))                                                                                  \
 	X(dp, NUM, put_int(v, s->dp))                                                                                  \
 	X(cp, NUM, put_int(v, s->cp))                                                                                  \
 	X(ep, NUM, put_int(v, s->ep))                                                                                  \
-	X(sp, STR, put_text(v, s->sp ? "yes" : "no"))                                                                  \
+	X(sp, YESNO, put_text(v, s->sp ? "yes" : "no"))                                                                \
 	X(micro_batch_seqs, NUM, put_int(v, s->mbs))                                                                   \
 	X(micro_batches, NUM, put_int(v, s->micro_batches))                                                            \
 	X(global_batch_seqs, NUM, put_int(v, s->gbs))                                                                  \
@@ -121,29 +124,91 @@
 	/* the model's parameters, all and those one token runs through        \
 	 * (model_active_params; the same for a dense model) */                                       \
 	X(params_total, NUM, put_count(v, model_params(m)))                                                            \
-	X(params_active, NUM, put_count(v, model_active_params(m)))
+	X(params_active, NUM, put_count(v, model_active_params(m)))                                                    \
+	/* the peak mfu_pct is against: bf16 on every row (cost_result.mfu),   \
+	 * FP8 rows included */                                       \
+	X(mfu_peak, STR, put_text(v, "bf16")) \
+	/* each trainer's seconds per iteration for the strategy, with its own                          \
+	 * features (trainer_features; empty or null where it cannot run it) */              \
+	X(megatron_iteration_s, NUM, put_trainer(v, row, TRAINER_MEGATRON))                                            \
+	X(torchtitan_iteration_s, NUM, put_trainer(v, row, TRAINER_TORCHTITAN))                                        \
+	X(deepspeed_iteration_s, NUM, put_trainer(v, row, TRAINER_DEEPSPEED))                                          \
+	X(nemo_iteration_s, NUM, put_trainer(v, row, TRAINER_NEMO)) \
+	/* the node groups the strategy leaves idle (plan_row_idle), comma-                              \
+	 * separated; empty where it uses every group */             \
+	X(groups_idle, STR, put_idle(v, c, s))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
 #undef ROW
 const size_t report_n_columns = sizeof report_columns / sizeof report_columns[0];
 
-/* A field's text: an integer, a number with 6 significant digits, a text. */
+/* Appends the decimal digits of u (at least width of them) at p; returns
+ * the end. */
+static char *put_digits(char *p, unsigned long u, int width)
+{
+	char d[24];
+	int n = 0;
+
+	do {
+		d[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u || n < width);
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+/* A field's text: an integer, a number with 6 significant digits, a
+ * whole number, a text (cut to REPORT_FIELD_MAX - 1 bytes); as "%d",
+ * "%.6g", "%.0f" and "%s" write them, without printf (a CSV of 500,000
+ * rows formats 40 million fields). */
 static void put_int(char *v, int x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%d", x);
+	if (x < 0)
+		*v++ = '-';
+	*put_digits(v, x < 0 ? 0ul - (unsigned long)x : (unsigned long)x, 1) = '\0';
 }
 static void put_num(char *v, double x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%.6g", x);
+	report_g6(v, x);
 }
 static void put_count(char *v, double x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%.0f", x);
+	if (x >= 0 && x < 1e18 && x == floor(x))
+		*put_digits(v, (unsigned long)x, 1) = '\0';
+	else
+		snprintf(v, REPORT_FIELD_MAX, "%.0f", x);
 }
 static void put_text(char *v, const char *x)
 {
-	snprintf(v, REPORT_FIELD_MAX, "%s", x);
+	size_t n = strlen(x);
+
+	if (n >= REPORT_FIELD_MAX)
+		n = REPORT_FIELD_MAX - 1;
+	memcpy(v, x, n);
+	v[n] = '\0';
+}
+static void put_trainer(char *v, const struct plan_row *row, enum trainer t)
+{
+	if (row->trainer_s[t] > 0)
+		put_num(v, row->trainer_s[t]);
+	else
+		put_text(v, "");
+}
+
+/* The names of the real node groups of c on which s uses no GPU
+ * (plan_row_idle), comma-separated, in the cluster's order. */
+static void put_idle(char *v, const struct cluster *c, const struct strategy *s)
+{
+	unsigned idle = plan_row_idle(c, s);
+	size_t at = 0;
+
+	v[0] = 0;
+	for (int g = 0; g < c->n_group && at < REPORT_FIELD_MAX; g++)
+		if (idle >> g & 1)
+			at += (size_t)snprintf(v + at, REPORT_FIELD_MAX - at, "%s%s", at ? "," : "",
+					       c->group[g].name);
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,
@@ -161,4 +226,75 @@ void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row 
 	value;
 	COLUMNS(FIELD)
 #undef FIELD
+}
+
+/* Exact powers of ten (as doubles, 10^0 to 10^22). */
+static const double pow10_exact[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+				      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+
+void report_g6(char *buf, double v)
+{
+	double a = fabs(v), scaled, whole, frac;
+	int x, k, digits;
+	unsigned long m;
+	char six[8], *p = buf;
+
+	if (v == 0 || !isfinite(v)) {
+		snprintf(buf, REPORT_FIELD_MAX, "%.6g", v); /* 0, -0, inf, nan */
+		return;
+	}
+	x = (int)floor(log10(a));
+	k = 5 - x; /* scaled = a x 10^k holds 6 digits before the point */
+	if (k < -22 || k > 22)
+		goto slow;
+	scaled = k >= 0 ? a * pow10_exact[k] : a / pow10_exact[-k];
+	if (scaled < 100000.0 || scaled >= 1000000.0) /* log10 was off by one */
+		goto slow;
+	whole = floor(scaled);
+	frac = scaled - whole;
+	if (fabs(frac - 0.5) < 1e-6) /* too close to a tie to round here */
+		goto slow;
+	m = (unsigned long)whole + (frac > 0.5);
+	if (m == 1000000) { /* rounded up to the next power of ten */
+		m = 100000;
+		x++;
+	}
+	put_digits(six, m, 6);
+	for (digits = 6; digits > 1 && six[digits - 1] == '0'; digits--)
+		; /* %g drops trailing zeros */
+	if (v < 0)
+		*p++ = '-';
+	if (x >= -4 && x < 6) { /* fixed: x + 1 digits before the point */
+		if (x < 0) {
+			*p++ = '0';
+			*p++ = '.';
+			for (int i = 0; i < -x - 1; i++)
+				*p++ = '0';
+			memcpy(p, six, (size_t)digits);
+			p += digits;
+		} else {
+			memcpy(p, six, (size_t)x + 1);
+			p += x + 1;
+			if (digits > x + 1) {
+				*p++ = '.';
+				memcpy(p, six + x + 1, (size_t)(digits - x - 1));
+				p += digits - x - 1;
+			}
+		}
+	} else { /* d.ddddde+XX */
+		*p++ = six[0];
+		if (digits > 1) {
+			*p++ = '.';
+			memcpy(p, six + 1, (size_t)digits - 1);
+			p += digits - 1;
+		}
+		*p++ = 'e';
+		*p++ = x < 0 ? '-' : '+';
+		p = put_digits(p, (unsigned long)abs(x), 2);
+	}
+	*p = '\0';
+	return;
+slow:
+	snprintf(buf, REPORT_FIELD_MAX, "%.6g", v);
 }

@@ -116,7 +116,7 @@ static void time_lines(struct compare *t)
 	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
 	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
-	NUM("MFU %", "%.1f", 100.0 * row->r.mfu);
+	NUM("MFU % of BF16 peak", "%.1f", 100.0 * row->r.mfu); /* FP8 rows too */
 }
 
 /* The lines of the pipeline ranks: the fullest GPU, the heaviest rank, and
@@ -146,7 +146,7 @@ static void verdict_lines(struct compare *t)
 	const struct cluster *c = t->c;
 
 	TEXT("trainers", {
-		unsigned k = trainer_mask(m, c, &row->s);
+		unsigned k = row->trainers; /* those at its time (trainer_times) */
 
 		if (k)
 			trainer_mask_names(k, cell, CELL);

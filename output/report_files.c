@@ -8,11 +8,14 @@
 #include <cjson/cJSON.h>
 #include <csv.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -51,30 +54,122 @@ static void csv_text_field(FILE *f, const char *s)
 	}
 }
 
-/* Writes the ranking to f: a header of the column names, then one line
- * per row (rank 0 for the infeasible ones). */
-static void write_csv(FILE *f, const struct plan *p, const struct model *m,
-		      const struct cluster *c)
-{
-	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+/* What a CSV or JSON writer needs while the set is committed (owned by the
+ * set: free_output). */
+struct output {
+	const struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+	struct report_stream o;
+	char **keys; /* the JSON's ,"name": of each column (malloc'd) */
+};
 
+/* Formats row r of x into f as a line of the CSV (rank 0 for the
+ * infeasible ones), fields being the row's scratch space. */
+static void csv_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
+{
+	const struct plan *p = x->p;
+
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	for (size_t i = 0; i < report_n_columns; i++) {
+		fputs(i ? "," : "", f);
+		if (report_columns[i].kind == REPORT_STR)
+			csv_text_field(f, fields[i]);
+		else
+			csv_field(f, fields[i]);
+	}
+	fputc('\n', f);
+}
+
+/* Formats one row of x into f (csv_row, json_row). */
+typedef void (*row_format)(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX],
+			   int r);
+
+/* Rows a writer thread formats at a time, and the most threads. */
+#define ROWS_PER_TASK 256
+#define MAX_WRITERS   16
+
+/* Rows [first, end) formatted into buf (len bytes, malloc'd). */
+struct task {
+	const struct output *x;
+	row_format format;
+	char (*fields)[REPORT_FIELD_MAX];
+	int first, end;
+	char *buf;
+	size_t len;
+};
+
+static void *run_task(void *arg)
+{
+	struct task *k = arg;
+	FILE *f = must_alloc(open_memstream(&k->buf, &k->len));
+
+	for (int r = k->first; r < k->end; r++)
+		k->format(f, k->x, k->fields, r);
+	if (fclose(f) != 0)
+		fatal_oom();
+	return NULL;
+}
+
+/* Writes every row of x to f by format, in order: in rounds of up to
+ * MAX_WRITERS tasks of ROWS_PER_TASK rows, formatted on as many threads
+ * (report_stream.threads) and written when the round is done, so that
+ * memory holds one round's text whatever the number of rows, and the file
+ * is the same for any thread count. Calls the progress callback once a
+ * round. */
+static void write_rows(FILE *f, const struct output *x, row_format format)
+{
+	const struct plan *p = x->p;
+	long n = x->o.threads > 0 ? x->o.threads : sysconf(_SC_NPROCESSORS_ONLN);
+	struct task k[MAX_WRITERS];
+	pthread_t th[MAX_WRITERS];
+	bool started[MAX_WRITERS];
+
+	n = n < 1 ? 1 : n > MAX_WRITERS ? MAX_WRITERS
+					: n;
+	for (int i = 0; i < n; i++)
+		k[i] = (struct task){ .x = x, .format = format, .fields = xcalloc(report_n_columns, REPORT_FIELD_MAX) };
+	for (int base = 0; base < p->n_row && !ferror(f); base += (int)n * ROWS_PER_TASK) {
+		int used = 0;
+
+		if (x->o.progress)
+			x->o.progress((double)base / p->n_row, x->o.progress_arg);
+		for (; used < n && base + used * ROWS_PER_TASK < p->n_row; used++) {
+			struct task *t = &k[used];
+
+			t->first = base + used * ROWS_PER_TASK;
+			t->end = t->first + ROWS_PER_TASK < p->n_row ? t->first + ROWS_PER_TASK : p->n_row;
+			/* task 0 runs here; one a thread cannot start, too */
+			started[used] = used && pthread_create(&th[used], NULL, run_task, t) == 0;
+		}
+		for (int i = 0; i < used; i++)
+			if (!started[i])
+				run_task(&k[i]);
+		for (int i = 0; i < used; i++) {
+			if (started[i])
+				pthread_join(th[i], NULL);
+			fwrite(k[i].buf, 1, k[i].len, f);
+			free(k[i].buf);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(k[i].fields);
+}
+
+/* Writes the ranking to f: a header of the column names, then one line per
+ * row (write_rows). */
+static int write_csv(FILE *f, void *arg, struct err *e)
+{
+	struct output *x = arg;
+
+	(void)e;
 	for (size_t i = 0; i < report_n_columns; i++) {
 		fputs(i ? "," : "", f);
 		csv_field(f, report_columns[i].name);
 	}
 	fputc('\n', f);
-	for (int r = 0; r < p->n_row; r++) {
-		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
-		for (size_t i = 0; i < report_n_columns; i++) {
-			fputs(i ? "," : "", f);
-			if (report_columns[i].kind == REPORT_STR)
-				csv_text_field(f, fields[i]);
-			else
-				csv_field(f, fields[i]);
-		}
-		fputc('\n', f);
-	}
-	free(fields);
+	write_rows(f, x, csv_row);
+	return 0;
 }
 
 /* A number of the JSON as the CSV writes it (6 digits, report_fields), null
@@ -170,17 +265,99 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 	return a;
 }
 
-/* Writes the ranking to f: the summary keys, then "strategies", one
- * object per line, each built, printed and freed in turn, so that memory
- * holds one row's tree at a time (a ranking can have 100,000 rows). */
-static void write_json(FILE *f, const struct plan *p, const struct model *m,
-		       const struct cluster *c)
+/* s as a JSON string: quoted, with '"', '\\' and the control characters
+ * escaped (RFC 8259 Sec. 7); the rest (UTF-8) as it is. */
+static void json_string(FILE *f, const char *s)
 {
-	char(*fields)[REPORT_FIELD_MAX] = xcalloc(report_n_columns, sizeof *fields);
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* v as cJSON prints a number: an integer as one, else the shortest of 15
+ * or 17 significant digits that reads back as v; null when not finite. */
+static void json_double(FILE *f, double v)
+{
+	char buf[32];
+
+	if (!isfinite(v)) {
+		fputs("null", f);
+		return;
+	}
+	if (v == (double)(long long)v && fabs(v) < 1e15) {
+		fprintf(f, "%lld", (long long)v);
+		return;
+	}
+	snprintf(buf, sizeof buf, "%1.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof buf, "%1.17g", v);
+	fputs(buf, f);
+}
+
+/* Formats row r of x into f as the JSON's object of the row, preceded by
+ * ",\n" (or "\n" for row 0): every column, "stages" for the first
+ * o.json_detail rows (null for the others), "gap_pct". */
+static void json_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
+{
+	const struct plan *p = x->p;
+
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	fputs(r ? ",\n{" : "\n{", f);
+	for (size_t i = 0; i < report_n_columns; i++) {
+		const char *v = fields[i];
+
+		fputs(x->keys[i] + !i, f); /* ,"name": (the first without ',') */
+		if (report_columns[i].kind == REPORT_NUM)
+			/* as json_number: null when empty, inf or nan */
+			fputs(v[0] && !strchr(v, 'n') ? v : "null", f);
+		else if (report_columns[i].kind == REPORT_BOOL)
+			fputs(strcmp(v, "1") == 0 ? "true" : "false", f);
+		else if (report_columns[i].kind == REPORT_YESNO)
+			fputs(strcmp(v, "yes") == 0 ? "true" : "false", f);
+		else
+			json_string(f, v);
+	}
+	fputs(",\"stages\":", f);
+	if (r < x->o.json_detail) {
+		cJSON *a = json_stages(&p->row[r], x->m, x->c);
+		char *text = must_alloc(cJSON_PrintUnformatted(a));
+
+		fputs(text, f);
+		cJSON_free(text);
+		cJSON_Delete(a);
+	} else {
+		fputs("null", f);
+	}
+	fputs(",\"gap_pct\":", f);
+	if (r < p->n_feasible) /* plan_row.gap_pct */
+		json_double(f, p->row[r].gap_pct);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
+/* Writes the ranking to f: the summary keys, then "strategies", one object
+ * per line (write_rows: a ranking can have 500,000 rows, and memory holds
+ * one round's text, each detailed row's stages a cJSON tree while it is
+ * formatted). */
+static int write_json(FILE *f, void *arg, struct err *e)
+{
+	struct output *x = arg;
+	const struct plan *p = x->p;
+	const struct model *m = x->m;
+	const struct cluster *c = x->c;
 	cJSON *doc = cJSON_CreateObject();
 	char *text;
 	size_t n;
 
+	(void)e;
 	cJSON_AddStringToObject(doc, "model", m->name);
 	cJSON_AddStringToObject(doc, "cluster", c->name);
 	cJSON_AddNumberToObject(doc, "params_total", model_params(m));
@@ -191,64 +368,52 @@ static void write_json(FILE *f, const struct plan *p, const struct model *m,
 	cJSON_AddNumberToObject(doc, "degrees", p->degrees);
 	cJSON_AddNumberToObject(doc, "degrees_searched", p->degrees_searched);
 	cJSON_AddNumberToObject(doc, "search_s", p->search_s);
-	text = cJSON_PrintUnformatted(doc);
+	cJSON_AddNumberToObject(doc, "json_detail_rows",
+				p->n_row < x->o.json_detail ? p->n_row : x->o.json_detail);
+	text = must_alloc(cJSON_PrintUnformatted(doc));
 	n = strlen(text); /* an object's text ends with its '}' */
 	fprintf(f, "%.*s,\"strategies\":[", (int)(n - 1), text);
 	cJSON_free(text);
 	cJSON_Delete(doc);
-	for (int r = 0; r < p->n_row; r++) {
-		cJSON *o = cJSON_CreateObject();
-
-		report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], m, c);
-		for (size_t i = 0; i < report_n_columns; i++) {
-			if (report_columns[i].kind == REPORT_NUM)
-				json_number(o, report_columns[i].name, fields[i]);
-			else if (report_columns[i].kind == REPORT_BOOL)
-				cJSON_AddBoolToObject(o, report_columns[i].name, strcmp(fields[i], "1") == 0);
-			else
-				cJSON_AddStringToObject(o, report_columns[i].name, fields[i]);
-		}
-		cJSON_AddItemToObject(o, "stages", json_stages(&p->row[r], m, c));
-		if (r < p->n_feasible) /* plan_row.gap_pct */
-			cJSON_AddNumberToObject(o, "gap_pct", p->row[r].gap_pct);
-		else
-			cJSON_AddNullToObject(o, "gap_pct");
-		text = cJSON_PrintUnformatted(o);
-		fprintf(f, "%s\n%s", r ? "," : "", text);
-		cJSON_free(text);
-		cJSON_Delete(o);
-	}
+	write_rows(f, x, json_row);
 	fputs("]}\n", f);
-	free(fields);
+	return 0;
 }
 
-/* Renders body into memory and adds it to t as path ("-" for stdout). */
-static int stage_whole(struct outfile_set *t, const char *path,
-		       void (*body)(FILE *, const void *), const void *arg, struct err *e)
+static void free_output(void *arg)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	int rc;
+	struct output *x = arg;
 
-	if (!f)
-		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
-	body(f, arg);
-	if (fclose(f) != 0) {
-		free(text);
-		return err_set(e, "cannot write '%s': %s", path, strerror(errno));
+	for (size_t i = 0; i < report_n_columns; i++)
+		free(x->keys[i]);
+	free(x->keys);
+	free(x);
+}
+
+/* Adds path to t, its content written by write from a new struct output. */
+static int stage(struct outfile_set *t, const char *path, outfile_writer write,
+		 const struct plan *p, const struct model *m, const struct cluster *c,
+		 const struct report_stream *o, struct err *e)
+{
+	struct output *x = xcalloc(1, sizeof *x);
+
+	*x = (struct output){ p, m, c, *o, xcalloc(report_n_columns, sizeof *x->keys) };
+	for (size_t i = 0; i < report_n_columns; i++) { /* names are identifiers */
+		size_t n = strlen(report_columns[i].name) + 5;
+
+		x->keys[i] = xmalloc(n);
+		snprintf(x->keys[i], n, ",\"%s\":", report_columns[i].name);
 	}
-	rc = outfile_add(t, path, text, len, 0666, e);
-	free(text);
-	return rc;
+	return outfile_add_writer(t, path, write, x, free_output, 0666, e);
 }
 
 /* A transaction of one file. */
-static int write_whole(const char *path, void (*body)(FILE *, const void *),
-		       const void *arg, struct err *e)
+static int write_whole(const char *path, outfile_writer write, const struct plan *p,
+		       const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
-	int rc = stage_whole(t, path, body, arg, e);
+	struct report_stream o = { .json_detail = INT_MAX };
+	int rc = stage(t, path, write, p, m, c, &o, e);
 
 	if (rc == 0)
 		rc = outfile_commit(t, e);
@@ -256,54 +421,28 @@ static int write_whole(const char *path, void (*body)(FILE *, const void *),
 	return rc;
 }
 
-struct output {
-	const struct plan *p;
-	const struct model *m;
-	const struct cluster *c;
-};
-
-static void csv_body(FILE *f, const void *arg)
-{
-	const struct output *o = arg;
-
-	write_csv(f, o->p, o->m, o->c);
-}
-
-static void json_body(FILE *f, const void *arg)
-{
-	const struct output *o = arg;
-
-	write_json(f, o->p, o->m, o->c);
-}
-
 int report_csv(const char *path, const struct plan *p, const struct model *m,
 	       const struct cluster *c, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return write_whole(path, csv_body, &o, e);
+	return write_whole(path, write_csv, p, m, c, e);
 }
 
 int report_json(const char *path, const struct plan *p, const struct model *m,
 		const struct cluster *c, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return write_whole(path, json_body, &o, e);
+	return write_whole(path, write_json, p, m, c, e);
 }
 
 int report_csv_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		     const struct model *m, const struct cluster *c, struct err *e)
+		     const struct model *m, const struct cluster *c,
+		     const struct report_stream *o, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return stage_whole(t, path, csv_body, &o, e);
+	return stage(t, path, write_csv, p, m, c, o, e);
 }
 
 int report_json_stage(struct outfile_set *t, const char *path, const struct plan *p,
-		      const struct model *m, const struct cluster *c, struct err *e)
+		      const struct model *m, const struct cluster *c,
+		      const struct report_stream *o, struct err *e)
 {
-	struct output o = { p, m, c };
-
-	return stage_whole(t, path, json_body, &o, e);
+	return stage(t, path, write_json, p, m, c, o, e);
 }

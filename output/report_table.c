@@ -12,6 +12,7 @@
 #include "moe.h"
 #include "plan.h"
 #include "trainer.h"
+#include "trainer_time.h"
 
 /* Whether every node group of c has a price (the table's cost columns). */
 static bool priced(const struct cluster *c)
@@ -70,8 +71,8 @@ static void moe_label(char *buf, size_t n, const struct strategy *s)
 void report_table(FILE *out, const struct plan *p, const struct model *m,
 		  const struct cluster *c, int top)
 {
-	char layers[64], groups[48], sched[24], mem[48], who[40];
-	double usd_iter, usd_mtok;
+	char line[REPORT_ROW_LINE];
+	bool fp8_shown = false;
 
 	fprintf(out, "%4s %3s %3s %4s %3s %3s %3s %4s %-17s %-9s %4s %-3s %-26s %-20s %8s %9s %5s %11s",
 		"rank", "TP", "PP", "DP", "CP", "EP", "mbs", "m", "schedule", "recompute", "ZeRO",
@@ -80,25 +81,43 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		fprintf(out, " %9s %9s", "USD/iter", "USD/Mtok");
 	fprintf(out, " %s\n", "trainers");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
-		const struct plan_row *row = &p->row[i];
-		const struct strategy *s = &row->s;
-
-		report_layers(layers, sizeof layers - 38, row, m);
-		report_groups(groups, sizeof groups - 28, row, c);
-		report_schedule_label(sched, sizeof sched, s);
-		report_fullest(mem, sizeof mem, &row->r);
-		fprintf(out, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5.1f %11s",
-			i + 1, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
-			recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
-			row->r.iter_s,
-			row->r.tokens_per_s, 100.0 * row->r.mfu, mem);
-		if (priced(c) && report_row_cost(row, &usd_iter, &usd_mtok))
-			fprintf(out, " %9.3f %9.3f", usd_iter, usd_mtok);
-		else if (priced(c))
-			fprintf(out, " %9s %9s", "-", "-");
-		fprintf(out, " %s\n", row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
+		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, &p->row[i], m, c));
+		fp8_shown |= p->row[i].s.fp8;
 	}
+	if (fp8_shown)
+		fputs("* MFU against the BF16 peak, as on every row (the FP8 GEMMs' peak is higher)\n", out);
 	planning_notes(out, p);
+}
+
+const char *report_row_line(char *buf, size_t n, int rank, const struct plan_row *row,
+			    const struct model *m, const struct cluster *c)
+{
+	char layers[64], groups[48], sched[24], mem[48], who[40], mfu[16];
+	const struct strategy *s = &row->s;
+	double usd_iter, usd_mtok;
+	int len;
+
+	report_layers(layers, sizeof layers - 38, row, m);
+	report_groups(groups, sizeof groups - 28, row, c);
+	report_schedule_label(sched, sizeof sched, s);
+	report_fullest(mem, sizeof mem, &row->r);
+	/* MFU is against the BF16 peak on every row (cost_result.mfu): an FP8
+	 * row's gets a '*' and report_table's note under the table */
+	snprintf(mfu, sizeof mfu, "%.1f%s", 100.0 * row->r.mfu, s->fp8 ? "*" : "");
+	len = snprintf(buf, n, "%4d %3d %3d %4d %3d %3d %3d %4d %-17s %-9s %4d %-3s %-26s %-20s %8.3f %9.0f %5s %11s",
+		       rank, s->tp, s->pp, s->dp, s->cp, s->ep, s->mbs, s->micro_batches, sched,
+		       recompute_name(s->recompute), s->zero, s->fp8 ? "yes" : "-", layers, groups,
+		       row->r.iter_s, row->r.tokens_per_s, mfu, mem);
+	if (len >= 0 && (size_t)len < n && priced(c)) {
+		if (report_row_cost(row, &usd_iter, &usd_mtok))
+			len += snprintf(buf + len, n - (size_t)len, " %9.3f %9.3f", usd_iter, usd_mtok);
+		else
+			len += snprintf(buf + len, n - (size_t)len, " %9s %9s", "-", "-");
+	}
+	if (len >= 0 && (size_t)len < n)
+		snprintf(buf + len, n - (size_t)len, " %s",
+			 row->trainers ? trainer_mask_names(row->trainers, who, sizeof who) : "planning only");
+	return buf;
 }
 
 /* A line of report_explain's breakdowns: a part of the iteration time (s)
@@ -143,8 +162,8 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 	report_layers(layers, sizeof layers, row, m);
 	report_groups(groups, sizeof groups, row, c);
 	fprintf(out, "  layers per stage: %s\n  node group per pipeline rank: %s\n", layers, groups);
-	fprintf(out, "  iteration %.3f s, %.0f tokens/s, MFU %.1f%%\n", r->iter_s,
-		r->tokens_per_s, 100.0 * r->mfu);
+	fprintf(out, "  iteration %.3f s, %.0f tokens/s, MFU %.1f%%%s\n", r->iter_s,
+		r->tokens_per_s, 100.0 * r->mfu, s->fp8 ? " (against the BF16 peak: FP8 GEMMs' is higher)" : "");
 	if (report_row_cost(row, &usd_iter, &usd_mtok))
 		fprintf(out, "  cost: %.3f USD per iteration, %.3f USD per million tokens (%d GPUs, %.2f USD per hour)\n",
 			usd_iter, usd_mtok, s->tp * s->cp * s->dp * s->pp, row->usd_per_hour);
@@ -202,9 +221,22 @@ static void explain_strategy(FILE *out, const struct plan_row *row, const struct
 	fprintf(out, "  trainers that run it: %s\n",
 		row->trainers ? trainer_mask_names(row->trainers, why, sizeof why)
 			      : "none (planning only)");
+	/* each trainer's own time (trainer_times), and why it is slower */
+	for (int k = 0; k < TRAINER_COUNT; k++)
+		if (row->trainer_s[k] > 0)
+			fprintf(out, "    %-10s %9.3f s %+6.1f%%%s%s\n", trainer_name((enum trainer)k),
+				row->trainer_s[k], 100.0 * (row->trainer_s[k] / row->r.iter_s - 1),
+				row->trainers >> k & 1 ? "" : ": ",
+				row->trainers >> k & 1
+					? ""
+					: trainer_feature_diff(why, sizeof why, s, row->trainer_feat[k]));
 	for (int k = 0; k < TRAINER_COUNT; k++)
 		if (trainer_refusal((enum trainer)k, m, c, s, why, sizeof why))
 			fprintf(out, "    not %s\n", why);
+		else if (!row->why[0] && row->trainer_s[k] <= 0)
+			fprintf(out, "    not %s: with its own features (%s) it does not fit in memory\n",
+				trainer_name((enum trainer)k),
+				trainer_feature_diff(why, sizeof why, s, row->trainer_feat[k]));
 }
 
 /* report_explain's memory: the heaviest rank's GPU, its use, and its

@@ -1,6 +1,7 @@
 /* report_util.c: a strategy's parts as short texts for the report files
  * (layouts, node groups, schedule, CP flavour, uneven micro-batches, GiB),
- * its price and its per-rank costs (report.h, report_int.h). */
+ * its price and its per-rank costs (report.h, report_int.h); text escaped
+ * for messages (report_escaped). */
 #include "report.h"
 #include "report_int.h"
 
@@ -205,4 +206,22 @@ struct cost_rank *report_row_ranks(const struct plan_row *row, const struct mode
 	cost_ranks(x, m, c, &row->s, &lc);
 	cost_layers_free(&lc);
 	return x;
+}
+
+void report_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p == '\r')
+			fputs("\\r", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			fprintf(f, "\\u%04x", *++p);
+		else
+			fputc(*p, f);
+	}
 }

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "calibrate.h"
 #include "cluster.h"
 #include "cluster_read.h"
 #include "datafile.h"
@@ -21,9 +21,12 @@
 #include "outfile.h"
 #include "plan.h"
 #include "profile.h"
+#include "progress.h"
 #include "report.h"
+#include "runs.h"
 #include "timeline.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 enum exit_code { EXIT_OK = 0,
@@ -35,9 +38,13 @@ enum exit_code { EXIT_OK = 0,
 struct cli {
 	const char *model, *cluster, *csv, *json, *emit, *out;
 	const char *timeline; /* --timeline FILE.svg */
+	const char *runs;     /* calibrate --runs FILE */
 	bool profile, explain;
+	bool calibrate;	    /* `ampplan calibrate` */
 	bool help, version; /* --help, --version: print and exit 0 */
+	bool force;	    /* --force: --out may replace files not ours */
 	int top, pick;
+	int json_detail;      /* --json-detail: rows with per-stage details */
 	double mem_allowance; /* bytes per GPU, or -1: the cost model's */
 	double mem_headroom;  /* --mem-headroom: GiB, or percent when
 				   headroom_pct; 0: none */
@@ -151,11 +158,14 @@ static const struct option long_options[] = {
 static void help(void)
 {
 	puts("usage: ampplan --model FILE --cluster FILE [options]\n"
-	     "       ampplan profile --model FILE\n\n"
+	     "       ampplan profile --model FILE\n"
+	     "       ampplan calibrate --cluster FILE --runs FILE --out FILE [--model FILE] [options]\n\n"
 	     "Ranks parallel training strategies (TP, PP, DP, CP, EP, micro-batch, schedule,\n"
 	     "recomputation, ZeRO, layer partition and GPU placement) by predicted tokens/s.\n"
 	     "With --tp --pp --dp --cp --mbs all given it evaluates that strategy (what-if).\n"
-	     "'profile' prints the per-layer profile of a model as JSON.\n\noptions:");
+	     "'profile' prints the per-layer profile of a model as JSON.\n"
+	     "'calibrate' fits the cluster's cost-model constants to measured runs and writes\n"
+	     "the calibrated cluster file.\n\noptions:");
 	for (int i = 0; i < OPT_COUNT; i++) {
 		int arg = options[i].kind != KIND_FLAG;
 
@@ -164,12 +174,23 @@ static void help(void)
 	}
 }
 
-static int usage(const char *fmt, const char *arg)
+/* Prints "ampplan: error: MSG" on stderr, MSG escaped (report_escaped), after
+ * flushing stdout (STYLE.md 6). */
+static void print_error(const char *msg)
 {
 	fflush(stdout);
 	fputs("ampplan: error: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(try 'ampplan --help')\n", stderr);
+	report_escaped(stderr, msg);
+	fputc('\n', stderr);
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof msg, fmt, arg);
+	print_error(msg);
+	fputs("(try 'ampplan --help')\n", stderr);
 	return EXIT_USAGE;
 }
 
@@ -319,50 +340,8 @@ static int layout_vp(const struct plan_opts *o)
 	return stages % o->pp == 0 && stages / o->pp > 1 ? stages / o->pp : 0;
 }
 
-/* A line on stderr every 5 s of a long search when stderr is not a
- * terminal (a log, a CI job). The clock decides only when to print, never
- * a result; the search calls this from its threads one at a time. */
-static void progress_lines(double done, void *arg)
-{
-	static double start = -1, last;
-	struct timespec ts;
-	double now;
-
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-	if (start < 0)
-		start = last = now;
-	if (done < 1.0 && now - last >= 5) {
-		fprintf(stderr, "ampplan: searching: %.0f%% after %.0f s\n", 100.0 * done, now - start);
-		last = now;
-	}
-}
-
-/* Draws the search's progress on stderr when it is a terminal and the
- * search has run for half a second; erases it at the end. */
-static void progress_bar(double done, void *arg)
-{
-	static double start = -1;
-	struct timespec ts;
-	double now;
-	int width = 40, fill = (int)(done * width);
-
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-	if (start < 0)
-		start = now;
-	if (done >= 1.0) {
-		if (now - start >= 0.5)
-			fputs("\r\033[K", stderr);
-		return;
-	}
-	if (now - start < 0.5)
-		return;
-	fprintf(stderr, "\rampplan: searching [%.*s%*s] %3.0f%%", fill,
-		"########################################", width - fill, "", 100.0 * done);
-}
+/* The progress of the search, and of the CSV and the JSON being written. */
+static struct progress search_progress, csv_progress, json_progress;
 
 /* Parses --compare spec i, "KEY=VALUE,..." where KEY is the long name of an
  * option of SCOPE_STRATEGY (options.h) and VALUE what the option takes,
@@ -450,6 +429,7 @@ static int emit_trainer(int format)
 {
 	switch (format) {
 	case EMIT_TORCHTITAN:
+	case EMIT_TORCHTITAN_MAIN:
 		return TRAINER_TORCHTITAN;
 	case EMIT_DEEPSPEED:
 		return TRAINER_DEEPSPEED;
@@ -460,6 +440,35 @@ static int emit_trainer(int format)
 	}
 }
 
+/* Refuses, before the search, two of --csv, --json and --timeline that name
+ * one file (also spelled differently) or both stdout (outfile_check_pair).
+ * Returns -1 to go on, or EXIT_USAGE after the message. */
+static int check_outputs(const struct cli *cl)
+{
+	const char *name[] = { "csv", "json", "timeline" };
+	const char *path[] = { cl->csv, cl->json, cl->timeline };
+	struct err e = { "" };
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (path[i] && path[j] && outfile_check_pair(path[i], path[j], &e)) {
+				err_prefix(&e, "--%s and --%s", name[i], name[j]);
+				return usage("%s", e.msg);
+			}
+	return -1;
+}
+
+/* The checks of `ampplan calibrate`'s command line (after getopt). Returns
+ * -1 to go on, or an exit code. */
+static int calibrate_args(struct cli *cl)
+{
+	if (!cl->cluster || !cl->runs || !cl->out)
+		return usage("%s", "calibrate needs --cluster, --runs and --out");
+	if (cl->n_compare || cl->csv || cl->json || cl->emit || cl->timeline || cl->explain)
+		return usage("%s", "calibrate prints its table and writes --out: --compare, --csv, --json, --emit, --timeline and --explain go with the planner");
+	return -1;
+}
+
 /* Returns -1 to go on, or an exit code. */
 static int parse_args(struct cli *cl, int argc, char **argv)
 {
@@ -467,11 +476,12 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 
 	cl->top = 10;
 	cl->pick = 1;
+	cl->json_detail = 100;
 	cl->mem_allowance = -1;
-	cl->out = "launch";
 	plan_opts_init(&cl->opts);
-	if (argc > 1 && strcmp(argv[1], "profile") == 0) {
-		cl->profile = true;
+	if (argc > 1 && (strcmp(argv[1], "profile") == 0 || strcmp(argv[1], "calibrate") == 0)) {
+		cl->profile = strcmp(argv[1], "profile") == 0;
+		cl->calibrate = !cl->profile;
 		argv[1] = argv[0];
 		argc--;
 		argv++;
@@ -495,22 +505,27 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage("unexpected argument '%s'", argv[optind]);
+	if (cl->calibrate)
+		return calibrate_args(cl);
+	if (cl->runs)
+		return usage("%s", "--runs goes with 'ampplan calibrate'");
+	if (!cl->out)
+		cl->out = "launch";
 	if (!cl->model)
 		return usage("%s", "--model is required");
 	if (!cl->cluster && !cl->profile)
 		return usage("%s", "--cluster is required");
-	if (isatty(STDERR_FILENO))
-		cl->opts.progress = progress_bar;
-	else
-		cl->opts.progress = progress_lines;
+	cl->opts.progress = progress_show;
+	progress_init(&search_progress, "searching", NULL, isatty(STDERR_FILENO));
+	cl->opts.progress_arg = &search_progress;
 	if (cl->pick != 1 && !cl->emit && !cl->timeline)
 		return usage("%s", "--pick goes with --emit or --timeline");
 	/* two outputs on one stdout would interleave: refused before the
 	 * search, as outfile.c refuses two outputs naming one file */
 	if (cl->csv && cl->json && strcmp(cl->csv, "-") == 0 && strcmp(cl->json, "-") == 0)
 		return usage("%s", "--csv - and --json - both write to stdout: name a file for one of them");
-	if (cl->emit && cl->opts.trainer < 0)
-		cl->opts.trainer = emit_trainer(emit_format_parse(cl->emit));
+	if ((c = check_outputs(cl)) >= 0)
+		return c;
 	if (cl->n_compare && (cl->csv || cl->json || cl->emit || cl->timeline))
 		return usage("%s", "--compare prints a table: --csv, --json, --emit and --timeline go with the ranking");
 	for (int i = 0; i < cl->n_compare; i++)
@@ -524,6 +539,8 @@ static int parse_args(struct cli *cl, int argc, char **argv)
 	return -1;
 }
 
+/* Prints the profile JSON on stdout; a failed write is found by main's
+ * check of stdout at exit (finish). */
 static int print_profile(const struct model *m)
 {
 	char *json = model_profile_json(m);
@@ -533,8 +550,60 @@ static int print_profile(const struct model *m)
 	return EXIT_OK;
 }
 
+/* Appends to buf (size n) the real node groups in mask of c as "32 x
+ * A100-SXM4-40GB ('a100')", joined by " and ". */
+static void group_names(char *buf, size_t n, const struct cluster *c, unsigned mask)
+{
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int g = 0; g < c->n_group && at < n; g++)
+		if (mask >> g & 1)
+			at += (size_t)snprintf(buf + at, n - at, "%s%d x %s ('%s')", at ? " and " : "",
+					       c->group[g].nodes * c->group[g].gpus_per_node,
+					       c->gpu[c->group[g].gpu].name, c->group[g].name);
+}
+
+/* Where the top row leaves node groups idle (plan_row_idle): which, and
+ * what it gains over the best row on every GPU of the same kind (a trainer
+ * runs it, or planning only): tokens/s, or with PLAN_COST USD per million
+ * tokens. */
+static void print_idle(FILE *out, const struct plan *p, const struct cluster *c, int objective)
+{
+	const struct plan_row *top = &p->row[0], *all = NULL;
+	unsigned idle = p->n_feasible ? plan_row_idle(c, &top->s) : 0;
+	unsigned real = 0;
+	char left[512], used[512];
+
+	if (!idle)
+		return;
+	for (int g = 0; g < c->n_group; g++)
+		if (!c->group[g].n_part)
+			real |= 1u << g;
+	for (int i = 1; i < p->n_feasible && !all; i++)
+		if (!plan_row_idle(c, &p->row[i].s) && !p->row[i].trainers == !top->trainers)
+			all = &p->row[i];
+	group_names(left, sizeof left, c, idle);
+	group_names(used, sizeof used, c, real & ~idle);
+	if (!all) {
+		fprintf(out, "the top plan leaves %s idle (%s alone%s); no plan found uses every GPU\n",
+			left, used, top->s.fp8 ? ", in FP8" : "");
+		return;
+	}
+	fprintf(out, "the top plan leaves %s idle: %s alone%s ", left, used,
+		top->s.fp8 ? ", in FP8," : "");
+	if (objective == PLAN_COST)
+		fprintf(out, "cost %.1f%% less per million tokens than the best plan on every GPU (rank %d, %.3f s%s)\n",
+			100 * (1 - top->usd_per_hour * top->r.iter_s / (all->usd_per_hour * all->r.iter_s)),
+			(int)(all - p->row) + 1, all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
+	else
+		fprintf(out, "run %.1f%% more tokens/s than the best plan on every GPU (rank %d, %.3f s%s)\n",
+			100 * (top->r.tokens_per_s / all->r.tokens_per_s - 1), (int)(all - p->row) + 1,
+			all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
+}
+
 static void print_summary(FILE *out, const struct plan *p, const struct model *m,
-			  const struct cluster *c, int gbs)
+			  const struct cluster *c, int gbs, int objective)
 {
 	fprintf(out, "%s (%.1fB parameters", m->name, model_params(m) / 1e9);
 	if (m->experts > 0)
@@ -556,9 +625,13 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 		fprintf(out, "search ended by the work budget (%ld units%s) after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
 			p->budget, p->budget == PLAN_WORK_BUDGET ? ", the default: --work-budget N to change" : "",
 			p->evaluated, p->degrees_searched, p->degrees);
-	if (p->subsets)
+	if (p->subsets && objective == PLAN_COST)
 		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",
 			p->subsets);
+	else if (p->subsets + p->subsets_pruned)
+		fprintf(out, "node-group subsets without the slowest GPU types: %d searched, %d ruled out (their GEMMs and attention at full speed take longer than the best plan found)\n",
+			p->subsets - 1, p->subsets_pruned);
+	print_idle(out, p, c, objective);
 	fputc('\n', out);
 }
 
@@ -598,6 +671,54 @@ static const struct plan_row *closest_row(const struct plan *p)
 	return best;
 }
 
+/* The line saying what went into the CSV or JSON file path (NULL: none;
+ * nothing but for a regular file): its rows, size, and for the JSON the
+ * rows with per-stage details (detail >= 0). */
+static void print_written(FILE *out, const struct outfile_set *t, const char *what,
+			  const char *path, int rows, int detail)
+{
+	long long bytes = path ? outfile_written(t, path) : -1;
+
+	if (bytes < 0)
+		return;
+	fprintf(out, "wrote %s '", what);
+	report_escaped(out, path);
+	fprintf(out, "': %d strategies, %.1f MiB", rows, (double)bytes / (1024.0 * 1024.0));
+	if (detail >= 0)
+		fprintf(out, ", per-stage details for the first %d", detail < rows ? detail : rows);
+	fputc('\n', out);
+}
+
+/* Stages the launch files of row --pick of p as the table shows it (its
+ * line in their header): refused, with the trainer's time or rule, where the
+ * format's trainer does not run the row in the row's time (the trainers
+ * column), so that the files launch the row the user read. Returns 0, or
+ * -1 with e set. */
+static int emit_row(const struct cli *cl, const struct plan *p, const struct model *m,
+		    const struct cluster *c, struct outfile_set *t, struct err *e)
+{
+	const struct plan_row *row = &p->row[cl->pick - 1];
+	int tr = emit_trainer(emit_format_parse(cl->emit));
+	const char *name = trainer_name((enum trainer)tr);
+	char line[REPORT_ROW_LINE], why[256];
+
+	if (emit_format_parse(cl->emit) >= 0 && !(row->trainers >> tr & 1)) {
+		if (trainer_refusal((enum trainer)tr, m, c, &row->s, why, sizeof why))
+			return err_set(e, "--emit %s --pick %d: %s; rank what %s runs with --trainer %s",
+				       cl->emit, cl->pick, why, name, name);
+		if (row->trainer_s[tr] > 0)
+			return err_set(e, "--emit %s --pick %d: %s runs row %d in %.3f s, not its %.3f s (%s); pick a row whose trainers list %s, or rank by %s's own time with --trainer %s",
+				       cl->emit, cl->pick, name, cl->pick, row->trainer_s[tr],
+				       row->r.iter_s,
+				       trainer_feature_diff(why, sizeof why, &row->s, row->trainer_feat[tr]),
+				       name, name, name);
+		return err_set(e, "--emit %s --pick %d: row %d does not fit in memory as %s runs it; rank what %s runs with --trainer %s",
+			       cl->emit, cl->pick, cl->pick, name, name, name);
+	}
+	report_row_line(line, sizeof line, cl->pick, row, m, c);
+	return emit_stage(cl->emit, cl->out, m, c, &row->s, line, t, e);
+}
+
 /* Writes the CSV, the JSON and the launch files that were asked for as one
  * transaction (outfile.h): all are rendered, then written to temporaries
  * (regular files) or in place (stdout, devices, FIFOs), and renamed only
@@ -608,30 +729,47 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 			 const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
+	void (*show)(double, void *) = cl->opts.progress;
+	struct report_stream csv = { cl->json_detail, show, &csv_progress, cl->opts.threads },
+			     json = { cl->json_detail, show, &json_progress, cl->opts.threads };
 	int rc = EXIT_INPUT;
+	bool committed;
 
-	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, e))
+	/* the launch files first: the manifest of --out lists those */
+	if (cl->emit && emit_row(cl, p, m, c, t, e))
 		goto done;
-	if (cl->json && report_json_stage(t, cl->json, p, m, c, e))
+	if (cl->emit)
+		outfile_manifest(t, cl->out, cl->force);
+	if (cl->csv)
+		progress_init(&csv_progress, "writing", cl->csv, search_progress.bar);
+	if (cl->csv && report_csv_stage(t, cl->csv, p, m, c, &csv, e))
 		goto done;
-	if (cl->emit && emit_stage(cl->emit, cl->out, m, c, &p->row[cl->pick - 1].s, t, e))
+	if (cl->json)
+		progress_init(&json_progress, "writing", cl->json, search_progress.bar);
+	if (cl->json && report_json_stage(t, cl->json, p, m, c, &json, e))
 		goto done;
 	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
 		goto done;
-	if (outfile_commit(t, e))
+	committed = outfile_commit(t, e) == 0;
+	if (cl->csv && show) /* ends (erases) the progress */
+		show(1.0, &csv_progress);
+	if (cl->json && show)
+		show(1.0, &json_progress);
+	if (!committed)
 		goto done;
 	rc = EXIT_OK;
-	if (cl->emit)
-		fprintf(out, "\nwrote the %s launch files of strategy #%d to %s/\n", cl->emit,
-			cl->pick, cl->out);
-done:
-	if (rc && outfile_conflict(t)) {
-		/* run() prints "ampplan: error: MSG": add the usage hint */
-		size_t n = strlen(e->msg);
-
-		snprintf(e->msg + n, sizeof e->msg - n, "\n(try 'ampplan --help')");
-		rc = EXIT_USAGE;
+	print_written(out, t, "CSV", cl->csv, p->n_row, -1);
+	print_written(out, t, "JSON", cl->json, p->n_row, cl->json_detail);
+	if (cl->emit) {
+		fputs("\nwrote the ", out);
+		report_escaped(out, cl->emit);
+		fprintf(out, " launch files of strategy #%d to ", cl->pick);
+		report_escaped(out, cl->out);
+		fputs("/\n", out);
 	}
+done:
+	if (rc && outfile_conflict(t))
+		rc = EXIT_USAGE; /* run() adds the usage hint */
 	outfile_free(t);
 	return rc;
 }
@@ -689,9 +827,9 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			goto done;
 		}
 		if (!p[n]->n_row) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: --compare '%s': no strategy to evaluate (the trainer's rules or the batch exclude it)\n",
-				cl->compare[n]);
+			snprintf(e.msg, sizeof e.msg, "--compare '%s': no strategy to evaluate (the trainer's rules or the batch exclude it)",
+				 cl->compare[n]);
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 			n++;
 			goto done;
@@ -720,9 +858,9 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 	}
 	for (int i = 0; i < n; i++)
 		if (rows[i]->why[0] && rc == EXIT_OK) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: --compare '%s' %s\n", cl->compare[i],
-				rows[i]->r.fits ? "cannot run" : "does not fit");
+			snprintf(e.msg, sizeof e.msg, "--compare '%s' %s", cl->compare[i],
+				 rows[i]->r.fits ? "cannot run" : "does not fit");
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 		}
 done:
@@ -755,6 +893,8 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		/* nothing fits: search again keeping the reasons, to name one */
 		struct plan_opts o = cl->opts;
 
+		progress_init(&search_progress, "searching again for the reasons", NULL,
+			      search_progress.bar);
 		plan_free(p);
 		o.keep_infeasible = true;
 		if (plan_search(&p, m, file_c, &o, &e))
@@ -767,7 +907,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		plan_free(p);
 		return usage("%s", e.msg);
 	}
-	print_summary(out, p, m, c, gbs);
+	print_summary(out, p, m, c, gbs, cl->opts.objective);
 	print_headroom(out, cl, c);
 	if (what_if && p->n_row) {
 		/* report_table prints the rows that fit: hand it the one row
@@ -821,6 +961,10 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		data_only.emit = data_only.timeline = NULL;
 		if (cl->opts.keep_infeasible && (cl->csv || cl->json) &&
 		    (rc = write_outputs(out, &data_only, p, m, c, &e)) != EXIT_OK) {
+			fflush(out);
+			print_error(e.msg);
+			if (rc == EXIT_USAGE)
+				fputs("(try 'ampplan --help')\n", stderr);
 			plan_free(p);
 			return rc;
 		}
@@ -833,7 +977,9 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 	}
 	if (rc) {
 		fflush(out);
-		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		print_error(e.msg);
+		if (rc == EXIT_USAGE)
+			fputs("(try 'ampplan --help')\n", stderr);
 	}
 	plan_free(p);
 	return rc;
@@ -867,6 +1013,160 @@ static int find_file(const char **name, const char *dir, const char *option, cha
 	return 0;
 }
 
+/* The exit code once stdout and stderr are flushed: a write that failed
+ * on either (a full disk, a closed pipe: the table, the what-if, the
+ * profile, --help) turns exit 0 into 1, with a message on stderr when
+ * stdout failed. */
+static int finish(int rc)
+{
+	bool out_bad, err_bad;
+	int err;
+
+	errno = 0;
+	out_bad = fflush(stdout) != 0 || ferror(stdout);
+	err = errno ? errno : EIO;
+	if (out_bad && rc == EXIT_OK)
+		fprintf(stderr, "ampplan: error: cannot write to stdout: %s\n", strerror(err));
+	err_bad = fflush(stderr) != 0 || ferror(stderr);
+	return rc == EXIT_OK && (out_bad || err_bad) ? EXIT_INPUT : rc;
+}
+
+/* The options of run w of rs: its spec ("KEY=VALUE,...", KEY a strategy
+ * option, gbs or seq) applied onto the command line's, completed as the
+ * what-if mode, one search thread and no progress line. *text receives
+ * the malloc'd copy of the spec the layout points into (caller frees).
+ * Returns 0, or -1 with e naming the file, line and column of the spec. */
+static int run_options(const struct cli *cl, const struct runs *rs, const struct run_row *w,
+		       struct plan_opts *o, char **text, struct err *e)
+{
+	struct cli sub = *cl;
+	char *save = NULL, *item;
+
+	*text = xstrdup(w->spec);
+	for (item = strtok_r(*text, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(item, '=');
+		int id = -1;
+
+		if (eq) {
+			*eq = '\0';
+			for (int k = 0; k < OPT_COUNT; k++)
+				if (strcmp(options[k].name, item) == 0)
+					id = k;
+		}
+		if (id < 0 || (options[id].scope != SCOPE_STRATEGY && id != OPT_GBS && id != OPT_SEQ))
+			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not KEY=VALUE of a strategy option (as --compare's), gbs or seq",
+				       rs->path, w->line, w->spec_col, w->spec, item);
+		if (parse_value(&sub, &options[id], eq + 1))
+			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not a value of --%s", rs->path,
+				       w->line, w->spec_col, w->spec, eq + 1, options[id].name);
+	}
+	if (!plan_opts_what_if(&sub.opts))
+		return err_set(e, "%s:%d:%d: spec '%s' needs tp, pp, dp, cp and mbs", rs->path, w->line,
+			       w->spec_col, w->spec);
+	if (layout_vp(&sub.opts))
+		sub.opts.vp = layout_vp(&sub.opts);
+	plan_opts_complete(&sub.opts);
+	sub.opts.threads = 1;
+	sub.opts.progress = NULL;
+	*o = sub.opts;
+	return 0;
+}
+
+/* The models the runs name, each loaded once. */
+struct model_set {
+	char *name[RUNS_MAX];
+	struct model *m[RUNS_MAX];
+	int n;
+};
+
+/* The model name (a path or NAME; NULL: none) designates, loaded into ms
+ * once and checked against c. Returns it, or NULL with e set. */
+static struct model *run_model(struct model_set *ms, const char *name, const struct cluster *c,
+			       struct err *e)
+{
+	char *path;
+	struct model *m;
+
+	for (int i = 0; i < ms->n; i++)
+		if (strcmp(ms->name[i], name) == 0)
+			return ms->m[i];
+	if (!(path = datafile_resolve("profiles", name, e)))
+		return NULL;
+	if (model_load(&m, path, e) || model_check_gpus(m, c, e)) {
+		if (!strstr(e->msg, path))
+			err_prefix(e, "%s", path);
+		free(path);
+		return NULL;
+	}
+	free(path);
+	ms->name[ms->n] = xstrdup(name);
+	ms->m[ms->n++] = m;
+	return m;
+}
+
+/* `ampplan calibrate`: reads the runs, fits the cluster's constants to
+ * them (calib_fit), prints the tables and writes the calibrated cluster
+ * file to --out (all or nothing). Returns an exit code. */
+static int run_calibrate(const struct cli *cl, const struct cluster *c)
+{
+	struct runs *rs = NULL;
+	struct model_set *ms = xcalloc(1, sizeof *ms);
+	struct calib_run *run = NULL;
+	struct calib_result res;
+	char **text = NULL;
+	struct err e = { "" };
+	int rc = EXIT_INPUT, n = 0;
+
+	if (runs_load(&rs, cl->runs, &e))
+		goto done;
+	run = xcalloc((size_t)rs->n, sizeof *run);
+	text = xcalloc((size_t)rs->n, sizeof *text);
+	for (; n < rs->n; n++) {
+		const struct run_row *w = &rs->row[n];
+		const char *name = w->model ? w->model : cl->model;
+
+		if (!name) {
+			err_set(&e, "%s:%d: the run names no model and --model is not given", rs->path, w->line);
+			goto done;
+		}
+		if (run_options(cl, rs, w, &run[n].o, &text[n], &e))
+			goto done;
+		if (!(run[n].m = run_model(ms, name, c, &e))) {
+			err_prefix(&e, "%s:%d: model '%s'", rs->path, w->line, name);
+			goto done;
+		}
+		run[n].measured_s = w->measured_s;
+		run[n].peak_bytes = w->peak_gib > 0 ? w->peak_gib * 1073741824.0 : 0;
+		run[n].line = w->line;
+	}
+	if (calib_fit(&res, c, run, n, &e)) {
+		err_prefix(&e, "%s", rs->path);
+		goto done;
+	}
+	calib_print(stdout, c, &res, run);
+	if (calib_write(cl->cluster, cl->out, c, &res, cl->runs, &e) == 0) {
+		printf("wrote %s\n", cl->out);
+		rc = EXIT_OK;
+	}
+	calib_result_free(&res);
+done:
+	if (rc) {
+		err_prefix(&e, "calibrate");
+		print_error(e.msg);
+	}
+	for (int i = 0; text && i < rs->n; i++)
+		free(text[i]);
+	for (int i = 0; i < ms->n; i++) {
+		free(ms->name[i]);
+		model_free(ms->m[i]);
+	}
+	free(ms);
+	free(text);
+	free(run);
+	runs_free(rs);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cl = { 0 };
@@ -878,15 +1178,29 @@ int main(int argc, char **argv)
 
 	if (rc >= 0) {
 		compare_free(&cl);
-		return rc;
+		return finish(rc);
+	}
+	if (cl.calibrate) {
+		if (find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
+		    cluster_load(&c, cl.cluster, &e) || apply_headroom(&cl, c, &e)) {
+			print_error(e.msg);
+			rc = EXIT_INPUT;
+		} else {
+			if (cl.mem_allowance >= 0)
+				c->mem_allowance = cl.mem_allowance;
+			rc = run_calibrate(&cl, c);
+		}
+		cluster_free(c);
+		free(cluster_path);
+		compare_free(&cl);
+		return finish(rc);
 	}
 	if (find_file(&cl.model, "profiles", "model", &model_path, &e) ||
 	    find_file(&cl.cluster, "clusters", "cluster", &cluster_path, &e) ||
 	    model_load(&m, cl.model, &e) || (!cl.profile && cluster_load(&c, cl.cluster, &e)) ||
 	    (cl.profile && cl.opts.seq && model_set_seq(m, cl.opts.seq, &e)) ||
 	    (!cl.profile && measured_gpus_unknown(&cl, m, c, &e))) {
-		fflush(stdout);
-		fprintf(stderr, "ampplan: error: %s\n", e.msg);
+		print_error(e.msg);
 		rc = EXIT_INPUT;
 	} else if (cl.profile) {
 		rc = print_profile(m);
@@ -894,8 +1208,7 @@ int main(int argc, char **argv)
 		if (cl.mem_allowance >= 0)
 			c->mem_allowance = cl.mem_allowance;
 		if (apply_headroom(&cl, c, &e)) {
-			fflush(stdout);
-			fprintf(stderr, "ampplan: error: %s\n", e.msg);
+			print_error(e.msg);
 			rc = EXIT_INPUT;
 		} else {
 			rc = run(&cl, m, c);
@@ -906,5 +1219,5 @@ int main(int argc, char **argv)
 	free(model_path);
 	free(cluster_path);
 	compare_free(&cl);
-	return rc;
+	return finish(rc);
 }

@@ -58,9 +58,9 @@ enum opt_scope { SCOPE_RUN,
  * line. */
 #define OPTIONS(X)                                                                                                                                                 \
 	X(MODEL, "model", KIND_PATH, model, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                           \
-	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (here, else installed)")                                              \
+	  "model profile or Hugging Face config.json: a path, or NAME for profiles/NAME.json (beside the binary, installed, here)")                                \
 	X(CLUSTER, "cluster", KIND_PATH, cluster, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                     \
-	  "cluster file: a path, or NAME for clusters/NAME.json (here, else installed)")                                                                           \
+	  "cluster file: a path, or NAME for clusters/NAME.json (beside the binary, installed, here)")                                                             \
 	X(GBS, "gbs", KIND_INT, opts.gbs, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                            \
 	  OPT_ERROR("--gbs needs a positive integer"),                                                                                                             \
 	  "global batch in sequences (default: the profile's)")                                                                                                    \
@@ -126,19 +126,19 @@ enum opt_scope { SCOPE_RUN,
 	  "MoE expert capacity factor: tokens beyond F x the mean are dropped (default: dropless)")                                                                \
 	X(FP8, "fp8", KIND_SWITCH, opts.fp8, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                                                    \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "FP8 GEMMs (default: both tried where every GPU has FP8; what-if: off)")                                                                                 \
+	  "FP8 GEMMs (default: both tried where GPUs have FP8, per stage on mixed ones; what-if: off)")                                                            \
 	X(SEQUENCE_PARALLEL, "sequence-parallel", KIND_SWITCH, opts.sp, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                         \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "sequence parallelism (default: on where TP > 1)")                                                                                                       \
 	X(TP_COMM_OVERLAP, "tp-comm-overlap", KIND_SWITCH, opts.tp_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                     \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap TP communication with the GEMMs (default: where allowed; what-if: off)")                                                                        \
+	  "overlap TP communication with the GEMMs (default: where the trainer allows it)")                                                                        \
 	X(OVERLAP_GRAD_REDUCE, "overlap-grad-reduce", KIND_SWITCH, opts.grad_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                           \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the DP gradient reduction with the backward (default: where allowed; what-if: off)")                                                            \
+	  "overlap the DP gradient reduction with the backward (default: where the trainer allows it)")                                                            \
 	X(OVERLAP_PARAM_GATHER, "overlap-param-gather", KIND_SWITCH, opts.param_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                        \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "overlap the ZeRO parameter gather with the forward (default: where allowed; what-if: off)")                                                             \
+	  "overlap the ZeRO parameter gather with the forward (default: where the trainer allows it)")                                                             \
 	X(GRAD_ACC_FUSION, "grad-acc-fusion", KIND_SWITCH, opts.grad_acc_fusion, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)")                                                   \
@@ -170,17 +170,26 @@ enum opt_scope { SCOPE_RUN,
 	X(EXPLAIN, "explain", KIND_FLAG, explain, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                                         \
 	  "break down time and memory of the top 3 strategies (at most --top)")                                                                                    \
 	X(JSON, "json", KIND_PATH, json, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
-	  "write the whole ranking with per-stage details as JSON")                                                                                                \
+	  "write the whole ranking as JSON, per-stage details for the top --json-detail rows")                                                                     \
+	X(JSON_DETAIL, "json-detail", KIND_INT, json_detail, OPT_RANGE(0, 1000000000), SCOPE_RUN, "K",                                                             \
+	  OPT_NEEDS("a number of rows from 0"),                                                                                                                    \
+	  "rows of --json with per-stage details (default 100; the others get \"stages\": null)")                                                                  \
 	X(TIMELINE, "timeline", KIND_PATH, timeline, OPT_ANY, SCOPE_RUN, "FILE.svg", OPT_ERROR(NULL),                                                              \
 	  "draw one iteration of the top (or --pick'ed) strategy's pipeline as SVG")                                                                               \
 	X(TRAINER, "trainer", KIND_ENUM, opts.trainer, OPT_NAMES(trainer_parse), SCOPE_RUN, "NAME",                                                                \
 	  OPT_ERROR("unknown trainer '%s' (megatron, torchtitan, deepspeed, nemo)"),                                                                               \
 	  "rank only what megatron, torchtitan, deepspeed or nemo can run")                                                                                        \
+	X(TRAINER_DEFAULTS, "trainer-defaults", KIND_FLAG, opts.trainer_defaults, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                         \
+	  "unset overlaps and kernels as the trainer's bare CLI defaults (default: as the search sets them)")                                                      \
 	X(EMIT, "emit", KIND_NAME, emit, OPT_NAMES(emit_format_parse), SCOPE_RUN, "FORMAT",                                                                        \
-	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm)"),                                                                  \
-	  "write launch files: megatron, torchtitan, deepspeed, nemo, slurm")                                                                                      \
+	  OPT_ERROR("unknown launch format '%s' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)"),                                                 \
+	  "write launch files: megatron, torchtitan (v0.2.2), deepspeed, nemo, slurm, torchtitan-main")                                                            \
 	X(OUT, "out", KIND_PATH, out, OPT_ANY, SCOPE_RUN, "DIR", OPT_ERROR(NULL),                                                                                  \
-	  "directory for --emit (default: launch)")                                                                                                                \
+	  "directory for --emit (default: launch); calibrate: the cluster file it writes")                                                                         \
+	X(RUNS, "runs", KIND_PATH, runs, OPT_ANY, SCOPE_RUN, "FILE", OPT_ERROR(NULL),                                                                              \
+	  "calibrate: the measured runs (CSV: model, spec, measured_s, measured_peak_GiB)")                                                                        \
+	X(FORCE, "force", KIND_FLAG, force, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                                               \
+	  "let --emit replace or remove files in --out that ampplan did not write or that were changed")                                                           \
 	X(PICK, "pick", KIND_INT, pick, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                              \
 	  OPT_ERROR("--pick needs a positive integer"),                                                                                                            \
 	  "the N-th strategy of the ranking for --emit and --timeline (default 1)")                                                                                \

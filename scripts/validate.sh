@@ -15,6 +15,15 @@
 #   VALIDATE_STRICT=0 scripts/validate.sh    the same report, exit 0
 #   scripts/validate.sh --self-test          only the statistics self-test
 #   AMPPLAN=build/ampplan scripts/validate.sh   another binary (default ./ampplan)
+#   VALIDATE_FILES="a.csv b.csv"             only these files of the data
+#   VALIDATE_CLUSTER=FILE                    every row on FILE (its nodes set
+#                                            per row) in place of the mapping's
+#   VALIDATE_RUNS=DIR                        also writes each file's evaluated
+#                                            rows as DIR/FILE (ampplan
+#                                            calibrate's RUNS.csv) and its
+#                                            cluster file's path as
+#                                            DIR/FILE.cluster
+#                                            (scripts/calibrate_validation.sh)
 #
 # Each row's exact command is in build/validate/commands.txt (run from the
 # repository root; the model and cluster files it names are in build/validate/).
@@ -255,6 +264,10 @@ gpt_profile() {
 
 # cluster_src KEY: the cluster file a mapping names by KEY.
 cluster_src() {
+	if [ -n "${VALIDATE_CLUSTER-}" ]; then
+		echo "$VALIDATE_CLUSTER"
+		return
+	fi
 	case $1 in
 	selene) echo clusters/selene-a100.json ;;
 	dgx-h100) echo clusters/dgx-h100.json ;;
@@ -317,13 +330,14 @@ skip_row() {
 
 row() {
 	src=$1 label=$2 meas=$3 other=$4 model=$dir/models/$5.json
-	cl=$(cluster_file "$6" "$7")
+	cl=$(cluster_file "$6" "$7") key=$6
 	shift 7
 	cmd="$(quote "$bin") --model $model --cluster $cl"
 	for a in "$@"; do
 		cmd="$cmd $(quote "$a")"
 	done
 	cmd="$cmd --show-infeasible"
+	[ -z "${VALIDATE_RUNS-}" ] || runs_row "$key" "$meas" "$model" "$@"
 	printf '# %s: %s\n%s\n\n' "$file" "$label" "$cmd" >>"$dir/commands.txt"
 	out=$(eval "$cmd" 2>&1) && rc=0 || rc=$?
 	# fit|predicted|memory|note: exit 0 fits; exit 1 with "does not fit" or
@@ -346,6 +360,22 @@ row() {
 	fit=${res%%|*} res=${res#*|}
 	pred=${res%%|*} res=${res#*|}
 	record "$file" "$src" "$label" "$meas" "$other" "$pred" "$fit" "${res%%|*}" "${res#*|}"
+}
+
+# runs_row KEY MEASURED MODEL OPTIONS...: the row as a line of
+# $VALIDATE_RUNS/$file (model,spec,measured_s; the options' "--KEY VALUE"
+# pairs as KEY=VALUE,...), and KEY's cluster file in $VALIDATE_RUNS/$file.cluster.
+runs_row() {
+	rf=$VALIDATE_RUNS/$file
+	[ -f "$rf" ] || echo "model,spec,measured_s" >"$rf"
+	cluster_src "$1" >"$rf.cluster"
+	spec= rr_meas=$2 rr_model=$3
+	shift 3
+	while [ $# -ge 2 ]; do
+		spec="$spec${spec:+,}${1#--}=$2"
+		shift 2
+	done
+	echo "$rr_model,\"$spec\",$rr_meas" >>"$rf"
 }
 
 # self_test: validate_stats.awk on a hand-made case worked out by hand.
@@ -427,15 +457,15 @@ cmp -s "$dir/a100.want" "$dir/a100.got" ||
 profiles
 : >"$dir/results.txt"
 : >"$dir/commands.txt"
-for file in megatron2021_table1_weak_scaling.csv korthikanti2022_table5_iteration_time.csv \
-	dgxc_h100_nemo_24.11.csv hagemann2023_llama13b_runs.csv amp2022_homogeneous_trials.csv; do
+for file in ${VALIDATE_FILES:-megatron2021_table1_weak_scaling.csv korthikanti2022_table5_iteration_time.csv \
+	dgxc_h100_nemo_24.11.csv hagemann2023_llama13b_runs.csv amp2022_homogeneous_trials.csv}; do
 	[ -f "$data/$file" ] || die "missing $data/$file"
 	fn=$(echo "${file%.csv}" | tr '.' '_')
 	"map_$fn" "$data/$file"
 done
 set +f
 for f in "$data"/*.csv; do
-	grep -q "^${f##*/}$(printf "\t")" "$dir/results.txt" || echo "validate: warning: $f has no mapping: not evaluated" >&2
+	[ -n "${VALIDATE_FILES-}" ] || grep -q "^${f##*/}$(printf "\t")" "$dir/results.txt" || echo "validate: warning: $f has no mapping: not evaluated" >&2
 done
 
 limits=

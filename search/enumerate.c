@@ -9,6 +9,7 @@
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 bool search_tp_fits(const struct model *m, int tp)
@@ -249,22 +250,12 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
  * allowed" is never slower than off. */
 static void set_overlaps(const struct search *S, struct strategy *s)
 {
-	const struct plan_opts *o = S->o;
-
-	s->tp_overlap = o->tp_overlap >= 0 ? o->tp_overlap
-					   : trainer_allows(o->trainer, FEATURE_TP_OVERLAP, s);
-	s->grad_overlap = o->grad_overlap >= 0 ? o->grad_overlap
-					       : trainer_allows(o->trainer, FEATURE_GRAD_OVERLAP, s);
-	s->param_overlap = o->param_overlap >= 0
-				   ? o->param_overlap
-				   : trainer_allows(o->trainer, FEATURE_PARAM_OVERLAP, s);
-	s->grad_acc_unfused = !(o->grad_acc_fusion >= 0
-					? o->grad_acc_fusion
-					: trainer_allows(o->trainer, FEATURE_GRAD_ACC_FUSION, s));
+	trainer_features(S->o->trainer, s, S->m, S->o);
 }
 
 /* ZeRO stages: 0 and 1 (distributed optimizer) with pipelines; 2 and 3 too
- * without (as FSDP/DeepSpeed run them). Then FP8 off and, where the GPUs
+ * without (as FSDP/DeepSpeed run them); ZeRO 0 only over one DP x CP rank
+ * (and one expert replica), where the others shard nothing. Then FP8 off and, where the GPUs
  * and the trainer have it, on (FP8 changes time and memory both ways, so
  * both are costed), then recomputation modes. */
 static void each_memory_option(struct search *S, struct strategy *s, struct err *e, int *rc)
@@ -273,7 +264,10 @@ static void each_memory_option(struct search *S, struct strategy *s, struct err 
 	int fp8_hi = S->o->fp8 >= 0 ? S->o->fp8 : S->fp8_ok;
 
 	for (int z = 0; z <= 3 && !*rc && !S->stop; z++) {
-		if (S->o->zero >= 0 ? z != S->o->zero : s->pp > 1 && z > 1)
+		/* searched: ZeRO >= 1 over one DP x CP rank (and one expert
+		   replica) shards nothing, the ZeRO 0 plan again: not shown twice */
+		if (S->o->zero >= 0 ? z != S->o->zero
+				    : (s->pp > 1 && z > 1) || (z && s->dp * s->cp == 1 && strategy_edp(s) == 1))
 			continue;
 		s->zero = z;
 		set_overlaps(S, s);

@@ -1,17 +1,21 @@
 /* plan.c: the search's entry point (plan_search): the options completed,
  * the search run on the threads (pool.c), its rows priced, ranked and the
- * top refined (refine.c); with the cost objective, on each subset of the
- * node groups (see plan.h; the steps in search_int.h). */
+ * top refined (refine.c); also on subsets of the node groups: each with
+ * the cost objective, those that leave the slowest GPU types idle with the
+ * throughput's (see plan.h; the steps in search_int.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "cluster.h"
+#include "compute.h"
 #include "model.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 static double now(void)
@@ -99,15 +103,17 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 			return -1;
 		S.fixed = true;
 	}
-	/* DeepSpeed's ZeRO keeps gradients in the training dtype, and so does
-	 * Megatron under fp16; Megatron's bf16 keeps fp32 main gradients
-	 * (COSTMODEL.md "Precision and memory per trainer"). */
-	if (!opts.grad_bytes)
-		opts.grad_bytes = opts.trainer == TRAINER_DEEPSPEED || m->fp16 ? 2 : 4;
-	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s);
-	for (int g = 0; g < c->n_group; g++)
-		if (c->gpu[c->group[g].gpu].peak_fp8_flops <= 0)
-			S.fp8_ok = false;
+	/* FP8 where the trainer sets it and every GPU type has it; on a
+	 * cluster where only some have it, FP8 on the stages of those
+	 * (cluster_bf16_blocks) where the trainer sets precision per layer
+	 * (trainer_check then lists who runs each row) */
+	bool some = false, every = true;
+	for (int g = 0; g < c->n_group; g++) {
+		some |= cluster_group_fp8(c, g);
+		every &= cluster_group_fp8(c, g);
+	}
+	S.fp8_ok = trainer_allows(opts.trainer, FEATURE_FP8, &s) && some &&
+		   (every || trainer_allows(opts.trainer, FEATURE_FP8_PER_LAYER, &s));
 	S.o = &opts;
 	S.p = xcalloc(1, sizeof *S.p);
 	s.gbs = opts.gbs;
@@ -133,6 +139,15 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	if (opts.objective == PLAN_THROUGHPUT && refine_rows(&S, c))
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	/* each trainer's time; a row only a slower trainer runs becomes its */
+	rc = trainer_rows(S.p, m, c, o, e);
+	if (rc < 0) {
+		plan_free(S.p);
+		return -1;
+	}
+	if (rc)
+		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
+		      opts.objective == PLAN_COST ? by_cost : by_throughput);
 	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
@@ -184,17 +199,161 @@ static void add_subset(struct plan *all, const struct plan *p, const struct clus
 	all->degrees_searched += p->degrees_searched;
 }
 
+/* The rate of a GPU of type t at which the cost model can run GEMMs at
+ * best: its peak times eff_max (compute_eff's limit), in FP8 where it has
+ * FP8 and fp8 (FLOP/s). */
+static double type_rate(const struct gpu_type *t, bool fp8)
+{
+	double r = t->peak_flops * t->eff_max;
+	double f = t->peak_fp8_flops * (t->fp8_eff_max > 0 ? t->fp8_eff_max : t->eff_max);
+
+	return fp8 && f > r ? f : r;
+}
+
+/* Seconds per token of layer l (forward and backward) on one GPU of type
+ * t at least, by compute_layer's own terms: its GEMMs, 3 (F - A), at the
+ * type's best rate (type_rate, FP8 where it has it), and with flash
+ * attention (attn, enum attention) the core's CAUSAL_SHARE x A x the
+ * document share at the flash kernel's rate, its backward FLASH_BWD_FLOPS /
+ * FLASH_BWD_RATE x that (FlashAttention 1 runs slower; the other kernels
+ * are counted 0). Memory-bound kernels, the per-layer overhead,
+ * recomputation and communication only add. */
+static double token_time(const struct model *m, int l, const struct gpu_type *t, int attn)
+{
+	double F = compute_flops_per_token(m, l, m->seq), A = compute_attn_flops_per_token(m, l, m->seq);
+	double x = 3 * (F - A > 0 ? F - A : 0) / type_rate(t, true);
+	double eff = t->flash_eff > 0 ? t->flash_eff : FLASH_RATE * t->eff_max;
+
+	if (A > 0 && (attn == ATTN_FLASH || attn == ATTN_FLASH1))
+		x += CAUSAL_SHARE * model_doc_share(m, m->seq) * A *
+		     (1 + FLASH_BWD_FLOPS / FLASH_BWD_RATE) / (t->peak_flops * eff);
+	return x;
+}
+
+/* A lower bound of the iteration time (seconds) of any strategy on the
+ * node groups in mask of c, for gbs sequences of m->seq tokens: each GPU i
+ * runs its share x_il of the tokens of each layer l within the iteration
+ * T, taking x_il tau_l(i) (token_time of its type); for any weights w_i >
+ * 0, T >= sum_i w_i sum_l x_il tau_l(i) / sum_i w_i >= sum_l U min_i (w_i
+ * tau_l(i)) / sum_i w_i, U the tokens of an iteration through each layer.
+ * With w_i = 1 / tau_B(i), B the first block, the blocks' alike terms add
+ * up to U / sum_i (1 / tau_B(i)) each. 0 (no bound) where a layer has a
+ * measured profile, which sets its time apart from FLOPs. */
+static double subset_bound(const struct model *m, const struct cluster *c, unsigned mask,
+			   int gbs, int attn)
+{
+	double rate = 0, sum = 0, tau_b[MAX_GROUPS];
+	int B = 0;
+
+	for (int l = 0; l < m->n_layer; l++) {
+		if (m->layer[l].n_measure > 0)
+			return 0;
+		if (!B && m->layer[l].kind == LAYER_BLOCK)
+			B = l;
+	}
+	for (int g = 0; g < c->n_group; g++) {
+		tau_b[g] = token_time(m, B, &c->gpu[c->group[g].gpu], attn);
+		if (mask >> g & 1)
+			rate += (double)c->group[g].nodes * c->group[g].gpus_per_node / tau_b[g];
+	}
+	if (!(rate > 0))
+		return 0;
+	for (int l = 0; l < m->n_layer; l++) {
+		double least = INFINITY;
+
+		for (int g = 0; g < c->n_group; g++)
+			if (mask >> g & 1) {
+				double x = token_time(m, l, &c->gpu[c->group[g].gpu], attn) / tau_b[g];
+
+				least = x < least ? x : least;
+			}
+		sum += least;
+	}
+	return (double)gbs * m->seq * sum / rate;
+}
+
+/* The node-group subsets that plan_search searches besides the whole
+ * cluster (bit g for c->group[g]), in the order searched, into sub[] (at
+ * most 1 << PLAN_COST_MAX_GROUPS); returns their count. PLAN_COST: every
+ * proper subset (at most PLAN_COST_MAX_GROUPS groups). PLAN_THROUGHPUT:
+ * those that leave idle every group of the slowest GPU types, the types
+ * ranked by their GEMM rate (type_rate, FP8 where fp8): the groups of the
+ * fastest type, then of the two fastest, and so on (types of equal rate
+ * together), the largest first (on at most PLAN_COST_MAX_GROUPS types: the
+ * caller searches none beyond). A slower type kept while a faster one is
+ * idle cannot add to the GEMM rate that the ranking rewards, so these are
+ * the subsets that leaving slow GPUs idle gives (the README says what it
+ * does not try). */
+static int subsets(const struct cluster *c, int objective, bool fp8, unsigned *sub)
+{
+	unsigned full = (1u << c->n_group) - 1;
+	double rate[MAX_GROUPS];
+	int n = 0;
+
+	if (objective == PLAN_COST) {
+		for (unsigned mask = 1; mask < full; mask++)
+			sub[n++] = mask;
+		return n;
+	}
+	for (int g = 0; g < c->n_group; g++)
+		rate[g] = type_rate(&c->gpu[c->group[g].gpu], fp8);
+	/* each distinct rate, from the slowest up: the groups strictly
+	 * faster than it */
+	for (double cut = -INFINITY;;) {
+		double next = INFINITY;
+		unsigned mask = 0;
+
+		for (int g = 0; g < c->n_group; g++)
+			if (rate[g] > cut && rate[g] < next)
+				next = rate[g];
+		for (int g = 0; g < c->n_group; g++)
+			if (rate[g] > next)
+				mask |= 1u << g;
+		if (!mask)
+			break;
+		sub[n++] = mask;
+		cut = next;
+	}
+	return n;
+}
+
+/* The best iteration time of the rows of p that fit and that a trainer
+ * runs (seconds; INFINITY where none): what a subset must beat to rank
+ * first. */
+static double best_launchable(const struct plan *p)
+{
+	double best = INFINITY;
+
+	for (int i = 0; i < p->n_row; i++)
+		if (!p->row[i].why[0] && p->row[i].trainers && p->row[i].r.iter_s < best)
+			best = p->row[i].r.iter_s;
+	return best;
+}
+
 int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e)
 {
-	unsigned full = (1u << c->n_group) - 1;
-	struct subset_progress sp = { o, 0, (int)full };
+	unsigned full = (1u << c->n_group) - 1, sub[1u << PLAN_COST_MAX_GROUPS];
+	struct strategy any = { 0 };
+	bool fp8 = o->fp8 != 0 && trainer_allows(o->trainer, FEATURE_FP8, &any);
+	bool cost = o->objective == PLAN_COST;
+	int n = 0;
 	struct plan_opts so = *o;
 	struct cluster *x = cluster_mix(c);
 	struct plan *all;
-	double t0 = now();
+	double t0 = now(), best = INFINITY;
+	bool added = false;
 
-	if (o->objective != PLAN_COST || c->n_group == 1 || plan_opts_what_if(o)) {
+	if (cost && c->n_group > PLAN_COST_MAX_GROUPS && !plan_opts_what_if(o)) {
+		cluster_free(x);
+		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
+			       PLAN_COST_MAX_GROUPS, c->n_group);
+	}
+	if (c->n_group > 1 && !plan_opts_what_if(o))
+		n = subsets(c, o->objective, fp8, sub);
+	if (!cost && n >= PLAN_COST_MAX_GROUPS)
+		n = 0; /* more than PLAN_COST_MAX_GROUPS GPU types */
+	if (!n) {
 		if (search_groups(out, m, x, o, e)) {
 			cluster_free(x);
 			return -1;
@@ -202,45 +361,89 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		(*out)->cluster = x;
 		return 0;
 	}
-	if (c->n_group > PLAN_COST_MAX_GROUPS) {
-		cluster_free(x);
-		return err_set(e, "--objective cost searches each subset of the node groups: at most %d groups, not %d",
-			       PLAN_COST_MAX_GROUPS, c->n_group);
-	}
+	struct subset_progress sp = { o, 0, n + 1 };
 	if (o->progress) {
 		so.progress = subset_progress;
 		so.progress_arg = &sp;
 	}
 	all = xcalloc(1, sizeof *all);
 	all->cluster = x;
-	for (unsigned mask = 1; mask <= full; mask++, sp.i++) {
+	/* the cost objective: the subsets, then the whole cluster; the
+	 * throughput: the whole cluster first, whose best plan a subset must
+	 * beat (subset_bound) to be searched */
+	for (int i = 0; i <= n; i++, sp.i++) {
+		unsigned mask = cost ? (i < n ? sub[i] : full) : (i ? sub[i - 1] : full);
+		double lb = cost || mask == full ? 0 : subset_bound(m, c, mask, o->gbs ? o->gbs : m->gbs, o->attn);
 		/* the whole cluster with its mixed groups; a subset without */
-		struct cluster *sub = mask == full ? x : cluster_subset(c, mask);
+		struct cluster *sub_c;
 		struct plan *p = NULL;
-		int rc = search_groups(&p, m, sub, &so, e);
 
-		if (rc) {
-			if (sub != x)
-				cluster_free(sub);
+		if (lb > 0 && lb >= best) {
+			all->subsets_pruned++;
+			continue;
+		}
+		/* the work budget is the whole search's: each subset takes what
+		 * the ones before it left */
+		if (o->work_budget > 0) {
+			so.work_budget = o->work_budget - all->evaluated;
+			if (so.work_budget <= 0) {
+				all->truncated = true;
+				continue;
+			}
+		}
+		sub_c = mask == full ? x : cluster_subset(c, mask);
+		if (search_groups(&p, m, sub_c, &so, e)) {
+			if (sub_c != x)
+				cluster_free(sub_c);
 			plan_free(all);
 			return -1;
 		}
-		if (sub == x)
-			add_subset(all, p, x, (1u << x->n_group) - 1);
-		else
-			add_subset(all, p, c, mask);
-		if (sub != x)
-			cluster_free(sub);
-		plan_free(p);
+		if (!cost && best_launchable(p) < best)
+			best = best_launchable(p);
+		if (!cost && sub_c == x) {
+			/* the whole cluster's ranking, first: kept as it is
+			 * (the rows of 131,072 GPUs take a while to copy) */
+			p->cluster = x;
+			free(all);
+			all = p;
+		} else {
+			add_subset(all, p, sub_c == x ? x : c, sub_c == x ? (1u << x->n_group) - 1 : mask);
+			plan_free(p);
+			added = true;
+		}
+		if (sub_c != x)
+			cluster_free(sub_c);
+		all->subsets++;
 	}
-	if (all->n_row)
-		qsort(all->row, (size_t)all->n_row, sizeof *all->row, by_cost);
+	if (o->progress)
+		o->progress(1.0, o->progress_arg); /* where the last subset was ruled out */
+	if (added && all->n_row)
+		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
+	all->n_feasible = 0;
 	while (all->n_feasible < all->n_row && !all->row[all->n_feasible].why[0])
 		all->n_feasible++;
 	all->search_s = now() - t0;
-	all->subsets = (int)full;
 	*out = all;
 	return 0;
+}
+
+unsigned plan_row_idle(const struct cluster *c, const struct strategy *s)
+{
+	unsigned used = 0, real = 0;
+
+	for (int g = 0; g < c->n_group; g++)
+		if (!c->group[g].n_part)
+			real |= 1u << g;
+	for (int q = 0; q < s->pp; q++) {
+		const struct node_group *G = &c->group[s->group[q]];
+
+		if (!G->n_part)
+			used |= 1u << s->group[q];
+		for (int i = 0; i < G->n_part; i++)
+			if (G->part_gpus[i] > 0)
+				used |= 1u << G->part_group[i];
+	}
+	return real & ~used;
 }
 
 void plan_free(struct plan *p)

@@ -9,6 +9,7 @@
 
 #include "cost.h"
 #include "strategy.h"
+#include "trainer.h"
 
 struct model;
 struct cluster;
@@ -20,7 +21,10 @@ struct err;
  * several node groups is also searched on each subset of its groups (at
  * most PLAN_COST_MAX_GROUPS groups), since leaving a group idle can cost
  * less per token (with every GPU in use, the cost per token is the
- * iteration time times a constant, and ranks as the throughput does). */
+ * iteration time times a constant, and ranks as the throughput does). With
+ * PLAN_THROUGHPUT it is also searched without the groups of its slowest
+ * GPU types (plan_search), since slow GPUs can hold a pipeline back, or
+ * keep the fast ones from FP8. */
 enum plan_objective { PLAN_THROUGHPUT,
 		      PLAN_COST };
 #define PLAN_COST_MAX_GROUPS 4
@@ -89,6 +93,9 @@ struct plan_opts {
 	 * them (trainer_allows). grad_acc_fusion: where the trainer fuses
 	 * gradient accumulation into the weight-gradient GEMMs. */
 	int fp8, sp, tp_overlap, grad_overlap, param_overlap, grad_acc_fusion;
+	/* The unset switches take the trainer's bare CLI defaults
+	 * (trainer_features) rather than the search's choice. */
+	bool trainer_defaults;
 	/* A fixed layer partition in Megatron's layout notation, e.g.
 	 * "E+2|3|3|3|3|3|3|4+L" (plan_layout_parse), for the what-if mode;
 	 * NULL: the search partitions. Not owned. */
@@ -108,8 +115,9 @@ struct plan_opts {
 				   (TP, CP, PP, DP) tuples in the search's
 				   fixed order take their strategies from it
 				   until it is spent (the last one in part),
-				   whatever the threads; plan.truncated then
-				   says so */
+				   whatever the threads, and so do the
+				   node-group subsets (plan_search), in
+				   their order; plan.truncated then says so */
 	double place_dp_max;	 /* most work per pass of the joint placement DP
 				   (partition_place_work); beyond it the
 				   candidate placements of place.c */
@@ -138,10 +146,12 @@ struct plan_opts {
 void plan_opts_init(struct plan_opts *o);
 
 /* Completes o as the CLI does before a search: vp > 1 without a schedule
- * is the interleaved schedule; in the what-if mode the unset choices take
- * Megatron-LM's defaults (1F1B, vp 2 when interleaved, no recomputation,
- * no distributed optimizer, no FP8, no overlaps; sequence parallelism and
- * gradient accumulation fusion as the search sets them) and a strategy
+ * is the interleaved schedule; in the what-if mode the unset choices of
+ * the strategy take Megatron-LM's defaults (1F1B, vp 2 when interleaved,
+ * no recomputation, no distributed optimizer, no FP8, none of the
+ * planning-only options), the overlaps, sequence parallelism and gradient
+ * accumulation fusion stay as the search sets them (trainer_features; with
+ * o->trainer_defaults, the trainer's bare CLI defaults), and a strategy
  * that does not fit is kept, so that its numbers can be printed. */
 void plan_opts_complete(struct plan_opts *o);
 
@@ -176,11 +186,19 @@ struct plan_row {
 	 * search is exact (without virtual stages: one node group, or the
 	 * joint placement DP; --exhaustive). */
 	double gap_pct;
-	double usd_per_hour; /* the price of the GPUs it uses
+	double usd_per_hour;		      /* the price of the GPUs it uses
 				   (cluster_price_per_hour); 0: a group it
 				   uses has no price */
-	unsigned trainers;   /* bit 1u << t per enum trainer t that runs
-				   it (trainer_mask); 0: planning only */
+	unsigned trainers;		      /* bit 1u << t per enum trainer t that runs
+				   it in its iteration time (trainer_times;
+				   a row that does not fit: trainer_mask);
+				   0: planning only */
+	double trainer_s[TRAINER_COUNT];      /* per enum trainer: seconds
+				   per iteration as that trainer runs it (its
+				   features: trainer_features); 0 where it
+				   cannot (its rules, or memory) */
+	unsigned trainer_feat[TRAINER_COUNT]; /* per trainer: the features
+				   it runs the row with (trainer_feature_bits) */
 };
 
 /* The ranking: rows[0..n_feasible) fit, best first: the rows some trainer
@@ -207,8 +225,14 @@ struct plan {
 	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */
-	int subsets;		       /* with PLAN_COST on n > 1 node groups: the
-				   2^n - 1 subsets searched; else 0 */
+	int subsets;		       /* node-group subsets searched, the whole
+				   cluster included: with PLAN_COST on n > 1
+				   groups the 2^n - 1; with PLAN_THROUGHPUT
+				   those of plan_search that a bound did not
+				   rule out; 0: the whole cluster only */
+	int subsets_pruned;	       /* PLAN_THROUGHPUT: subsets not searched,
+				   as their iteration time cannot beat the
+				   best plan found (plan_search) */
 	struct cluster *cluster;       /* owned: the cluster searched, the
 				   caller's with its mixed node groups
 				   (cluster_mix) appended; the rows' group
@@ -221,14 +245,30 @@ struct plan {
  * host a stage's DP replicas on several groups where the whole ranks on
  * single groups leave GPUs over (plan.cluster). m's sequence length is set
  * to o->seq first when given.
- * With PLAN_COST outside the what-if mode, runs it on each subset of the
- * node groups (cluster_subset) and ranks the rows of all together; the
- * counts (evaluated, degrees, ILP placements) are then the sums.
+ * Outside the what-if mode, on several node groups, it also runs on
+ * subsets of the groups (cluster_subset, no mixed groups) and ranks the
+ * rows of all together; the counts (evaluated, degrees, ILP placements)
+ * are then the sums. PLAN_COST: each subset. PLAN_THROUGHPUT: the whole
+ * cluster first, then, the largest first, each subset that leaves idle
+ * every group of the slowest GPU types (their GEMM rate, peak x eff_max,
+ * in FP8 where they have it and the trainer runs it: the groups of the
+ * fastest type, of the two fastest, ...; on clusters of at most
+ * PLAN_COST_MAX_GROUPS GPU types); a subset is skipped where a lower
+ * bound of its iteration (its GPUs' shares of the GEMMs and flash
+ * attention at their full speed; none with measured profiles) is at least
+ * the best iteration found so far that a trainer runs, and counted in
+ * subsets_pruned.
  * Returns 0 and *out (caller frees with plan_free), or -1 with e set when an
  * option contradicts the model or cluster. An empty ranking is not an error
  * here; the caller reports it. */
 int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 		const struct plan_opts *o, struct err *e);
+
+/* The real node groups of c (c a plan's cluster) on which strategy s uses
+ * no GPU: not the group of any of its s->pp ranks (s->group[rank]) nor a
+ * part of such a mixed group. Bit g for c->group[g]; 0 where it uses every
+ * group. */
+unsigned plan_row_idle(const struct cluster *c, const struct strategy *s);
 
 /* free(NULL)-safe. */
 void plan_free(struct plan *p);

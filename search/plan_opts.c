@@ -54,12 +54,6 @@ void plan_opts_complete(struct plan_opts *o)
 		o->uneven = 0;
 	if (!o->slices)
 		o->slices = 1;
-	if (o->tp_overlap < 0)
-		o->tp_overlap = 0;
-	if (o->grad_overlap < 0)
-		o->grad_overlap = 0;
-	if (o->param_overlap < 0)
-		o->param_overlap = 0;
 	o->keep_infeasible = true;
 }
 
@@ -275,14 +269,22 @@ static int check_pipeline(const struct model *m, const struct cluster *c,
 static int check_kernels(const struct model *m, const struct cluster *c,
 			 const struct plan_opts *o, struct err *e)
 {
-	if (o->fp8 == 1)
-		for (int g = 0; g < c->n_group; g++) {
-			const struct gpu_type *t = &c->gpu[c->group[g].gpu];
+	/* --fp8 on: FP8 on every GPU, or, where the trainer sets precision per
+	 * layer (FEATURE_FP8_PER_LAYER), on the stages of the GPUs that have
+	 * it, as the search runs it (cluster_bf16_blocks) */
+	if (o->fp8 == 1) {
+		int some = -1, none = -1;
 
-			if (t->peak_fp8_flops <= 0)
-				return err_set(e, "--fp8 on, but GPU type '%s' (group '%s') has no FP8 peak (peak_fp8_tflops)",
-					       t->name, c->group[g].name);
-		}
+		for (int g = 0; g < c->n_group; g++)
+			if (cluster_group_fp8(c, g))
+				some = g;
+			else if (none < 0)
+				none = g;
+		if (none >= 0 && (some < 0 || !trainer_allows(o->trainer, FEATURE_FP8_PER_LAYER, NULL)))
+			return err_set(e, "--fp8 on, but GPU type '%s' (group '%s') has no FP8 peak (peak_fp8_tflops)%s",
+				       c->gpu[c->group[none].gpu].name, c->group[none].name,
+				       some < 0 ? "" : ", and only Megatron-LM runs FP8 on some stages and BF16 on the others");
+	}
 	if (o->sp == 1 && o->tp == 1)
 		return err_set(e, "--sequence-parallel on needs --tp > 1");
 	if (o->tp_overlap == 1 && o->sp == 0)

@@ -278,11 +278,20 @@ static int check_moe(enum trainer t, const struct model *m, const struct strateg
 
 /* FP8 GEMMs where the trainer's config cannot turn them on: DeepSpeed's
  * ds_config.json has bf16 and fp16 sections and no FP8 one (TRAINERS.md;
- * trainer_allows). */
-static int check_precision(enum trainer t, const struct strategy *s, struct err *e)
+ * trainer_allows). FP8 on the stages of a mixed cluster whose GPUs have it
+ * (cluster_bf16_blocks) needs BF16 on the others, which only a number of
+ * blocks at the model's start and end can say (FEATURE_FP8_PER_LAYER). */
+static int check_precision(enum trainer t, const struct cluster *c, const struct strategy *s,
+			   struct err *e)
 {
+	int start = 0, end = 0;
+
 	if (s->fp8 && !trainer_allows((int)t, FEATURE_FP8, s))
 		return refuse(e, t, "no FP8 GEMMs: ds_config.json sets bf16 or fp16 only");
+	if (s->fp8 && cluster_bf16_blocks(c, s, &start, &end))
+		return refuse(e, t, "FP8 blocks on both sides of a stage on GPUs without FP8: only the first and last blocks can stay in BF16");
+	if ((start || end) && !trainer_allows((int)t, FEATURE_FP8_PER_LAYER, s))
+		return refuse(e, t, "FP8 on some GPUs only: no setting keeps the blocks on the GPUs without FP8 in BF16");
 	return 0;
 }
 
@@ -516,10 +525,19 @@ static int check_planning_only(enum trainer t, const struct strategy *s, struct 
 	return 0;
 }
 
+int trainer_titan_main_check(const struct model *m, const struct strategy *s, struct err *e)
+{
+	if (m->experts > 0 && strategy_etp(s) > 1)
+		return refuse(e, TRAINER_TORCHTITAN,
+			      "main (2026-08) has no expert tensor parallelism: the experts cannot split over %d GPUs (etp); plan with --etp 1, or emit torchtitan (v0.2.2)",
+			      strategy_etp(s));
+	return 0;
+}
+
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e)
 {
-	if (check_shape(t, m, c, s, e) || check_precision(t, s, e) || check_schedule(t, s, e) ||
+	if (check_shape(t, m, c, s, e) || check_precision(t, c, s, e) || check_schedule(t, s, e) ||
 	    check_batch(t, s, e) || check_tp(t, m, c, s, e) ||
 	    check_cp(t, m, s, e) || check_moe(t, m, s, e) ||
 	    check_zero(t, s, e) || check_model(t, m, s, e) || check_planning_only(t, s, e))
@@ -589,6 +607,11 @@ const char *trainer_mask_names(unsigned mask, char *buf, size_t n)
  *   backward only through ZeRO's overlap_comm (zero >= 1); parameters are
  *   prefetched under compute only by ZeRO-3 (ZeRO-1/2 gather them after the
  *   optimizer step).
+ * FP8 on some blocks only (FEATURE_FP8_PER_LAYER): Megatron-LM's
+ * --first-last-layers-bf16 with --num-layers-at-start-in-bf16 and
+ * --num-layers-at-end-in-bf16 (emit_megatron.c says what it relies on);
+ * NeMo's recipes and torchtitan's float8 converter are not known here to
+ * set it, so they are not listed for such a row.
  * Gradient accumulation fusion (the weight-gradient GEMM adds into the
  * gradient buffer: Megatron's --gradient-accumulation-fusion, on by default
  * with Transformer Engine or apex, and NeMo's gradient_accumulation_fusion)
@@ -609,6 +632,8 @@ bool trainer_allows(int t, enum trainer_feature f, const struct strategy *s)
 		return ds ? s->zero == 3 : s->zero >= 1 && s->grad_overlap;
 	case FEATURE_GRAD_ACC_FUSION:
 		return !ds && t != TRAINER_TORCHTITAN;
+	case FEATURE_FP8_PER_LAYER:
+		return t < 0 || t == TRAINER_MEGATRON;
 	}
 	return false;
 }

@@ -29,6 +29,8 @@ enum trainer_feature {
 	FEATURE_PARAM_OVERLAP,	 /* ZeRO parameter gathers under the forward */
 	FEATURE_GRAD_ACC_FUSION, /* gradient accumulation inside the
 				    weight-gradient GEMMs */
+	FEATURE_FP8_PER_LAYER,	 /* FP8 on some blocks, BF16 on the first
+				    and last ones (cluster_bf16_blocks) */
 };
 
 /* "megatron", "torchtitan", "deepspeed", "nemo". */
@@ -51,6 +53,12 @@ int trainer_parse(const char *name);
  * "megatron: num_query_groups (8) must be divisible by tp (16) or divide it". */
 int trainer_check(enum trainer t, const struct model *m, const struct cluster *c,
 		  const struct strategy *s, struct err *e);
+
+/* The rule torchtitan main (2026-08) adds to trainer_check's torchtitan
+ * rules (the v0.2.2 ones): no expert tensor parallelism, so an MoE plan
+ * with etp > 1 (strategy_etp) is refused. Returns 0, or -1 with e set to
+ * "torchtitan: main (2026-08) has no expert tensor parallelism: ...". */
+int trainer_titan_main_check(const struct model *m, const struct strategy *s, struct err *e);
 
 /* The trainers that run strategy s of model m on cluster c as it is: bit
  * (1u << t) set for each enum trainer t whose trainer_check passes. The

@@ -694,8 +694,9 @@ static struct table *run_csv(const char *fmt, const char *cluster)
 }
 
 /* The cost columns by hand, from each row's GPUs and iteration time: all
- * 8 GPUs at 4 x 2.00 + 4 x 1.80 = 15.20 USD per hour, so a row costs
- * 15.2 x iteration_s / 3600 USD per iteration, and per million tokens that
+ * 8 GPUs at 4 x 2.00 + 4 x 1.80 = 15.20 USD per hour, or the 4 fast ones
+ * alone (the slow group idle: plan_search) at 8.00, so a row costs that x
+ * iteration_s / 3600 USD per iteration, and per million tokens that
  * / (8 x 128 tokens / 1e6) (tiny-2-layers: global batch 8, sequence 128). */
 START_TEST(test_cost_columns)
 {
@@ -706,10 +707,13 @@ START_TEST(test_cost_columns)
 	t = run_csv("--model tests/data/tiny-2-layers.json --cluster %s --csv -", path);
 	ck_assert_int_gt(t->n_row, 1);
 	for (int r = 1; r < t->n_row; r++) {
+		bool idle = strcmp(t->cell[r][table_col(t, "groups_idle")], "slow") == 0;
 		double iter = table_num(t, r, "iteration_s");
-		double usd = 15.2 * iter / 3600;
+		double usd = (idle ? 8.0 : 15.2) * iter / 3600;
 
-		ck_assert_rel(table_num(t, r, "gpus_used"), 8, 0);
+		ck_assert_msg(idle || !t->cell[r][table_col(t, "groups_idle")][0], "row %d idle '%s'", r,
+			      t->cell[r][table_col(t, "groups_idle")]);
+		ck_assert_rel(table_num(t, r, "gpus_used"), idle ? 4 : 8, 0);
 		ck_assert_rel(table_num(t, r, "cost_per_iteration_usd"), usd, 1e-5);
 		ck_assert_rel(table_num(t, r, "cost_per_million_tokens_usd"), usd / (8 * 128 / 1e6),
 			      1e-5);
@@ -719,7 +723,8 @@ START_TEST(test_cost_columns)
 	t = run_csv("--model tests/data/tiny-2-layers.json --cluster %s --csv -", "clusters/mixed.json");
 	ck_assert_str_eq(t->cell[1][table_col(t, "cost_per_iteration_usd")], "");
 	ck_assert_str_eq(t->cell[1][table_col(t, "cost_per_million_tokens_usd")], "");
-	ck_assert_str_eq(t->cell[1][table_col(t, "gpus_used")], "64");
+	ck_assert_str_eq(t->cell[1][table_col(t, "gpus_used")],
+			 t->cell[1][table_col(t, "groups_idle")][0] ? "32" : "64");
 	table_free(t);
 	remove(path);
 }
@@ -727,20 +732,21 @@ END_TEST
 
 /* --objective cost against throughput on write_two_groups' cluster, for
  * Llama-2-7B with 64 sequences of 2048 tokens (compute-bound). The
- * throughput ranking uses all 8 GPUs (15.20 USD per hour). The slow group
+ * throughput ranking's best row on all 8 GPUs costs 15.20 USD per hour.
+ * The slow group
  * adds 4 x 1/100 of the fast group's compute: any plan on both groups
  * takes at least about 100/101 of the fast group's best time alone, so its
  * cost per token is at least 15.2 / 8 x 100/101 = 1.88 times the fast
  * group's (8.00 USD per hour) alone; the slow group alone costs 7.20 USD
  * per hour for 1/100 of the speed, 90 times more per token. So the cost
  * ranking's first plan runs on the 4 fast GPUs only, and costs less per
- * million tokens than the throughput ranking's first, by at least 1/1.88
- * (asserted: at most 0.6 of it). */
+ * million tokens than the throughput ranking's best on all 8, by at least
+ * 1/1.88 (asserted: at most 0.6 of it). */
 START_TEST(test_objective_cost)
 {
 	char path[32], args[256], *out = NULL;
 	struct table *thr, *cost;
-	int gr;
+	int gr, all = 1;
 
 	write_two_groups(path);
 	thr = run_csv("--model profiles/llama2-7b.json --gbs 64 --seq 2048 --cluster %s --csv -",
@@ -749,15 +755,18 @@ START_TEST(test_objective_cost)
 		       "--objective cost",
 		       path);
 	gr = table_col(thr, "groups_per_rank");
-	ck_assert_rel(table_num(thr, 1, "gpus_used"), 8, 0);
+	while (all < thr->n_row && thr->cell[all][table_col(thr, "groups_idle")][0])
+		all++;
+	ck_assert_int_lt(all, thr->n_row);
+	ck_assert_rel(table_num(thr, all, "gpus_used"), 8, 0);
 	ck_assert_rel(table_num(cost, 1, "gpus_used"), 4, 0);
-	ck_assert_msg(strstr(thr->cell[1][gr], "slow") && strstr(thr->cell[1][gr], "fast"),
-		      "throughput #1 on '%s'", thr->cell[1][gr]);
+	ck_assert_msg(strstr(thr->cell[all][gr], "slow") && strstr(thr->cell[all][gr], "fast"),
+		      "throughput's best on all GPUs on '%s'", thr->cell[all][gr]);
 	ck_assert_msg(strcmp(cost->cell[1][table_col(cost, "groups_per_rank")], "fast") == 0 ||
 			      strncmp(cost->cell[1][table_col(cost, "groups_per_rank")], "fast*", 5) == 0,
 		      "cost #1 on '%s'", cost->cell[1][table_col(cost, "groups_per_rank")]);
 	ck_assert_double_le(table_num(cost, 1, "cost_per_million_tokens_usd"),
-			    0.6 * table_num(thr, 1, "cost_per_million_tokens_usd"));
+			    0.6 * table_num(thr, all, "cost_per_million_tokens_usd"));
 	/* the cost ranking is sorted by cost per million tokens: the rows a
 	 * trainer runs, then the planning-only ones (plan.h), each sorted, so
 	 * the cost drops at most once from a row to the next */
@@ -774,6 +783,94 @@ START_TEST(test_objective_cost)
 	ck_assert_msg(strstr(out, "\nranked by USD per million tokens, over the 3 subsets of the node groups"),
 		      "%s", out);
 	free(out);
+	remove(path);
+}
+END_TEST
+
+/* The throughput ranking may leave a node group idle (plan_search): on
+ * write_two_groups' cluster, whose slow group runs at 1/100 of the fast
+ * one, for Llama-2-7B with 64 sequences of 2048 tokens. By brute force
+ * over the subsets, each searched on a cluster file of its own (the fast
+ * group alone, the slow group alone) and the best row on both groups (the
+ * rows that leave no group idle): the top row is the fastest of the three,
+ * the fast group's alone, to the digit, and the summary names the idle
+ * group and the gain over the best row on both, (its iteration time / the
+ * top's - 1) x 100, tokens/s being the same tokens over each. */
+START_TEST(test_throughput_idle)
+{
+	static const char *const one = "{\"name\": \"one\", \"gpu_types\": {\n"
+				       "  \"F\": {\"catalogue\": \"H100-SXM5-80GB\"},\n"
+				       "  \"S\": {\"catalogue\": \"H100-SXM5-80GB\", \"peak_bf16_tflops\": 9.894,\n"
+				       "         \"peak_fp8_tflops\": 19.79, \"hbm_GBps\": 33.5}},\n"
+				       " \"groups\": [\n"
+				       "  {\"name\": \"%s\", \"nodes\": 1, \"gpus_per_node\": 4, \"gpu\": \"%s\",\n"
+				       "   \"intra_node_latency_us\": 2, \"inter_node_Gbps\": 400, \"inter_node_latency_us\": 5}]}\n";
+	static const char *const args = "--model profiles/llama2-7b.json --gbs 64 --seq 2048 --cluster %s --csv -";
+	char path[32], fast[32], slow[32], text[1024], cmd[256], want[256], *out = NULL, *err = NULL;
+	struct table *t, *tf, *ts;
+	double both = 0, best;
+	int idle;
+
+	write_two_groups(path);
+	snprintf(text, sizeof text, one, "fast", "F");
+	write_temp(fast, text);
+	snprintf(text, sizeof text, one, "slow", "S");
+	write_temp(slow, text);
+	snprintf(cmd, sizeof cmd, args, path);
+	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 0);
+	t = table_parse(out);
+	tf = run_csv(args, fast);
+	ts = run_csv(args, slow);
+	idle = table_col(t, "groups_idle");
+	for (int r = 1; r < t->n_row && !both; r++)
+		if (!t->cell[r][idle][0])
+			both = table_num(t, r, "iteration_s");
+	ck_assert_double_gt(both, 0);
+	best = table_num(tf, 1, "iteration_s");
+	if (table_num(ts, 1, "iteration_s") < best)
+		best = table_num(ts, 1, "iteration_s");
+	if (both < best)
+		best = both;
+	ck_assert_rel(table_num(t, 1, "iteration_s"), best, 1e-12);
+	ck_assert_rel(table_num(t, 1, "iteration_s"), table_num(tf, 1, "iteration_s"), 1e-12);
+	ck_assert_str_eq(t->cell[1][idle], "slow");
+	ck_assert_rel(table_num(t, 1, "gpus_used"), 4, 0);
+	snprintf(want, sizeof want, "the top plan leaves 4 x S ('slow') idle: 4 x F ('fast') alone%s run %.1f%% more tokens/s than the best plan on every GPU (rank ",
+		 strcmp(t->cell[1][table_col(t, "fp8")], "1") == 0 ? ", in FP8," : "",
+		 100 * (both / table_num(t, 1, "iteration_s") - 1));
+	ck_assert_msg(strstr(err, want), "want '%s' in\n%s", want, err);
+	table_free(t);
+	table_free(tf);
+	table_free(ts);
+	free(out);
+	free(err);
+	remove(path);
+	remove(fast);
+	remove(slow);
+}
+END_TEST
+
+/* The README's demo (Llama-3-70B on clusters/mixed.json, 32 H100 + 32
+ * A100-40GB): the top plan is at least as fast as the best plan on the 32
+ * H100s alone (a cluster file of mixed.json's h100 group only, searched on
+ * its own), which runs FP8 on every GPU; and a trainer launches it. */
+START_TEST(test_demo_beats_h100_alone)
+{
+	char path[32];
+	struct table *mixed, *h100;
+
+	write_temp(path, "{\"name\": \"h100 alone\", \"gpu_types\": {\n"
+			 "  \"H100-SXM5-80GB\": {\"catalogue\": \"H100-SXM5-80GB\"}},\n"
+			 " \"groups\": [{\"name\": \"h100\", \"nodes\": 4, \"gpus_per_node\": 8,\n"
+			 "   \"gpu\": \"H100-SXM5-80GB\", \"intra_node_latency_us\": 2,\n"
+			 "   \"inter_node_Gbps\": 3200, \"inter_node_latency_us\": 5, \"fabric\": \"ndr\"}]}\n");
+	mixed = run_csv("--model profiles/llama70b.json --cluster %s --csv - --top 1", "clusters/mixed.json");
+	h100 = run_csv("--model profiles/llama70b.json --cluster %s --csv - --top 1", path);
+	ck_assert_str_eq(h100->cell[1][table_col(h100, "fp8")], "1");
+	ck_assert_double_le(table_num(mixed, 1, "iteration_s"), table_num(h100, 1, "iteration_s"));
+	ck_assert_str_ne(mixed->cell[1][table_col(mixed, "trainers")], "none");
+	table_free(mixed);
+	table_free(h100);
 	remove(path);
 }
 END_TEST
@@ -851,6 +948,8 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_price_per_hour);
 	tcase_add_test(tc, test_cost_columns);
 	tcase_add_test(tc, test_objective_cost);
+	tcase_add_test(tc, test_throughput_idle);
+	tcase_add_test(tc, test_demo_beats_h100_alone);
 	tcase_add_test(tc, test_objective_cost_unpriced);
 	tcase_add_test(tc, test_objective_cost_groups);
 	suite_add_tcase(s, tc);

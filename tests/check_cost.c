@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "compute.h"
 #include "cost.h"
 #include "model.h"
@@ -100,6 +101,34 @@ START_TEST(test_compute_analytic)
 	ck_assert_rel(t.attn_fwd, 2 * x.attn, 1e-12);
 	ck_assert_rel(t.mem_fwd, x.mem, 1e-12);
 	ck_assert_rel(t.fwd, x.gemm + 2 * x.attn + x.mem + O, 1e-12);
+}
+END_TEST
+
+/* torchtitan without torch.compile (strategy.unfused_pointwise): eager
+ * RoPE moves 10 bf16 rows of q and k where the fused kernel moves 2, eager
+ * SwiGLU 5 rows of f where the fused one moves 3 (compute.h: 20 bytes an
+ * element for apply_rotary_emb's fp32 complex round trip). A SwiGLU block
+ * with rotary positions, h 4096, a = g = 32, d 128, f 11008, at TP 2 with
+ * micro-batches of one 2048-token sequence: (8 x 64 x 128 + 2 x 11008) x
+ * 2 / 2 = 87552 bytes a token more, 2048 tokens at hbm_bw x
+ * COMPUTE_HBM_EFF; the backward twice that. */
+START_TEST(test_unfused_pointwise)
+{
+	struct layer_time fused, eager;
+	struct strategy s;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	mod.ffn_kind = FFN_SWIGLU;
+	mod.ffn = 11008;
+	mod.learned_pos = false;
+	gpus[0].hbm_bw = 2e12;
+	s = strat(2, 1, 1, 1, 1, 1, 2048);
+	ck_assert_int_eq(compute_layer(&fused, &mod, 1, &gpus[0], &s, NULL), 0);
+	s.unfused_pointwise = true;
+	ck_assert_int_eq(compute_layer(&eager, &mod, 1, &gpus[0], &s, NULL), 0);
+	ck_assert_rel(eager.mem_fwd - fused.mem_fwd, 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
+	ck_assert_rel(eager.fwd - fused.fwd, 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
+	ck_assert_rel(eager.bwd - fused.bwd, 2 * 87552.0 * 2048 / (2e12 * COMPUTE_HBM_EFF), 1e-9);
 }
 END_TEST
 
@@ -621,6 +650,123 @@ START_TEST(test_fp8)
 }
 END_TEST
 
+/* Per-stage precision (cluster_group_fp8, cluster_bf16_blocks): the toy on
+ * toy_cluster with FP8 on group 0's GPU only (peak_fp8 2 TFLOP/s,
+ * fp8_eff_max 1). A strategy with FP8 on costs each block, per sequence of
+ * 1000 tokens at TP 1: on group 0 its GEMMs 1e9 x 1000 / 2e12 = 0.5 s (the
+ * attention core, the memory-bound kernels and the head's GEMMs 5e8 x 1000
+ * / 1e12 as in BF16: toy_block, toy_head), on group 1 (no FP8) all of it in
+ * BF16 at 0.5 TFLOP/s, the GEMMs 2 s: toy_block(0.5e12). The BF16 blocks
+ * Megatron-LM would keep by count, the toy's 4 blocks (layers 1 to 4, the
+ * embedding 0 and the head 5 not counted):
+ * - PP 2, E+2 | 2+L: rank 0 on group 1: the first 2 in BF16 (2, 0); rank
+ *   0 on group 0: the last 2 (0, 2);
+ * - PP 3, E+1 | 2 | 1+L on groups 1, 0, 1: (1, 1); on 0, 1, 0: a BF16
+ *   stage between FP8 ones, -1;
+ * - ZB-V, PP 2, E+1 | 1 | 1 | 1+L: stages 0 and 3 on rank 0, 1 and 2 on
+ *   rank 1: rank 0 on group 1 gives (1, 1);
+ * - FP8 off, or FP8 on both groups: (0, 0).
+ * A mixed group of 4 GPUs of each group runs its layers in one precision:
+ * with group 1's GPU at 1.5 TFLOP/s (BF16, no FP8), the block on group
+ * 0's part in BF16 (1 s of GEMMs) is slower than on group 1's (2/3 s), and
+ * paces the stage: toy_block(1e12), where FP8 on group 0's part (0.5 s)
+ * would leave group 1's 2/3 s the slowest. */
+START_TEST(test_fp8_per_stage)
+{
+	struct strategy s = strat(1, 1, 1, 1, 1, 1, 1000);
+	struct layer_costs lc = { 0 };
+	struct part f8 = toy_block(1e12, 1e12, 1, 1, false), slow = toy_block(0.5e12, 1e12, 1, 1, false);
+	struct part head = toy_head(1e12, 1e12, 1, 1, false);
+	int L, start, end;
+
+	toy();
+	toy_cluster();
+	L = mod.n_layer;
+	gpus[0].peak_fp8_flops = 2e12;
+	gpus[0].fp8_eff_max = 1;
+	f8.gemm = 0.5;
+	f8 = finish(f8);
+	s.fp8 = true;
+	ck_assert(cluster_group_fp8(&clu, 0));
+	ck_assert(!cluster_group_fp8(&clu, 1));
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	for (int l = 1; l <= 4; l++) {
+		ck_assert_rel(lc.time[l], fb(f8), 1e-12);
+		ck_assert_rel(lc.time[L + l], fb(slow), 1e-12);
+	}
+	ck_assert_rel(lc.time[5], fb(head), 1e-12);
+	cost_layers_free(&lc);
+	{
+		struct node_group g3[3] = { groups[0], groups[1], groups[1] };
+		struct cluster mix = clu;
+		struct part bf16 = toy_block(1e12, 1e12, 1, 1, false);
+
+		g3[2].n_part = 2;
+		g3[2].stage_gpus = 8;
+		g3[2].part_group[0] = 0;
+		g3[2].part_group[1] = 1;
+		g3[2].part_gpus[0] = g3[2].part_gpus[1] = 4;
+		mix.group = g3;
+		mix.n_group = 3;
+		gpus[1].peak_flops = 1.5e12;
+		ck_assert(!cluster_group_fp8(&mix, 2));
+		ck_assert_int_eq(cost_layers(&lc, &mod, &mix, &s, NULL, NULL), 0);
+		ck_assert_rel(lc.time[2 * L + 1], fb(bf16), 1e-12);
+		cost_layers_free(&lc);
+		gpus[1].peak_flops = 0.5e12;
+	}
+
+	s = strat(1, 1, 2, 1, 1, 1, 1000);
+	s.fp8 = true;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	s.group[0] = 1;
+	s.group[1] = 0;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start, 2);
+	ck_assert_int_eq(end, 0);
+	s.group[0] = 0;
+	s.group[1] = 1;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start, 0);
+	ck_assert_int_eq(end, 2);
+	s.fp8 = false;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start + end, 0);
+
+	s = strat(1, 1, 3, 1, 1, 1, 1000);
+	s.fp8 = true;
+	s.first[1] = 2;
+	s.first[2] = 4;
+	s.first[3] = 6;
+	s.group[0] = s.group[2] = 1;
+	s.group[1] = 0;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start, 1);
+	ck_assert_int_eq(end, 1);
+	s.group[0] = s.group[2] = 0;
+	s.group[1] = 1;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), -1);
+
+	s = strat(1, 1, 2, 1, 1, 1, 1000);
+	s.fp8 = true;
+	s.schedule = SCHED_ZB_V;
+	s.vp = 2;
+	s.n_stages = 4;
+	for (int k = 0; k <= 4; k++)
+		s.first[k] = (unsigned short)(k == 4 ? 6 : k == 0 ? 0
+								  : k + 1);
+	s.group[0] = 1;
+	s.group[1] = 0;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start, 1);
+	ck_assert_int_eq(end, 1);
+	gpus[1].peak_fp8_flops = 1e12;
+	ck_assert_int_eq(cluster_bf16_blocks(&clu, &s, &start, &end), 0);
+	ck_assert_int_eq(start + end, 0);
+}
+END_TEST
+
 /* cost_layers reuses a block's parts for the next block only where they
  * cost the same. The toy on group 0 (1 TFLOP/s, eff_max 1) at TP 1, one
  * sequence of 1000 tokens: a block's GEMMs do (F - A) 1000 FLOPs, A the
@@ -735,8 +881,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_grad_acc_unfused);
 	tcase_add_test(tc, test_gemm_efficiency);
 	tcase_add_test(tc, test_fp8);
+	tcase_add_test(tc, test_fp8_per_stage);
 	tcase_add_test(tc, test_layers_alike);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_unfused_pointwise);
 	suite_add_tcase(s, tc);
 	return s;
 }

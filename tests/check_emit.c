@@ -80,6 +80,15 @@ static void check_syntax(const char *dir)
 		char cmd[512], *out;
 		size_t n = strlen(name);
 
+		if (n > 3 && strcmp(name + n - 3, ".py") == 0) {
+			/* Python's own parser, where Python is installed */
+			snprintf(cmd, sizeof cmd,
+				 "! command -v python3 >/dev/null || python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' '%s/%s' 2>&1",
+				 dir, name);
+			ck_assert_msg(run(cmd, &out) == 0, "%s/%s: %s", dir, name, out);
+			free(out);
+			continue;
+		}
 		if (!(n > 3 && strcmp(name + n - 3, ".sh") == 0) &&
 		    !(n > 7 && strcmp(name + n - 7, ".sbatch") == 0))
 			continue;
@@ -348,6 +357,10 @@ START_TEST(test_megatron_mixed_gpu_counts)
 	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"$@\"\\n' >%s/torchrun && chmod +x %s/torchrun", dir, dir);
 	ck_assert_int_eq(run(cmd, &out), 0);
 	free(out);
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"NVIDIA L40S, 46068\"\\n' >%s/nvidia-smi && chmod +x %s/nvidia-smi",
+		 dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
 	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh --lr 1", dir, dir);
 	ck_assert_int_eq(run(cmd, &out), 0);
 	const char *want = "--nnodes 3 --nproc-per-node 4 --node-rank 2 --master-addr h0 "
@@ -359,6 +372,26 @@ START_TEST(test_megatron_mixed_gpu_counts)
 	snprintf(cmd, sizeof cmd, "NODE_RANK=3 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir);
 	ck_assert_int_eq(run(cmd, &out), 1);
 	ck_assert_str_eq(out, "launch.sh: error: NODE_RANK must be 0 to 2, not '3'\n");
+	free(out);
+
+	/* The GPU type of the node (issue 30 item 8): node rank 2 is on group
+	   'l40s' (L40S), rank 0 on 'h100'; a fake nvidia-smi says what the
+	   node has. Before: no check, the plan ran on whatever GPUs were there. */
+	ck_assert_ptr_nonnull(strstr(script, "case $NODE_RANK in\n0) GPU_MODEL=H100 GPU_MIB=0 GPU_TYPE='H100' ;;\n"
+					     "1|2) GPU_MODEL=L40S GPU_MIB=0 GPU_TYPE='L40S' ;;\nesac\n"));
+	snprintf(cmd, sizeof cmd, "printf '#!/bin/sh\\necho \"NVIDIA H100 80GB HBM3, 81559\"\\n' >%s/nvidia-smi && chmod +x %s/nvidia-smi",
+		 dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 1);
+	ck_assert_str_eq(out, "launch.sh: error: node rank 2 needs L40S GPUs (nodes.txt), but this node has 'NVIDIA H100 80GB HBM3' with 81559 MiB (AMPPLAN_NO_GPU_CHECK=1 skips the check)\n");
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH NODE_RANK=0 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "PATH=%s:$PATH AMPPLAN_NO_GPU_CHECK=1 NODE_RANK=2 MASTER_ADDR=h0 bash %s/launch.sh 2>&1", dir, dir);
+	ck_assert_int_eq(run(cmd, &out), 0);
 	free(out);
 	free(script);
 	rm_tree(dir);
@@ -444,6 +477,64 @@ static int toml_int(const char *text, const char *section, const char *key)
 	}
 	return -1;
 }
+
+/* torchtitan main (issue 30 item 4): the Python config counts the batch
+ * sizes in tokens (the global batch gbs x seq; per DP rank under PP the
+ * whole local batch, mbs x micro-batches x seq), sets the pipeline's
+ * micro-batches with num_pp_microbatches (no microbatch size), and has no
+ * expert_tensor_parallel_degree; an MoE plan with ETP > 1 is refused, with
+ * etp 1 it is written; v0.2.2's TOML is still written by "torchtitan". */
+START_TEST(test_titan_main)
+{
+	struct fix f;
+	char want[128], *dir, *py, *sh;
+	struct err e = { "" };
+
+	fixture(&f, HETERO);
+	ck_assert_int_gt(f.s.pp, 1);
+	dir = emit_fix("torchtitan-main", &f);
+	py = read_in(dir, "config.py");
+	sh = read_in(dir, "run.sh");
+	snprintf(want, sizeof want, "\"global_batch_size\": %ld,\n", (long)f.s.gbs * f.s.seq);
+	ck_assert_msg(strstr(py, want), "%s", want);
+	snprintf(want, sizeof want, "\"local_batch_size\": %ld,\n",
+		 (long)f.s.mbs * f.s.micro_batches * f.s.seq);
+	ck_assert_msg(strstr(py, want), "%s", want);
+	snprintf(want, sizeof want, "\"num_pp_microbatches\": %d,\n", f.s.micro_batches);
+	ck_assert_msg(strstr(py, want), "%s", want);
+	ck_assert_ptr_null(strstr(py, "microbatch_size"));
+	ck_assert_ptr_null(strstr(py, "expert_tensor_parallel"));
+	ck_assert_ptr_nonnull(strstr(py, "def ampplan_job_config():\n"));
+	ck_assert_ptr_nonnull(strstr(sh, "-m torchtitan.train \"$CONFIG_FLAG\" \"$here/config.py\""));
+	{
+		char *names = listing(dir);
+
+		ck_assert_str_eq(names, "config.py nodes.txt run.sh");
+		free(names);
+	}
+	check_syntax(dir);
+	rm_tree(dir);
+	free(dir);
+	free(py);
+	free(sh);
+
+	fixture(&f, MOE);
+	dir = tmpdir();
+	char *sub = path2(dir, "out");
+
+	ck_assert_int_eq(emit_write("torchtitan-main", sub, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "no expert tensor parallelism"));
+	f.s.etp = 1;
+	ck_assert_msg(emit_write("torchtitan-main", sub, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	py = read_in(sub, "config.py");
+	ck_assert_ptr_nonnull(strstr(py, "\"expert_parallel_degree\": 4,\n"));
+	ck_assert_ptr_null(strstr(py, "expert_tensor_parallel"));
+	free(py);
+	free(sub);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
 
 /* train.toml read back: dp * tp * cp * pp == world of run.sh; batch keys
  * agree; one module list per stage naming every block once. */
@@ -658,7 +749,7 @@ START_TEST(test_write_refused)
 
 	fixture(&f, HOMO);
 	ck_assert_int_eq(emit_write("fairseq", sub, &f.m, &f.c, &f.s, &e), -1);
-	ck_assert_str_eq(e.msg, "unknown format 'fairseq' (megatron, torchtitan, deepspeed, nemo, slurm)");
+	ck_assert_str_eq(e.msg, "unknown format 'fairseq' (megatron, torchtitan, deepspeed, nemo, slurm, torchtitan-main)");
 	f.s.schedule = SCHED_ZB_H1;
 	ck_assert_int_eq(emit_write("slurm", sub, &f.m, &f.c, &f.s, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "megatron: schedule 'zb-h1'"));
@@ -693,6 +784,7 @@ int main(void)
 	tcase_add_test(tc, test_megatron_even_interleaved);
 	tcase_add_loop_test(tc, test_deepspeed_read_back, 0, N_CASE);
 	tcase_add_loop_test(tc, test_titan_read_back, 0, N_CASE);
+	tcase_add_test(tc, test_titan_main);
 	tcase_add_test(tc, test_fidelity_mla);
 	tcase_add_test(tc, test_write_dirs_and_replace);
 	tcase_add_test(tc, test_write_refused);

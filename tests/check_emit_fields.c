@@ -46,6 +46,48 @@ START_TEST(test_dualpipev_titan)
 }
 END_TEST
 
+/* FP8 on the HETERO plan (ranks 0 and 1 on the H100s, which have FP8,
+ * layers E+22 | 22; ranks 2 and 3 on the A100s, which have none, 20 |
+ * 16+L): the A100s' stages hold the model's last 20 + 16 = 36 blocks, which
+ * Megatron-LM keeps in BF16 by --first-last-layers-bf16 with 0 at the start
+ * and 36 at the end, under tensorwise scaling (it refuses delayed scaling
+ * with them); the other trainers are refused. With the A100s on ranks 1
+ * and 2, BF16 blocks sit between FP8 ones: every trainer refuses it. */
+START_TEST(test_fp8_per_stage)
+{
+	static const unsigned char g0110[] = { 0, 1, 1, 0 };
+	struct fix f;
+	struct err e = { "" };
+	char *script, *args, **w;
+
+	fixture(&f, HETERO);
+	f.s.fp8 = true;
+	ck_assert_msg(trainer_check(TRAINER_MEGATRON, &f.m, &f.c, &f.s, &e) == 0, "%s", e.msg);
+	script = emit_text("megatron", &f, "launch.sh", true);
+	ck_assert_ptr_nonnull(script);
+	args = between(script, "ARGS=(\n", "\n)\n");
+	w = words(args);
+	ck_assert(has_arg(w, "--fp8-format=hybrid"));
+	ck_assert(has_arg(w, "--fp8-recipe=tensorwise"));
+	ck_assert(has_arg(w, "--first-last-layers-bf16"));
+	ck_assert(has_arg(w, "--num-layers-at-start-in-bf16=0"));
+	ck_assert(has_arg(w, "--num-layers-at-end-in-bf16=36"));
+	ck_assert_ptr_nonnull(strstr(script, "the first 0 and last 36 blocks, on the GPUs without FP8, in BF16"));
+	words_free(w);
+	free(args);
+	free(script);
+	for (int t = TRAINER_TORCHTITAN; t < TRAINER_COUNT; t++) {
+		ck_assert_int_eq(trainer_check((enum trainer)t, &f.m, &f.c, &f.s, &e), -1);
+		if (t != TRAINER_DEEPSPEED)
+			ck_assert_msg(strstr(e.msg, "FP8 on some GPUs only: no setting keeps the blocks on the GPUs without FP8 in BF16"),
+				      "%s", e.msg);
+	}
+	memcpy(f.s.group, g0110, sizeof g0110);
+	ck_assert_int_eq(trainer_check(TRAINER_MEGATRON, &f.m, &f.c, &f.s, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "megatron: FP8 blocks on both sides of a stage on GPUs without FP8"));
+}
+END_TEST
+
 #define F(name) static void name(struct fix *f)
 F(f_base)
 {
@@ -640,6 +682,12 @@ static const char *const v2_columns[] = {
 	"uneven_batches",
 	"params_total",
 	"params_active",
+	"mfu_peak",
+	"megatron_iteration_s",
+	"torchtitan_iteration_s",
+	"deepspeed_iteration_s",
+	"nemo_iteration_s",
+	"groups_idle",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
@@ -661,6 +709,8 @@ static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 	rows[0].s.grad_bytes = 2;
 	rows[0].s.grad_acc_unfused = true;
 	rows[0].trainers = 1u << TRAINER_MEGATRON | 1u << TRAINER_NEMO;
+	rows[0].trainer_s[TRAINER_MEGATRON] = rows[0].trainer_s[TRAINER_NEMO] = 10;
+	rows[0].trainer_s[TRAINER_TORCHTITAN] = 12.25; /* slower; DeepSpeed: cannot */
 	rows[0].r = (struct cost_result){ .iter_s = 10, .tokens_per_s = 419430.4, .fits = true, .peak_bytes = 60.0 * 1024 * 1024 * 1024 };
 	rows[0].r.time = (struct cost_time){ .compute = 9, .tp = 1, .tp_hidden = 0.5, .cp_hidden = 0.25, .dp_hidden = 1.5 };
 	rows[1].s = f->s;
@@ -744,6 +794,11 @@ START_TEST(test_report_csv)
 	ck_assert_str_eq(cell(&t, 2, "grad_acc_fusion"), "1");
 	ck_assert_str_eq(cell(&t, 1, "trainers"), "megatron,nemo");
 	ck_assert_str_eq(cell(&t, 2, "trainers"), "none");
+	ck_assert_str_eq(cell(&t, 1, "megatron_iteration_s"), "10");
+	ck_assert_str_eq(cell(&t, 1, "torchtitan_iteration_s"), "12.25");
+	ck_assert_str_eq(cell(&t, 1, "deepspeed_iteration_s"), "");
+	ck_assert_str_eq(cell(&t, 1, "nemo_iteration_s"), "10");
+	ck_assert_str_eq(cell(&t, 2, "megatron_iteration_s"), "");
 	/* the hidden parts are not in iteration_s = compute + TP comm */
 	ck_assert_rel(strtod(cell(&t, 1, "iteration_s"), NULL), 10, 1e-12);
 
@@ -797,6 +852,9 @@ START_TEST(test_report_json)
 	}
 	cJSON *o = cJSON_GetArrayItem(a, 0), *o1 = cJSON_GetArrayItem(a, 1);
 
+	ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "torchtitan_iteration_s")->valuedouble, 12.25);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "deepspeed_iteration_s")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o1, "megatron_iteration_s")));
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "attention")->valuestring, "unfused");
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "trainers")->valuestring, "megatron,nemo");
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "norm")->valuestring, "unfused");
@@ -813,7 +871,11 @@ START_TEST(test_report_json)
 	ck_assert_rel(cJSON_GetObjectItemCaseSensitive(o, "dp_comm_hidden_s")->valuedouble, 1.5, 1e-12);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "grad_acc_fusion")));
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o1, "grad_acc_fusion")));
-	ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "fits")));
+	/* fits and sp are booleans (issue 30; "yes"/"no" before) */
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "fits")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o1, "fits")));
+	ck_assert(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(o, "sp")));
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "mfu_peak")->valuestring, "bf16");
 	cJSON_Delete(doc);
 	free(text);
 	free(path);
@@ -876,6 +938,7 @@ int main(void)
 	tcase_add_test(tc, test_feature_deepspeed);
 	tcase_add_test(tc, test_report_csv);
 	tcase_add_test(tc, test_dualpipev_titan);
+	tcase_add_test(tc, test_fp8_per_stage);
 	tcase_add_test(tc, test_report_json);
 	tcase_add_test(tc, test_report_explain);
 	suite_add_tcase(s, tc);

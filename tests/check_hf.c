@@ -680,8 +680,9 @@ START_TEST(test_active_params)
 				     &out, &err),
 			 0);
 	ck_assert_ptr_nonnull(strstr(err, "mistralai_Mixtral-8x7B-v0.1 (46.7B parameters, 12.9B active) on "));
-	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active\n"));
-	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248\n"));
+	/* then mfu_peak, the per-trainer times (issue 30) and groups_idle */
+	ck_assert_ptr_nonnull(strstr(out, ",params_total,params_active,mfu_peak,megatron_iteration_s,"));
+	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248,bf16,"));
 	free(out);
 	free(err);
 }

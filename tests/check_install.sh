@@ -8,6 +8,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build}
+here=$(pwd)
 bin=$build/ampplan
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -114,12 +115,32 @@ else
 	pass
 fi
 
-# Order: profiles/NAME.json of the current directory before the installed
-# one, and a file NAME itself before both (models told apart by name).
+# Order (datafile.h): beside the binary, then the installed data, then the
+# current directory: an installed binary reads the profile installed with
+# it, not profiles/llama70b.json of the current directory (tiny-2-layers);
+# a copy of it with profiles/ beside it reads that one; a file NAME itself
+# is read before all (models told apart by name).
 cp tests/data/tiny-2-layers.json "$tmp/local/profiles/llama70b.json"
 got=$(cd "$tmp/local" && "$prefix/bin/ampplan" profile --model llama70b | sed -n 's/^[[:space:]]*"name":[[:space:]]*"\([^"]*\)".*/\1/p')
+if [ "$got" != Llama-3-70B ]; then
+	fail "installed profile --model llama70b beside profiles/llama70b.json (tiny-2-layers) read '$got', want the installed Llama-3-70B"
+else
+	pass
+fi
+mkdir "$tmp/copy" "$tmp/copy/bin"
+cp "$prefix/bin/ampplan" "$tmp/copy/bin/ampplan"
+mkdir "$tmp/copy/bin/profiles"
+cp tests/data/tiny-2-layers.json "$tmp/copy/bin/profiles/llama70b.json"
+got=$(cd "$tmp/elsewhere" && "$tmp/copy/bin/ampplan" profile --model llama70b | sed -n 's/^[[:space:]]*"name":[[:space:]]*"\([^"]*\)".*/\1/p')
 if [ "$got" != tiny-2-layers ]; then
-	fail "profile --model llama70b beside profiles/llama70b.json (tiny-2-layers) read '$got'"
+	fail "a binary with profiles/llama70b.json (tiny-2-layers) beside it read '$got'"
+else
+	pass
+fi
+# the catalogue too: a cluster file outside the tree naming a catalogue GPU
+cp clusters/aws-g4dn.json "$tmp/elsewhere/cat.json"
+if ! (cd "$tmp/elsewhere" && "$tmp/copy/bin/ampplan" --model "$here/tests/data/hf/gpt2.json" --cluster cat.json >"$tmp/cat.out" 2>"$tmp/cat.err"); then
+	fail "a cluster file naming a catalogue GPU, run from elsewhere: $(cat "$tmp/cat.err")"
 else
 	pass
 fi
@@ -131,10 +152,10 @@ else
 	pass
 fi
 
-# A name found nowhere: exit 1, one line naming the three places.
+# A name found nowhere: exit 1, one line naming the places in their order.
 (cd "$tmp/elsewhere" && "$prefix/bin/ampplan" --model llama70b --cluster nosuch >"$tmp/out" 2>"$tmp/err")
 rc=$?
-want="ampplan: error: --cluster: cannot find 'nosuch': no file 'nosuch', 'clusters/nosuch.json' or '$prefix/share/ampplan/clusters/nosuch.json'"
+want="ampplan: error: --cluster: cannot find 'nosuch': no file 'nosuch', '$prefix/bin/clusters/nosuch.json', '$prefix/clusters/nosuch.json', '$prefix/share/ampplan/clusters/nosuch.json' or 'clusters/nosuch.json'"
 if [ $rc -ne 1 ] || [ -s "$tmp/out" ] || [ "$(cat "$tmp/err")" != "$want" ]; then
 	fail "--cluster nosuch: exit $rc, stderr '$(cat "$tmp/err")', want exit 1 and '$want'"
 else

@@ -1,10 +1,16 @@
 /* check_outputs.c: the output files of the command line (--csv, --json,
  * --emit) as one transaction (issue 13 items 1-3 and 10): nothing changes on
  * a failure, non-regular targets are written in place, the same file twice
- * is a usage error; nodes.txt fields and CSV text cells are safe. Every test
- * runs the built binary in a temporary directory it removes. */
+ * is a usage error; nodes.txt fields and CSV text cells are safe. Issue 27:
+ * the JSON's per-stage detail for the top rows, signals during the commit,
+ * write errors on stdout, --out's manifest, escaped errors. Every test runs
+ * the built binary in a temporary directory it removes. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <csv.h>
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -129,7 +135,7 @@ START_TEST(failing_json_keeps_csv_and_launch)
 	char *dir = tmpdir(), *csv = path2(dir, "keep.csv"), *l = old_launch(dir), *err;
 
 	put_file(csv, "old csv\n");
-	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --emit megatron --out %s --json %s/no/x.json",
+	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --trainer megatron --emit megatron --out %s --force --json %s/no/x.json",
 				 csv, l, dir),
 			 1);
 	ck_assert_msg(strstr(err, "cannot create"), "%s", err);
@@ -151,10 +157,10 @@ START_TEST(failing_csv_keeps_launch)
 {
 	char *dir = tmpdir(), *l = old_launch(dir), *err;
 
-	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s --csv %s/no/x.csv", l, dir), 1);
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer megatron --emit megatron --out %s --csv %s/no/x.csv", l, dir), 1);
 	assert_old_launch(l);
 	free(err);
-	ck_assert_int_eq(run_fmt(NULL, &err, "--emit megatron --out %s/new/sub --csv %s/no/x.csv",
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer megatron --emit megatron --out %s/new/sub --csv %s/no/x.csv",
 				 dir, dir),
 			 1);
 	ck_assert_int_eq(entries(dir), 1); /* only L: new/sub was removed again */
@@ -298,7 +304,7 @@ START_TEST(same_file_twice_is_usage)
 	assert_file(x, "old\n");
 	free(out);
 	free(err);
-	ck_assert_int_eq(run_fmt(&out, &err, "--emit megatron --out %s/L --csv %s/L/nodes.txt",
+	ck_assert_int_eq(run_fmt(&out, &err, "--trainer megatron --emit megatron --out %s/L --csv %s/L/nodes.txt",
 				 dir, dir),
 			 2);
 	ck_assert_int_eq(entries(dir), 1);
@@ -344,7 +350,7 @@ START_TEST(nodes_txt_round_trips_spaces)
 	int lines = 0;
 
 	snprintf(args, sizeof args,
-		 "--model tests/data/tiny-2-layers.json --cluster %s --emit megatron --out %s/L", c, dir);
+		 "--model tests/data/tiny-2-layers.json --cluster %s --trainer megatron --emit megatron --out %s/L", c, dir);
 	ck_assert_int_eq(run_ampplan(args, &out, &err), 0);
 	text = read_file(nodes);
 	ck_assert_ptr_nonnull(text);
@@ -457,6 +463,312 @@ START_TEST(csv_formula_neutralised)
 }
 END_TEST
 
+/* Issue 27 item 1, issue 30: --json-detail K gives the first K rows their
+ * "stages" and the others "stages": null; fits and sp are JSON booleans,
+ * mfu_peak says the MFU's peak; the line after the table gives the rows and
+ * the file's size (checked against stat). Before: --json-detail was
+ * unknown (exit 2), fits was "yes". */
+START_TEST(json_detail_and_booleans)
+{
+	char *dir = tmpdir(), *json = path2(dir, "q.json"), *out, *err, *text, want[128];
+	const cJSON *rows, *row;
+	cJSON *doc;
+	struct stat st;
+	int n;
+
+	ck_assert_int_eq(run_fmt(&out, &err, "--json %s --json-detail 2", json), 0);
+	text = read_file(json);
+	ck_assert_ptr_nonnull(doc = cJSON_Parse(text));
+	rows = field(doc, "strategies");
+	n = cJSON_GetArraySize(rows);
+	ck_assert_int_gt(n, 3);
+	ck_assert_int_eq(field(doc, "json_detail_rows")->valueint, 2);
+	for (int i = 0; i < n; i++) {
+		row = cJSON_GetArrayItem(rows, i);
+		ck_assert_msg(i < 2 ? cJSON_IsArray(field(row, "stages"))
+				    : cJSON_IsNull(field(row, "stages")),
+			      "row %d", i);
+		ck_assert(cJSON_IsTrue(field(row, "fits")));
+		ck_assert(cJSON_IsBool(field(row, "sp")));
+		ck_assert_str_eq(field(row, "mfu_peak")->valuestring, "bf16");
+	}
+	ck_assert_int_eq(stat(json, &st), 0);
+	snprintf(want, sizeof want, "wrote JSON '%s': %d strategies, %.1f MiB, per-stage details for the first 2",
+		 json, n, (double)st.st_size / 1048576.0);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	cJSON_Delete(doc);
+	free(text);
+	free(out);
+	free(err);
+	free(json);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Item 1: the rows are formatted on --threads threads in rounds of 256 per
+ * thread and written in order: the CSV and the JSON (but its search_s) of
+ * 1, 2 and 3 threads are the same bytes, over several rounds. */
+START_TEST(rows_same_for_any_threads)
+{
+	char *dir = tmpdir(), *text[3][2], *err;
+
+	for (int t = 0; t < 3; t++) {
+		char *csv = path2(dir, "x.csv"), *json = path2(dir, "x.json"), *s;
+
+		ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s --json %s --json-detail 300 --threads %d",
+					 csv, json, t + 1),
+				 0);
+		text[t][0] = read_file(csv);
+		text[t][1] = read_file(json);
+		ck_assert_int_gt(count_lines(text[t][0]), 513); /* three rounds of 256 at 1 thread */
+		s = strstr(text[t][1], "\"search_s\":");
+		ck_assert_ptr_nonnull(s);
+		memmove(s, strchr(s, ','), strlen(strchr(s, ',')) + 1);
+		free(err);
+		free(csv);
+		free(json);
+	}
+	for (int t = 1; t < 3; t++)
+		for (int k = 0; k < 2; k++)
+			ck_assert_msg(strcmp(text[t][k], text[0][k]) == 0, "%d threads, file %d", t + 1, k);
+	for (int t = 0; t < 3; t++)
+		for (int k = 0; k < 2; k++)
+			free(text[t][k]);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Runs `ampplan TINY args` in the background with stdin from /dev/null and
+ * its output to dir/log; returns its pid. */
+static pid_t spawn(const char *dir, const char *args)
+{
+	char cmd[2048];
+	pid_t pid;
+
+	snprintf(cmd, sizeof cmd, "exec %s %s %s >%s/log 2>&1 </dev/null", AMPPLAN_BIN, TINY, args,
+		 dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Item 2: SIGINT, SIGTERM or SIGHUP while the commit waits on a FIFO
+ * without a reader removes the temporaries of the JSON and the launch
+ * files and the --out directory it created, then ends ampplan by that
+ * signal (the shell's 130, 143, 129). Before: the default action left
+ * .NAME.XXXXXX files and the new directory behind. */
+START_TEST(signal_cleans_up)
+{
+	const int sig[] = { SIGINT, SIGTERM, SIGHUP };
+
+	for (int k = 0; k < 3; k++) {
+		char *dir = tmpdir(), *fifo = path2(dir, "fifo"), *sub = path2(dir, "new"), args[1024];
+		struct timespec pause = { 0, 20000000 };
+		struct stat st;
+		pid_t pid;
+		int status, waited = 0;
+
+		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+		snprintf(args, sizeof args, "--json %s/q.json --trainer megatron --emit megatron --out %s/new/sub --csv %s",
+			 dir, dir, fifo);
+		pid = spawn(dir, args);
+		/* the temporaries exist once the commit blocks on the FIFO */
+		while (stat(sub, &st) != 0 && waited++ < 1000)
+			nanosleep(&pause, NULL);
+		ck_assert_int_eq(stat(sub, &st), 0);
+		nanosleep(&pause, NULL);
+		ck_assert_int_eq(kill(pid, sig[k]), 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig[k], "status %x", status);
+		ck_assert_int_ne(stat(sub, &st), 0); /* new/ removed */
+		ck_assert_int_eq(entries(dir), 2);   /* fifo and log: no temporary */
+		free(fifo);
+		free(sub);
+		rm_tree(dir);
+		free(dir);
+	}
+}
+END_TEST
+
+/* Runs `sh -c cmd` with stderr into *err (malloc'd); returns the exit
+ * status. */
+static int shell(const char *cmd, char **err)
+{
+	char e[] = "/tmp/ampplan-err-XXXXXX", line[2048];
+	int fd = mkstemp(e), st;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(line, sizeof line, "%s 2>%s </dev/null", cmd, e);
+	st = system(line);
+	*err = read_file(e);
+	remove(e);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Item 3: the table, the what-if, `ampplan profile` and --help on a full
+ * stdout (/dev/full) exit 1 with "cannot write to stdout". Before: exit 0
+ * and nothing said. */
+START_TEST(stdout_full_fails)
+{
+	const char *args[] = {
+		TINY,
+		TINY " --tp 1 --pp 1 --dp 4 --cp 1 --mbs 1",
+		"profile --model tests/data/tiny-2-layers.json",
+		"--help",
+	};
+
+	for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+		char cmd[1024], *err;
+
+		snprintf(cmd, sizeof cmd, "%s %s >/dev/full", AMPPLAN_BIN, args[i]);
+		ck_assert_msg(shell(cmd, &err) == 1, "%s", args[i]);
+		ck_assert_msg(strstr(err, "ampplan: error: cannot write to stdout: No space left on device"),
+			      "%s: %s", args[i], err);
+		free(err);
+	}
+}
+END_TEST
+
+/* The mode bits of path. */
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/* Item 6: --out refuses to replace a launch.sh it did not write (exit 1,
+ * the file kept), replaces it with --force keeping its mode 0600, replaces
+ * its own files on the next run but not one edited since, and removes the
+ * files of another format it wrote before, leaving a file of the user's
+ * alone. Before: launch.sh was replaced silently with mode 0755, and a
+ * megatron launch.sh stayed beside the NeMo files. */
+START_TEST(out_manifest)
+{
+	char *dir = tmpdir(), *l = path2(dir, "L"), *sh = path2(l, "launch.sh"),
+	     *notes = path2(l, "notes.md"), *toml = path2(l, "overrides.txt"), *err, *text;
+
+	ck_assert_int_eq(mkdir(l, 0777), 0);
+	put_file(sh, "hand-edited\n");
+	put_file(notes, "mine\n");
+	ck_assert_int_eq(chmod(sh, 0600), 0);
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer megatron --emit megatron --out %s", l), 1);
+	ck_assert_msg(strstr(err, "launch.sh' exists and was not written by ampplan"), "%s", err);
+	assert_file(sh, "hand-edited\n");
+	ck_assert_int_eq(entries(l), 2);
+	free(err);
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer megatron --emit megatron --out %s --force", l), 0);
+	ck_assert_uint_eq(mode_of(sh), 0600);
+	text = read_file(sh);
+	ck_assert_ptr_nonnull(strstr(text, "pretrain_gpt.py"));
+	free(text);
+	free(err);
+	/* ours now: replaced without --force */
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer megatron --emit megatron --out %s", l), 0);
+	free(err);
+	/* another format: megatron's launch.sh is stale and removed */
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer nemo --emit nemo --out %s", l), 0);
+	ck_assert_int_ne(access(sh, F_OK), 0);
+	ck_assert_int_eq(access(toml, F_OK), 0);
+	assert_file(notes, "mine\n");
+	free(err);
+	/* edited since: refused */
+	put_file(toml, "edited\n");
+	ck_assert_int_eq(run_fmt(NULL, &err, "--trainer nemo --emit nemo --out %s", l), 1);
+	ck_assert_msg(strstr(err, "overrides.txt' exists and was not written by ampplan"), "%s", err);
+	assert_file(toml, "edited\n");
+	free(err);
+	free(sh);
+	free(notes);
+	free(toml);
+	free(l);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Item 6: a CSV that is replaced keeps its mode. Before: 0600 became 0644
+ * (0666 less the umask). */
+START_TEST(replaced_file_keeps_mode)
+{
+	char *dir = tmpdir(), *csv = path2(dir, "x.csv"), *err;
+
+	put_file(csv, "old\n");
+	ck_assert_int_eq(chmod(csv, 0600), 0);
+	ck_assert_int_eq(run_fmt(NULL, &err, "--csv %s", csv), 0);
+	ck_assert_uint_eq(mode_of(csv), 0600);
+	free(err);
+	free(csv);
+	rm_tree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Item 7: a path with an escape sequence and a newline is echoed escaped,
+ * the error one line. Before: the raw ESC byte and newline reached the
+ * terminal. */
+START_TEST(error_text_escaped)
+{
+	char cmd[512], *err;
+
+	snprintf(cmd, sizeof cmd, "%s --model \"$(printf 'a\\033[2Jb\\nc')\" --cluster x", AMPPLAN_BIN);
+	ck_assert_int_eq(shell(cmd, &err), 1);
+	ck_assert_ptr_null(strchr(err, '\033'));
+	ck_assert_msg(strstr(err, "a\\x1b[2Jb\\nc"), "%s", err);
+	ck_assert_int_eq(count_lines(err), 1);
+	free(err);
+}
+END_TEST
+
+/* Item 7: --csv x --json x is refused before anything is loaded or
+ * searched: with a model that does not exist it is still the usage error
+ * (exit 2), not the missing model (exit 1). Before: exit 1 (after the
+ * search when the model exists). */
+START_TEST(same_file_refused_first)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan("--model no-such-model.json --cluster tests/data/one-t4-node.json --csv /tmp/ampplan-x --json /tmp/../tmp/ampplan-x",
+				     &out, &err),
+			 2);
+	ck_assert_msg(strstr(err, "are the same file"), "%s", err);
+	ck_assert_int_ne(access("/tmp/ampplan-x", F_OK), 0);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Issue 30: an FP8 row's MFU is marked '*', and a note under the table
+ * says it is against the BF16 peak. Before: no marker. */
+START_TEST(fp8_mfu_marked)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/h100-fp8.json --tp 1 --pp 1 --dp 16 --cp 1 --mbs 1 --fp8 on --gbs 16",
+				     &out, &err),
+			 0);
+	ck_assert_msg(strstr(out, "0.0*"), "%s", out);
+	ck_assert_msg(strstr(out, "* MFU against the BF16 peak"), "%s", out);
+	ck_assert_msg(strstr(out, "MFU 0.0% (against the BF16 peak"), "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(run_ampplan("--model tests/data/tiny-2-layers.json --cluster tests/data/h100-fp8.json --tp 1 --pp 1 --dp 16 --cp 1 --mbs 1 --fp8 off --gbs 16",
+				     &out, &err),
+			 0);
+	ck_assert_ptr_null(strstr(out, "MFU against"));
+	free(out);
+	free(err);
+}
+END_TEST
+
 static Suite *outputs_suite(void)
 {
 	Suite *s = suite_create("outputs");
@@ -472,6 +784,15 @@ static Suite *outputs_suite(void)
 	tcase_add_test(tc, same_file_twice_is_usage);
 	tcase_add_test(tc, nodes_txt_round_trips_spaces);
 	tcase_add_test(tc, csv_formula_neutralised);
+	tcase_add_test(tc, json_detail_and_booleans);
+	tcase_add_test(tc, rows_same_for_any_threads);
+	tcase_add_test(tc, signal_cleans_up);
+	tcase_add_test(tc, stdout_full_fails);
+	tcase_add_test(tc, out_manifest);
+	tcase_add_test(tc, replaced_file_keeps_mode);
+	tcase_add_test(tc, error_text_escaped);
+	tcase_add_test(tc, same_file_refused_first);
+	tcase_add_test(tc, fp8_mfu_marked);
 	suite_add_tcase(s, tc);
 	return s;
 }

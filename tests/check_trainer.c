@@ -13,7 +13,9 @@
 #include "profile.h"
 #include "strategy.h"
 #include "testutil.h"
+#include "plan.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 /* The Hugging Face configs of tests/data/hf (copies of
@@ -129,6 +131,74 @@ START_TEST(test_hf_configs)
 	free(script);
 	free(cfg);
 	model_free(m);
+}
+END_TEST
+
+/* trainer_features: what each trainer runs a TP 4 (SP), ZeRO-1, DP 2
+ * strategy with, from TRAINERS.md and the trainers' defaults, by hand:
+ * Megatron-LM and NeMo every overlap (--tp-comm-overlap, --overlap-grad-
+ * reduce, --overlap-param-gather) and gradient accumulation fusion, fp32
+ * gradients; torchtitan async TP, FSDP2 (its gathers per layer), autograd's
+ * accumulation, torch.compile's fused kernels; DeepSpeed no TP overlap,
+ * overlap_comm for the reduction, no parameter prefetch below ZeRO-3,
+ * bf16 gradients. With trainer_defaults the bare CLIs: nothing overlapped
+ * but FSDP2's own and DeepSpeed ZeRO-3's overlap_comm, torchtitan eager.
+ * An option fixed by the user wins over every trainer. */
+START_TEST(test_trainer_features)
+{
+	static const struct {
+		int t;
+		bool bare, tp_ov, grad_ov, param_ov, acc_unfused, fsdp, eager;
+		int grad_bytes;
+	} want[] = {
+		{ TRAINER_MEGATRON, false, 1, 1, 1, 0, 0, 0, 4 },
+		{ TRAINER_NEMO, false, 1, 1, 1, 0, 0, 0, 4 },
+		{ -1, false, 1, 1, 1, 0, 0, 0, 4 },
+		{ TRAINER_TORCHTITAN, false, 1, 1, 1, 1, 1, 0, 4 },
+		{ TRAINER_DEEPSPEED, false, 0, 1, 0, 1, 0, 0, 2 },
+		{ TRAINER_MEGATRON, true, 0, 0, 0, 0, 0, 0, 4 },
+		{ TRAINER_TORCHTITAN, true, 0, 1, 1, 1, 1, 1, 4 },
+		{ TRAINER_DEEPSPEED, true, 0, 0, 0, 1, 0, 0, 2 },
+	};
+	struct model m = { .fp16 = false };
+	struct plan_opts o;
+
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		struct strategy s = { .tp = 4, .sp = true, .zero = 1, .dp = 2, .cp = 1, .pp = 1 };
+
+		plan_opts_init(&o);
+		o.trainer_defaults = want[i].bare;
+		trainer_features(want[i].t, &s, &m, &o);
+		ck_assert_msg(s.tp_overlap == want[i].tp_ov && s.grad_overlap == want[i].grad_ov &&
+				      s.param_overlap == want[i].param_ov &&
+				      s.grad_acc_unfused == want[i].acc_unfused && s.fsdp == want[i].fsdp &&
+				      s.unfused_norm == want[i].eager && s.unfused_pointwise == want[i].eager &&
+				      s.grad_bytes == want[i].grad_bytes,
+			      "case %zu", i);
+	}
+	/* DeepSpeed's ZeRO-3 turns overlap_comm on by default */
+	{
+		struct strategy s = { .tp = 1, .zero = 3, .dp = 8, .cp = 1, .pp = 1 };
+
+		plan_opts_init(&o);
+		o.trainer_defaults = true;
+		trainer_features(TRAINER_DEEPSPEED, &s, &m, &o);
+		ck_assert(s.grad_overlap && s.param_overlap && !s.tp_overlap);
+	}
+	/* fixed options and an fp16 model */
+	{
+		struct strategy s = { .tp = 4, .sp = true, .zero = 1, .dp = 2, .cp = 1, .pp = 1 };
+
+		plan_opts_init(&o);
+		o.tp_overlap = 0;
+		o.grad_acc_fusion = 1;
+		m.fp16 = true;
+		trainer_features(TRAINER_TORCHTITAN, &s, &m, &o);
+		ck_assert(!s.tp_overlap && !s.grad_acc_unfused && s.fsdp);
+		ck_assert_int_eq(s.grad_bytes, 4); /* float32 reduction */
+		trainer_features(TRAINER_MEGATRON, &s, &m, &o);
+		ck_assert_int_eq(s.grad_bytes, 2); /* fp16: no fp32 main gradients */
+	}
 }
 END_TEST
 
@@ -540,6 +610,7 @@ int main(void)
 	TCase *tc = tcase_create("trainer");
 
 	tcase_add_test(tc, test_trainer_mask);
+	tcase_add_test(tc, test_trainer_features);
 	tcase_add_loop_test(tc, test_hf_configs, 0, (int)(sizeof hf_cases / sizeof *hf_cases));
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_nodes);

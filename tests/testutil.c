@@ -491,6 +491,7 @@ const enum trainer format_trainer[EMIT_COUNT] = {
 	[EMIT_DEEPSPEED] = TRAINER_DEEPSPEED,
 	[EMIT_NEMO] = TRAINER_NEMO,
 	[EMIT_SLURM] = TRAINER_MEGATRON,
+	[EMIT_TORCHTITAN_MAIN] = TRAINER_TORCHTITAN,
 };
 
 const char *golden_refusal(int cs, int fm)
@@ -509,6 +510,8 @@ const char *golden_refusal(int cs, int fm)
 		return "megatron: ZeRO stage 3 has no flag; the distributed optimizer is ZeRO-1 (gradients stay whole)";
 	if (cs == ZERO3 && fm == EMIT_NEMO)
 		return "nemo: ZeRO stage 3 has no flag; the distributed optimizer is ZeRO-1 (gradients stay whole)";
+	if (cs == MOE && fm == EMIT_TORCHTITAN_MAIN) /* etp unset: tp 2 */
+		return "torchtitan: main (2026-08) has no expert tensor parallelism: the experts cannot split over 2 GPUs (etp); plan with --etp 1, or emit torchtitan (v0.2.2)";
 	return NULL;
 }
 

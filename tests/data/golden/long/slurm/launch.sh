@@ -42,6 +42,25 @@ if ! [[ $NODE_RANK =~ ^[0-9]+$ ]] || [ "$NODE_RANK" -ge "$NNODES" ]; then
 	echo "launch.sh: error: NODE_RANK must be 0 to 3, not '$NODE_RANK'" >&2
 	exit 1
 fi
+# This node must have the GPU type nodes.txt gives its rank (nvidia-smi;
+# AMPPLAN_NO_GPU_CHECK=1 skips the check).
+case $NODE_RANK in
+0|1|2|3) GPU_MODEL=H100 GPU_MIB=0 GPU_TYPE='H100' ;;
+esac
+if [ -n "$GPU_MODEL" ] && [ "${AMPPLAN_NO_GPU_CHECK:-0}" != 1 ]; then
+	if ! smi=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>&1); then
+		echo "launch.sh: error: node rank $NODE_RANK needs $GPU_TYPE GPUs (nodes.txt), and nvidia-smi fails: $smi (AMPPLAN_NO_GPU_CHECK=1 skips the check)" >&2
+		exit 1
+	fi
+	while IFS=, read -r name mib; do
+		mib=${mib// /}
+		if [[ ${name^^} != *"$GPU_MODEL"* ]] || ! [[ $mib =~ ^[0-9]+$ ]] ||
+			[ $((mib * 100)) -lt $((GPU_MIB * 97)) ]; then
+			echo "launch.sh: error: node rank $NODE_RANK needs $GPU_TYPE GPUs (nodes.txt), but this node has '$name' with $mib MiB (AMPPLAN_NO_GPU_CHECK=1 skips the check)" >&2
+			exit 1
+		fi
+	done <<<"$smi"
+fi
 MEGATRON_LM=${MEGATRON_LM:-.}
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 

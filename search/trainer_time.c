@@ -1,0 +1,222 @@
+/* trainer_time.c: the time each trainer runs a strategy in (trainer_time.h):
+ * the trainer's features set on the strategy (TRAINERS.md and trainer.c's
+ * trainer_allows), costed by cost_evaluate as the search costs it. */
+#include "trainer_time.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cost.h"
+#include "model.h"
+#include "plan.h"
+#include "strategy.h"
+#include "trainer.h"
+#include "util.h"
+
+/* A switch of o: its value where set (0 or 1), else dflt. */
+static bool pick(int fixed, bool dflt)
+{
+	return fixed >= 0 ? fixed != 0 : dflt;
+}
+
+/* The bare CLI defaults (trainer_defaults):
+ * - Megatron-LM and NeMo: --tp-comm-overlap, --overlap-grad-reduce and
+ *   --overlap-param-gather off (arguments.py; NeMo's
+ *   DistributedDataParallelConfig likewise), gradient accumulation fusion
+ *   on (with Transformer Engine);
+ * - torchtitan v0.2.2: compile.enable false (eager kernels), no async TP;
+ *   FSDP2 prefetches its gathers and overlaps its reduce-scatters by itself;
+ * - DeepSpeed: zero_optimization.overlap_comm false, except at stage 3,
+ *   where DeepSpeed turns it on (its ZeRO-3 config default). */
+void trainer_features(int t, struct strategy *s, const struct model *m,
+		      const struct plan_opts *o)
+{
+	bool bare = o->trainer_defaults, titan = t == TRAINER_TORCHTITAN;
+	bool ds = t == TRAINER_DEEPSPEED;
+
+	if (bare) {
+		bool z3 = ds && s->zero == 3;
+
+		s->tp_overlap = pick(o->tp_overlap, false);
+		s->grad_overlap = pick(o->grad_overlap, (titan && s->zero >= 1) || z3);
+		s->param_overlap = pick(o->param_overlap, (titan && s->zero >= 1) || z3);
+	} else {
+		s->tp_overlap = pick(o->tp_overlap, trainer_allows(t, FEATURE_TP_OVERLAP, s));
+		s->grad_overlap = pick(o->grad_overlap, trainer_allows(t, FEATURE_GRAD_OVERLAP, s));
+		s->param_overlap = pick(o->param_overlap, trainer_allows(t, FEATURE_PARAM_OVERLAP, s));
+	}
+	s->grad_acc_unfused = !pick(o->grad_acc_fusion, trainer_allows(t, FEATURE_GRAD_ACC_FUSION, s));
+	/* torchtitan shards with FSDP2 at every ZeRO stage >= 1 (trainer.c
+	   check_zero): its gathers follow the layers */
+	s->fsdp = titan && s->zero >= 1;
+	s->unfused_norm = o->unfused_norm || (bare && titan);
+	s->unfused_pointwise = bare && titan;
+	/* DeepSpeed's ZeRO keeps the training dtype, Megatron its fp32 main
+	   gradients but under fp16; torchtitan reduces in float32
+	   (training.mixed_precision_reduce) */
+	if (!o->grad_bytes)
+		s->grad_bytes = ds || (m->fp16 && !titan) ? 2 : 4;
+}
+
+unsigned trainer_feature_bits(const struct strategy *s)
+{
+	return (s->tp_overlap ? TF_TP_OVERLAP : 0) | (s->grad_overlap ? TF_GRAD_OVERLAP : 0) |
+	       (s->param_overlap ? TF_PARAM_OVERLAP : 0) |
+	       (s->grad_acc_unfused ? 0 : TF_GRAD_ACC_FUSION) | (s->fsdp ? TF_FSDP : 0) |
+	       (s->unfused_norm ? 0 : TF_FUSED_NORM) |
+	       (s->unfused_pointwise ? 0 : TF_FUSED_POINTWISE) |
+	       (s->grad_bytes == 2 ? 0 : TF_GRAD_FP32);
+}
+
+const char *trainer_feature_diff(char *buf, size_t n, const struct strategy *s, unsigned feat)
+{
+	static const struct {
+		unsigned bit;
+		const char *on, *off;
+	} say[] = {
+		{ TF_TP_OVERLAP, "TP comm overlapped", "no TP comm overlap" },
+		{ TF_GRAD_OVERLAP, "gradient reduction overlapped", "gradient reduction exposed" },
+		{ TF_PARAM_OVERLAP, "parameter gather overlapped", "parameter gather exposed" },
+		{ TF_GRAD_ACC_FUSION, "gradient accumulation in the GEMMs",
+		  "gradient accumulation in a pass of its own" },
+		{ TF_FSDP, "FSDP2: each layer's parameters gathered in every micro-batch's forward and backward",
+		  "parameters gathered once per iteration" },
+		{ TF_FUSED_NORM, "fused norms", "norms as eager kernels" },
+		{ TF_FUSED_POINTWISE, "fused RoPE and SwiGLU", "RoPE and SwiGLU as eager kernels" },
+		{ TF_GRAD_FP32, "fp32 gradients", "gradients reduced in 2 bytes" },
+	};
+	unsigned diff = trainer_feature_bits(s) ^ feat;
+	size_t len = 0;
+
+	if (n)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof say / sizeof say[0] && len < n; i++)
+		if (diff & say[i].bit)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? ", " : "",
+						feat & say[i].bit ? say[i].on : say[i].off);
+	return buf;
+}
+
+int trainer_times(struct plan_row *row, const struct model *m, const struct cluster *c,
+		  const struct plan_opts *o, struct err *e)
+{
+	row->trainers = 0;
+	memset(row->trainer_s, 0, sizeof row->trainer_s);
+	memset(row->trainer_feat, 0, sizeof row->trainer_feat);
+	if (row->why[0]) {
+		row->trainers = trainer_mask(m, c, &row->s);
+		return 0;
+	}
+	for (int t = 0; t < TRAINER_COUNT; t++) {
+		struct strategy v = row->s;
+		struct layer_costs lc = { 0 };
+		struct cost_result r;
+
+		if (trainer_check((enum trainer)t, m, c, &row->s, NULL))
+			continue;
+		trainer_features(t, &v, m, o);
+		row->trainer_feat[t] = trainer_feature_bits(&v);
+		if (memcmp(&v, &row->s, sizeof v) == 0) {
+			row->trainer_s[t] = row->r.iter_s;
+		} else {
+			if (cost_layers(&lc, m, c, &v, NULL, e))
+				return -1;
+			cost_evaluate(&r, m, c, &v, &lc);
+			cost_layers_free(&lc);
+			row->trainer_s[t] = r.fits ? r.iter_s : 0;
+		}
+		if (row->trainer_s[t] > 0 &&
+		    fabs(row->trainer_s[t] - row->r.iter_s) <= row->r.iter_s * TRAINER_TIME_TOL)
+			row->trainers |= 1u << t;
+	}
+	return 0;
+}
+
+/* One row of trainer_rows: its times, and the fastest trainer's strategy
+ * where none runs it at its time. Returns 1 when it changed, 0, or -1 with
+ * e set. */
+static int trainer_row(struct plan_row *row, const struct model *m, const struct cluster *c,
+		       const struct plan_opts *o, struct err *e)
+{
+	struct layer_costs lc = { 0 };
+	int best = -1;
+
+	if (trainer_times(row, m, c, o, e))
+		return -1;
+	if (row->why[0] || row->trainers)
+		return 0;
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		if (row->trainer_s[t] > 0 && (best < 0 || row->trainer_s[t] < row->trainer_s[best]))
+			best = t;
+	if (best < 0)
+		return 0;
+	trainer_features(best, &row->s, m, o);
+	if (cost_layers(&lc, m, c, &row->s, NULL, e))
+		return -1;
+	cost_evaluate(&row->r, m, c, &row->s, &lc);
+	cost_layers_free(&lc);
+	return trainer_times(row, m, c, o, e) ? -1 : 1;
+}
+
+/* A thread's share of trainer_rows: rows k, k + n, k + 2n, ... */
+struct rows_job {
+	struct plan *p;
+	const struct model *m;
+	const struct cluster *c;
+	const struct plan_opts *o;
+	int k, n, rc;
+	struct err e;
+};
+
+static void *rows_work(void *arg)
+{
+	struct rows_job *j = arg;
+
+	for (int i = j->k; i < j->p->n_row && j->rc >= 0; i += j->n) {
+		int rc = trainer_row(&j->p->row[i], j->m, j->c, j->o, &j->e);
+
+		j->rc = rc < 0 ? -1 : j->rc | rc;
+	}
+	return NULL;
+}
+
+int trainer_rows(struct plan *p, const struct model *m, const struct cluster *c,
+		 const struct plan_opts *o, struct err *e)
+{
+	/* the rows are independent: spread over the search's threads (one
+	   per online CPU, at most 16, as pool.c), some 256 rows each at least */
+	long n = o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+	struct rows_job job[16];
+	pthread_t tid[16];
+	int rc = 0, started = 1;
+
+	if (n > 16)
+		n = 16;
+	if (n > p->n_row / 256 + 1)
+		n = p->n_row / 256 + 1;
+	if (n < 1)
+		n = 1;
+	for (int k = 0; k < n; k++)
+		job[k] = (struct rows_job){ p, m, c, o, k, (int)n, 0, { "" } };
+	for (int k = 1; k < n; k++, started++)
+		if (pthread_create(&tid[k], NULL, rows_work, &job[k]))
+			break;
+	/* rows a thread that did not start would have had */
+	for (int k = started; k < n; k++)
+		job[k].n = (int)n, rows_work(&job[k]);
+	rows_work(&job[0]);
+	for (int k = 1; k < started; k++)
+		pthread_join(tid[k], NULL);
+	for (int k = 0; k < n; k++) {
+		if (job[k].rc < 0) {
+			if (e)
+				*e = job[k].e;
+			return -1;
+		}
+		rc |= job[k].rc;
+	}
+	return rc;
+}
