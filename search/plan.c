@@ -343,6 +343,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	struct plan *all;
 	double t0 = now(), best = INFINITY;
 	bool added = false;
+	long budget = o->work_budget > 0 ? o->work_budget : PLAN_WORK_BUDGET;
 
 	if (cost && c->n_group > PLAN_COST_MAX_GROUPS && !plan_opts_what_if(o)) {
 		cluster_free(x);
@@ -382,10 +383,11 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 			all->subsets_pruned++;
 			continue;
 		}
-		/* the work budget is the whole search's: each subset takes what
-		 * the ones before it left */
-		if (o->work_budget > 0) {
-			so.work_budget = o->work_budget - all->evaluated;
+		/* the work budget (the default where none is given) is the
+		 * whole search's: each subset takes what the ones before it
+		 * left */
+		if (!o->exhaustive) {
+			so.work_budget = budget - all->work;
 			if (so.work_budget <= 0) {
 				all->truncated = true;
 				continue;
@@ -417,6 +419,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	}
 	if (o->progress)
 		o->progress(1.0, o->progress_arg); /* where the last subset was ruled out */
+	if (all->truncated)
+		all->budget = budget;
 	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
 	all->n_feasible = 0;
