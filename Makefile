@@ -133,11 +133,13 @@ $(BUILD)/bench: $(BUILD)/tests/bench.o $(BUILD)/libampplan.a
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_RUNS ?= 300
+# fuzz_diff runs two searches per input (about 0.2 s): fewer in the smoke run
+FUZZ_SMOKE_RUNS_diff ?= 20
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
 	-pthread -Icostmodel -Iinput -Isearch -Ioutput -Itests/fuzz $(CONFIG_DEFS) $(FUZZ_SAN)
-FUZZ_TARGETS := model hf cluster report search
+FUZZ_TARGETS := model hf cluster report search diff
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_RUN = -timeout=30 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=0
@@ -171,10 +173,10 @@ fuzz-smoke: test-deps
 # One target's smoke run (fuzz-smoke runs them side by side under -j).
 $(FUZZ_TARGETS:%=fuzz-smoke-%): fuzz-smoke-%: $(FUZZ_DIR)/fuzz_%
 	@rm -rf $(FUZZ_DIR)/smoke/$*; mkdir -p $(FUZZ_DIR)/smoke/$*
-	@$< $(FUZZ_RUN) -seed=1 -runs=$(FUZZ_SMOKE_RUNS) -artifact_prefix=$(FUZZ_DIR)/crashes/$*- \
+	@$< $(FUZZ_RUN) -seed=1 -runs=$(or $(FUZZ_SMOKE_RUNS_$*),$(FUZZ_SMOKE_RUNS)) -artifact_prefix=$(FUZZ_DIR)/crashes/$*- \
 		$(FUZZ_DIR)/smoke/$* tests/fuzz/corpus/$* 2>$(FUZZ_DIR)/smoke/$*.log \
 		|| { cat $(FUZZ_DIR)/smoke/$*.log; exit 1; }
-	@echo "== fuzz_$*: seeds + $(FUZZ_SMOKE_RUNS) runs: $$(tail -n 1 $(FUZZ_DIR)/smoke/$*.log)"
+	@echo "== fuzz_$*: seeds + $(or $(FUZZ_SMOKE_RUNS_$*),$(FUZZ_SMOKE_RUNS)) runs: $$(tail -n 1 $(FUZZ_DIR)/smoke/$*.log)"
 
 # The binary, the man page and the data files (DATA_DIRS into DATADIR, which
 # the binary looks in); DESTDIR stages the tree for a package.

@@ -377,6 +377,8 @@ static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const 
  *   and logits); the heaviest rank (most bytes) and the fullest (highest
  *   share of its GPU's memory) are reported; fits if every rank is within
  *   its GPU's memory. */
+_Thread_local long cost_evaluations;
+
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc)
@@ -387,6 +389,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	double tail_dp, tail_hid, tail_opt, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
 	int pp = s->pp, mb, bn = 0;
 
+	cost_evaluations++;
 	*r = zero_result;
 	r->overflow_rank = -1;
 	r->fits = true;

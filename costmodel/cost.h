@@ -249,10 +249,15 @@ struct cost_result {
 };
 
 /* Evaluates strategy s (partition and placement set) with the layer costs lc
- * computed for it. Never fails; r->fits says whether it fits in memory. */
+ * computed for it. Never fails; r->fits says whether it fits in memory.
+ * Counts the call in cost_evaluations. */
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc);
+
+/* cost_evaluate calls on the calling thread (the search's work budget
+ * reads it; nothing resets it). */
+extern _Thread_local long cost_evaluations;
 
 /* One virtual stage k of a placed and partitioned strategy, per
  * micro-batch on one GPU of its group (the chunk of pipeline rank k % pp

@@ -70,3 +70,38 @@ int fields_read_dims(struct model *m, const cJSON *doc, const struct keys *k,
 			       MAX_QDIM);
 	return 0;
 }
+
+int fields_check_rope(const struct model *m, const char *type_key, struct err *e)
+{
+	static const char *const types[] = { FIELDS_ROPE_TYPES };
+	const struct rope_scaling *r = &m->rope_scaling;
+	char key[40];
+	int t;
+
+	if (!r->type[0])
+		return 0;
+	snprintf(key, sizeof key, "rope_scaling.%s", type_key);
+	if (fields_pick(key, r->type, types, (int)(sizeof types / sizeof *types), &t, e))
+		return -1;
+	if ((r->factor != 0 || strcmp(r->type, "longrope") != 0) &&
+	    strcmp(r->type, "default") != 0 && strcmp(r->type, "mrope") != 0 &&
+	    r->factor < 1)
+		return err_set(e, "field 'rope_scaling.factor' must be at least 1 for "
+				  "rope type '%s', not %g",
+			       r->type, r->factor);
+	if (strcmp(r->type, "llama3") != 0)
+		return 0;
+	if (r->low_freq_factor <= 0 || r->high_freq_factor <= 0)
+		return err_set(e, "field 'rope_scaling.%s' must be above 0 for rope "
+				  "type 'llama3', not %g",
+			       r->low_freq_factor <= 0 ? "low_freq_factor" : "high_freq_factor",
+			       r->low_freq_factor <= 0 ? r->low_freq_factor : r->high_freq_factor);
+	if (r->low_freq_factor > r->high_freq_factor)
+		return err_set(e, "field 'rope_scaling.low_freq_factor' (%g) must be at "
+				  "most 'rope_scaling.high_freq_factor' (%g)",
+			       r->low_freq_factor, r->high_freq_factor);
+	if (r->original_max_pos <= 0)
+		return err_set(e, "missing field 'rope_scaling.original_max_position_"
+				  "embeddings' (rope type 'llama3' needs it)");
+	return 0;
+}

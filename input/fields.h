@@ -61,6 +61,21 @@ int fields_read_dims(struct model *m, const struct cJSON *doc,
 int fields_opt_int(const struct cJSON *obj, const char *where, const char *key,
 		   bool required, long min, long max, int *out, struct err *e);
 
+/* The rope_scaling types Hugging Face transformers knows
+ * (modeling_rope_utils.py ROPE_INIT_FUNCTIONS, and Qwen2-VL's "mrope"). */
+#define FIELDS_ROPE_TYPES "default", "linear", "dynamic", "yarn", "longrope", "llama3", "mrope"
+
+/* Checks m->rope_scaling as read from the object "rope_scaling" (its type
+ * under type_key: "type" or "rope_type"), as transformers' rope validation
+ * does (modeling_rope_utils.py): the type one of FIELDS_ROPE_TYPES; factor
+ * at least 1 where the type scales by it (linear, dynamic, yarn, llama3;
+ * longrope where given; 0 counts as absent); llama3's low_freq_factor and
+ * high_freq_factor above 0 with low <= high (its smoothing divides by
+ * high - low where a wavelength falls between them, and the wavelengths
+ * by each) and original_max_position_embeddings given. Returns 0, or -1
+ * with e naming the field. */
+int fields_check_rope(const struct model *m, const char *type_key, struct err *e);
+
 /* Sets *out to the index of val in names[0..n-1] and returns 0, or returns
  * -1 with e set to "field 'KEY' must be 'a', 'b' or 'c', not 'VAL'". */
 int fields_pick(const char *key, const char *val, const char *const names[],

@@ -124,7 +124,8 @@ static int read_rope(struct model *m, const cJSON *doc, struct err *e)
 			       fields_opt_int(doc, "", "original_max_position_embeddings", false,
 					      1, MAX_POS, &r->original_max_pos, e) ||
 			       fields_opt_int(o, "rope_scaling", "original_max_position_embeddings",
-					      false, 1, MAX_POS, &r->original_max_pos, e)
+					      false, 1, MAX_POS, &r->original_max_pos, e) ||
+			       fields_check_rope(m, cJSON_GetObjectItemCaseSensitive(o, "rope_type") ? "rope_type" : "type", e)
 		       ? -1
 		       : 0;
 }

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -113,34 +114,46 @@ static void position(const char *buf, const char *at, int *line, int *col)
 }
 
 /* Scans the text for the first '[' or '{' nested deeper than
- * JSON_MAX_DEPTH outside strings (*nul false), or a \u0000 escape inside a
- * string (*nul true; cJSON would cut the string there). Returns it, or
- * NULL. Linear time. */
-static const char *too_deep(const char *buf, size_t len, bool *nul)
+ * JSON_MAX_DEPTH outside strings (*why 'd'), a \u0000 escape inside a
+ * string (*why '0'; cJSON would cut the string there), or the ',', '[' or
+ * '{' past which the document could hold more than JSON_MAX_VALUES values
+ * (*why 'v': a valid document holds at most 1 + commas + containers
+ * values). Returns it, or NULL. Linear time. */
+static const char *scan(const char *buf, size_t len, char *why)
 {
 	int depth = 0;
+	long values = 1;
 	bool in_str = false;
 
-	*nul = false;
 	for (size_t i = 0; i < len; i++) {
 		char c = buf[i];
 
 		if (in_str) {
 			if (c == '\\' && strncmp(buf + i + 1, "u0000", 5) == 0) {
-				*nul = true;
+				*why = '0';
 				return buf + i;
 			}
 			if (c == '\\')
 				i++;
 			else if (c == '"')
 				in_str = false;
-		} else if (c == '"') {
+			continue;
+		}
+		if (c == '"') {
 			in_str = true;
-		} else if (c == '[' || c == '{') {
-			if (++depth > JSON_MAX_DEPTH)
+			continue;
+		}
+		if (c == '[' || c == '{') {
+			if (++depth > JSON_MAX_DEPTH) {
+				*why = 'd';
 				return buf + i;
+			}
 		} else if ((c == ']' || c == '}') && depth > 0) {
 			depth--;
+		}
+		if ((c == '[' || c == '{' || c == ',') && ++values > JSON_MAX_VALUES) {
+			*why = 'v';
+			return buf + i;
 		}
 	}
 	return NULL;
@@ -259,12 +272,12 @@ fail:
 
 cJSON *json_load(const char *path, struct err *e)
 {
-	const char *end = NULL, *deep;
+	const char *end = NULL, *bad;
 	size_t len = 0;
 	char *buf = slurp(path, &len, e);
 	cJSON *doc;
 	int line, col;
-	bool nul;
+	char why;
 
 	if (!buf)
 		return NULL;
@@ -273,14 +286,18 @@ cJSON *json_load(const char *path, struct err *e)
 		free(buf);
 		return NULL;
 	}
-	deep = too_deep(buf, len, &nul);
-	if (deep) {
-		position(buf, deep, &line, &col);
-		if (nul)
+	bad = scan(buf, len, &why);
+	if (bad) {
+		position(buf, bad, &line, &col);
+		if (why == '0')
 			err_set(e, "%s:%d:%d: a string holds \\u0000", path, line, col);
-		else
+		else if (why == 'd')
 			err_set(e, "%s: nesting deeper than %d at %d:%d", path,
 				JSON_MAX_DEPTH, line, col);
+		else
+			err_set(e, "%s: more than %d values (numbers, strings, arrays "
+				   "and objects) at %d:%d",
+				path, JSON_MAX_VALUES, line, col);
 		free(buf);
 		return NULL;
 	}
@@ -323,6 +340,11 @@ int json_num(const cJSON *obj, const char *where, const char *key, bool required
 	    v->valuedouble < min || v->valuedouble > max)
 		return err_set(e, "field '%s%s%s' must be a number in [%g, %g]",
 			       where, *where ? "." : "", key, min, max);
+	if (fpclassify(v->valuedouble) == FP_SUBNORMAL)
+		return err_set(e, "field '%s%s%s' must be 0 or at least %g in "
+				  "magnitude (%g is subnormal: the costs would "
+				  "overflow)",
+			       where, *where ? "." : "", key, DBL_MIN, v->valuedouble);
 	*out = v->valuedouble;
 	return 0;
 }

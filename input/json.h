@@ -24,14 +24,20 @@ struct cJSON;
  *                     than 64 at LINE:COL", the bracket that goes deeper);
  *   JSON_MAX_KEYS     10,000 keys in one object ("FILE: object 'PATH' has
  *                     more than 10000 keys");
+ *   JSON_MAX_VALUES   1,000,000 values (numbers, strings, arrays, objects;
+ *                     counted as 1 + commas + brackets before parsing), so
+ *                     that the parsed tree stays within about 100 MB
+ *                     ("FILE: more than 1000000 values ... at LINE:COL");
  *   no NUL byte in the file, no key twice in one object ("duplicate key 'K'
  *   in 'PATH'", found in n log n time); every key and string valid UTF-8
  *   without control characters (U+0000-U+001F, U+007F-U+009F): "field 'PATH'
  *   is not valid UTF-8", "field 'PATH' contains control character U+000A",
- *   "key N of 'PATH' ..." for a key. The loaders check each number's range. */
+ *   "key N of 'PATH' ..." for a key. The loaders check each number's range
+ *   (json_num also refuses subnormal numbers). */
 #define JSON_MAX_BYTES	 (64L << 20)
 #define JSON_MAX_DEPTH	 64
 #define JSON_MAX_KEYS	 10000
+#define JSON_MAX_VALUES	 1000000
 #define JSON_FIFO_WAIT_S 5
 
 /* Reads and parses the file at path within the limits above. Returns the
@@ -51,7 +57,8 @@ long json_utf8_check(const char *s, size_t n);
  * path of obj used in messages (e.g. "groups[1]"; "" for the root).
  * A missing member is an error when required, else *out keeps its value.
  * Return 0, or -1 with e set to e.g. "field 'groups[1].nodes' must be an
- * integer in [1, 100000]". Numbers must be finite. */
+ * integer in [1, 100000]". Numbers must be finite and not subnormal (below 2.2e-308
+ * in magnitude but not 0: "must be 0 or at least 2.22507e-308 ..."). */
 int json_int(const struct cJSON *obj, const char *where, const char *key,
 	     bool required, long min, long max, int *out, struct err *e);
 int json_num(const struct cJSON *obj, const char *where, const char *key,

@@ -171,7 +171,8 @@ static int read_profile_scaling(struct model *m, const cJSON *doc,
 			       json_num(o, "rope_scaling", "high_freq_factor", false, 0, 1e6,
 					&r->high_freq_factor, e) ||
 			       json_int(o, "rope_scaling", "original_max_position_embeddings",
-					false, 1, MAX_POS, &r->original_max_pos, e)
+					false, 1, MAX_POS, &r->original_max_pos, e) ||
+			       fields_check_rope(m, "type", e)
 		       ? -1
 		       : 0;
 }

@@ -629,7 +629,8 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 			p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
 	if (p->truncated)
-		fprintf(out, "search ended by --work-budget after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
+		fprintf(out, "search ended by the work budget (%ld units%s) after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
+			p->budget, p->budget == PLAN_WORK_BUDGET ? ", the default: --work-budget N to change" : "",
 			p->evaluated, p->degrees_searched, p->degrees);
 	if (p->subsets && objective == PLAN_COST)
 		fprintf(out, "ranked by USD per million tokens, over the %d subsets of the node groups (a group may stay idle)\n",

@@ -214,8 +214,8 @@ enum opt_scope { SCOPE_RUN,
 	X(EXHAUSTIVE, "exhaustive", KIND_FLAG, opts.exhaustive, OPT_ANY, SCOPE_RUN, "", OPT_ERROR(NULL),                                                           \
 	  "reference search over every placement and partition (small cases)")                                                                                     \
 	X(WORK_BUDGET, "work-budget", KIND_INT, opts.work_budget, OPT_RANGE(1, 1000000000), SCOPE_RUN, "N",                                                        \
-	  OPT_NEEDS("a positive number of strategies"),                                                                                                            \
-	  "cost at most N strategies, then rank what was found (deterministic; default: no limit)")                                                                \
+	  OPT_NEEDS("a positive number of work units"),                                                                                                            \
+	  "do at most N work units (a strategy costed, or 16384 DP cells), then rank what was found (deterministic; default 1500000)")                             \
 	X(THREADS, "threads", KIND_INT, opts.threads, OPT_POSITIVE, SCOPE_RUN, "N",                                                                                \
 	  OPT_ERROR("--threads needs a positive integer"),                                                                                                         \
 	  "search threads (default: one per core, at most 16); the result is the same for any N")                                                                  \

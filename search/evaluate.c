@@ -15,8 +15,8 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
-/* A new zeroed row in S->p, tagged with the tuple and the strategies it had
- * costed before this one (struct row_tag; merged by pool.c). */
+/* A new zeroed row in S->p, tagged with the tuple and the work it had done
+ * before this strategy (struct row_tag; merged by pool.c). */
 static struct plan_row *push_row(struct search *S)
 {
 	struct plan *p = S->p;
@@ -166,7 +166,7 @@ static void record_fit(struct search *S, const struct strategy *best,
  * search, and on one group try_placement has costed the default split
  * already). The first placement that fits without virtual stages is the
  * one the later schedules of the strategy take (S->v1_group). */
-bool search_evaluate(struct search *S, struct strategy *s)
+static bool evaluate(struct search *S, struct strategy *s)
 {
 	struct strategy best = *s;
 	struct cost_result r = { 0 };
@@ -174,10 +174,7 @@ bool search_evaluate(struct search *S, struct strategy *s)
 	bool small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <=
 		     S->o->place_dp_max;
 
-	S->count++;
 	S->dp_value = INFINITY;
-	if (S->count % 16 == 0)
-		pool_refresh(S);
 	for (int g = 0; g < S->c->n_group; g++)
 		n += S->ranks[g] > 0;
 	place_strategy(S, s, small, &best, &r);
@@ -192,4 +189,57 @@ bool search_evaluate(struct search *S, struct strategy *s)
 		return false;
 	record_fit(S, &best, &r, small);
 	return true;
+}
+
+/* The placements and partitions exhaustive_search tries for s: the
+ * sequences of s->pp groups in which group g appears at most S->ranks[g]
+ * times (sum over the count vectors c of pp! / prod c_g!) times the
+ * C(n_layer - 1, n_stages - 1) splits into non-empty stages. */
+static double candidates(const struct search *S, const struct strategy *s)
+{
+	double f[MAX_STAGES + 1] = { 1 }, fact = 1, split = 1;
+	int pp = s->pp, n = S->m->n_layer, k = s->n_stages;
+
+	for (int g = 0; g < S->c->n_group; g++)
+		for (int j = pp; j >= 1; j--) {
+			double inv = 1;
+
+			for (int c = 1; c <= S->ranks[g] && c <= j; c++) {
+				inv /= c;
+				f[j] += f[j - c] * inv;
+			}
+		}
+	for (int j = 2; j <= pp; j++)
+		fact *= j;
+	for (int j = 1; j < k && k <= n; j++)
+		split = split * (n - k + j) / j;
+	return k <= n ? fact * f[pp] * split : 0;
+}
+
+bool search_evaluate(struct search *S, struct strategy *s)
+{
+	double cells = partition_cells;
+	long evals = cost_evaluations, n_layer = S->m->n_layer;
+	bool fits;
+
+	if (S->dry) {
+		S->n_start++;
+		S->cells += candidates(S, s);
+		return true;
+	}
+	if (S->n_start == S->cap_start) {
+		S->cap_start = S->cap_start ? 2 * S->cap_start : 256;
+		S->start = xreallocarray(S->start, (size_t)S->cap_start, sizeof *S->start);
+	}
+	S->start[S->n_start++] = S->count;
+	S->count++;
+	/* every 16 strategies, and after 64 units (1 ms or so) */
+	if (S->n_start % 16 == 0 || S->count - S->reported >= 64)
+		pool_refresh(S);
+	fits = evaluate(S, s);
+	S->cells += partition_cells - cells +
+		    (double)(cost_evaluations - evals) * SEARCH_EVAL_CELLS * (n_layer + 2) +
+		    (double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+	S->count = S->n_start + (long)(S->cells / SEARCH_UNIT_CELLS);
+	return fits;
 }

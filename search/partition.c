@@ -12,6 +12,8 @@
 #include "cost.h"
 #include "util.h"
 
+_Thread_local double partition_cells;
+
 /* The DP's scratch and inputs for one call. In forced mode the count index
  * is the stage index k and stage k's group is f->group[k]; in free mode it
  * is the mixed-radix vector of ranks used per group. */
@@ -394,6 +396,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	unsigned short *dq = d->dq;
 	double *dkey = d->dkey;
 
+	partition_cells += (double)rows(d) * G * (double)n1;
 	for (size_t x = 0; x < rows(d); x++) {
 		d->lo[row_at(d, x)] = n + 1;
 		d->hi[row_at(d, x)] = -1;
@@ -678,6 +681,7 @@ static void alloc_tables(struct dp *d)
 	size_t n1 = (size_t)d->n + 1, states = (size_t)d->ncnt * d->G;
 
 	d->jm = xmalloc((size_t)d->K * d->G * n1 * sizeof *d->jm);
+	partition_cells += (double)d->K * d->G * (d->n + 1);
 	fill_jm(d);
 	d->val = xmalloc(states * n1 * sizeof *d->val);
 	d->par_i = xmalloc(states * n1 * sizeof *d->par_i);

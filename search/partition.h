@@ -6,6 +6,13 @@
 struct layer_costs;
 struct pipeline_frame;
 
+/* DP cells the calling thread's partition DPs have visited: each DP adds
+ * its table of stages x groups x (layers + 1) (the caps, fill_jm), each
+ * pass its rows x groups x (layers + 1), a bound on the states it looks
+ * at. The
+ * search's work budget reads it (search/evaluate.c); nothing resets it. */
+extern _Thread_local double partition_cells;
+
 /* The objective of a partition (and placement) of the layers into
  * f->n_stages contiguous, non-empty stages:
  *   T = f->a * max_k c_k + f->b * sum_k c_k + tail,

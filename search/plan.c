@@ -197,6 +197,9 @@ static void add_subset(struct plan *all, const struct plan *p, const struct clus
 			r->s.group[j] = (unsigned char)map[r->s.group[j] < k ? r->s.group[j] : 0];
 	}
 	all->evaluated += p->evaluated;
+	all->work += p->work;
+	if (p->budget)
+		all->budget = p->budget;
 	all->ilp_optimal += p->ilp_optimal;
 	all->ilp_stopped += p->ilp_stopped;
 	all->ilp_failed += p->ilp_failed;
@@ -349,6 +352,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	struct plan *all;
 	double t0 = now(), best = INFINITY;
 	bool added = false;
+	long budget = o->work_budget > 0 ? o->work_budget : PLAN_WORK_BUDGET;
 
 	if (cost && c->n_group > PLAN_COST_MAX_GROUPS && !plan_opts_what_if(o)) {
 		cluster_free(x);
@@ -388,10 +392,11 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 			all->subsets_pruned++;
 			continue;
 		}
-		/* the work budget is the whole search's: each subset takes what
-		 * the ones before it left */
-		if (o->work_budget > 0) {
-			so.work_budget = o->work_budget - all->evaluated;
+		/* the work budget (the default where none is given) is the
+		 * whole search's: each subset takes what the ones before it
+		 * left */
+		if (!o->exhaustive) {
+			so.work_budget = budget - all->work;
 			if (so.work_budget <= 0) {
 				all->truncated = true;
 				continue;
@@ -423,6 +428,8 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	}
 	if (o->progress)
 		o->progress(1.0, o->progress_arg); /* where the last subset was ruled out */
+	if (all->truncated)
+		all->budget = budget;
 	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
 	all->n_feasible = 0;

@@ -37,6 +37,12 @@ enum plan_objective { PLAN_THROUGHPUT,
 #define PLAN_MAX_SLICES	      32
 #define PLAN_MIN_SLICE_TOKENS 8192
 
+/* The work budget when plan_opts.work_budget is 0 and the search is not
+ * exhaustive, in work units (plan_opts.work_budget): chosen so that no
+ * search within the README's limits runs past 60 s (README "Limits and
+ * errors"). */
+#define PLAN_WORK_BUDGET 1500000L
+
 /* Search options. plan_opts_init fills the defaults: 0 (or -1 for the enums,
  * zero and the on/off switches) means "search this dimension". */
 struct plan_opts {
@@ -110,8 +116,12 @@ struct plan_opts {
 	long ilp_node_limit;	 /* branch-and-bound nodes per ILP placement
 				   (GLPK's count: deterministic); default
 				   ILP_NODE_LIMIT (ilp.h); 0: no limit */
-	long work_budget;	 /* most strategies costed by the search; 0:
-				   no limit. Deterministic: the
+	long work_budget;	 /* most work units of the search (each
+				   strategy costed 1, plus 1 per 16384 cells
+				   of its partition DPs, exhaustive
+				   candidates x layers and layers x groups);
+				   0: the default, PLAN_WORK_BUDGET (no limit with
+				   exhaustive). Deterministic: the
 				   (TP, CP, PP, DP) tuples in the search's
 				   fixed order take their strategies from it
 				   until it is spent (the last one in part),
@@ -210,6 +220,12 @@ struct plan {
 	struct plan_row *row;
 	int n_row, n_feasible;
 	long evaluated;		       /* strategies costed */
+	long work;		       /* work units done (strategies costed plus
+					   partition DP cells / 16384; README
+					   "Limits and errors") */
+	long budget;		       /* where the work budget ended the search
+					   (truncated): the budget, the default
+					   (work_budget 0) or the option's */
 	long ilp_optimal, ilp_stopped; /* ILP placements: proven optimal,
 					   incumbent at the time limit */
 	long ilp_failed;	       /* ILP found none: block placements only */

@@ -8,23 +8,27 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "model.h"
 #include "search_int.h"
 #include "util.h"
 
-/* What the search of one tuple did: strategies costed (count), whether it
- * ran to its end (complete) or stopped at its cap, its ILP and its error,
- * each at the count when it happened. */
+/* What the search of one tuple did: work units (count; search_int.h),
+ * the count at the start of each strategy costed (start[n_start], owned),
+ * whether it ran to its end (complete) or stopped at its cap, its ILP and
+ * its error, each at the count when it happened. */
 struct tuple_rec {
 	long count, ilp_at, err_at;
+	long *start, n_start;
 	int ilp_kind;
 	bool done, complete, failed;
 };
 
 /* The work shared by the search threads. The tuples are handed out in
- * order. With a work budget B, tuple i takes B - P(i) strategies, P(i) the
- * strategies the tuples before it take (each the lesser of what it costs
- * and what is left): the search of tuple i with any cap >= B - P(i) costs
- * the same strategies in the same order up to that share, so a thread
+ * order. With a work budget B, tuple i takes B - P(i) work units, P(i) the
+ * units the tuples before it take (each the lesser of what it does and
+ * what is left): the search of tuple i with any cap >= B - P(i) does the
+ * same work in the same order up to that share (the units count
+ * deterministic work: strategies and DP cells), so a thread
  * searches a tuple with a cap from the prefix known so far (frontier: the
  * tuples [0, frontier) are done and take frontier_p) and the merge keeps
  * what falls within the exact share. The result does not depend on the
@@ -35,9 +39,10 @@ struct pool {
 	int n, next, done;
 	int frontier;
 	long frontier_p;
-	long budget;  /* 0: none */
-	long evals;   /* strategies costed, for the progress */
-	double shown; /* the last fraction reported */
+	long budget;   /* 0: none */
+	double expect; /* --exhaustive: the work units expected */
+	long evals;    /* strategies costed, for the progress */
+	double shown;  /* the last fraction reported */
 	pthread_mutex_t lock;
 };
 
@@ -61,6 +66,8 @@ static void report_progress(struct search *S)
 
 	if (pool->budget && (double)pool->evals / (double)pool->budget > f)
 		f = (double)pool->evals / (double)pool->budget;
+	if (pool->expect > 0) /* the tuples differ too much in work */
+		f = (double)pool->evals / pool->expect;
 	if (f > 0.999)
 		f = 0.999;
 	if (f < pool->shown)
@@ -135,6 +142,9 @@ static void *work(void *arg)
 		S->climbed = false;
 		S->tuple = i;
 		S->count = S->reported = 0;
+		S->cells = 0;
+		S->start = NULL;
+		S->n_start = S->cap_start = 0;
 		S->stop = false;
 		S->ilp_at = -1;
 		search_split_groups(S, w->s.tp * w->s.cp, S->c->total_gpus / w->s.pp);
@@ -144,6 +154,8 @@ static void *work(void *arg)
 		pthread_mutex_lock(&pool->lock);
 		pool->rec[i] = (struct tuple_rec){
 			.count = S->count,
+			.start = S->start,
+			.n_start = S->n_start,
 			.ilp_at = S->ilp_at,
 			.ilp_kind = S->ilp_kind,
 			.err_at = S->err_at,
@@ -163,6 +175,7 @@ static void *work(void *arg)
 	}
 	if (w->used_glpk)
 		place_free_glpk();
+	S->start = NULL;
 	return NULL;
 }
 
@@ -175,9 +188,26 @@ static int n_threads(const struct plan_opts *o)
 				  : (int)n;
 }
 
+/* The strategies of r that started within its share (their start below
+ * it; r->start is increasing). */
+static long started_within(const struct tuple_rec *r, long share)
+{
+	long lo = 0, hi = r->n_start;
+
+	while (lo < hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (r->start[mid] < share)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Merges the threads' rows into S->p, the tuples in order, each within its
- * share of the budget (struct pool), and counts the strategies, ILPs and
- * tuples searched. Returns 0, or -1 with e set to the error of the first
+ * share of the budget (struct pool), and counts the strategies, work units,
+ * ILPs and tuples searched. Returns 0, or -1 with e set to the error of the first
  * tuple that failed within its share. */
 static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		 struct err *e)
@@ -208,7 +238,8 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 			P->degrees_searched++;
 		else /* stopped within its share */
 			P->truncated = true;
-		P->evaluated += r->count < left ? r->count : left;
+		P->evaluated += started_within(r, left);
+		P->work += r->count < left ? r->count : left;
 		prefix += r->count < left ? r->count : left;
 		if (r->ilp_at >= 0 && r->ilp_at < left) {
 			if (r->ilp_kind == 2)
@@ -230,7 +261,44 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 				S->p->row[S->p->n_row + kept++] = p->row[k];
 		S->p->n_row += kept;
 	}
+	if (P->truncated && pool->budget)
+		P->budget = pool->budget;
 	free(share);
+	return rc;
+}
+
+/* --exhaustive's work, before it starts: every tuple searched without
+ * costing (search_int.h dry; every strategy counted as fitting, so no
+ * micro-batch is pruned: an upper bound), the candidates of each strategy
+ * summed into *cand and the strategies into *n_strat. Returns 0, or -1
+ * with e set where a tuple's layer costs fail. */
+static int exhaustive_estimate(const struct search *S0, const struct strategy *s,
+			       const struct degree *deg, int n, double *cand, long *n_strat,
+			       struct err *e)
+{
+	struct search S = *S0;
+	struct strategy w = *s;
+	int rc = 0;
+
+	S.dry = true;
+	S.pool = NULL;
+	S.cap = LONG_MAX;
+	*cand = 0;
+	*n_strat = 0;
+	for (int i = 0; i < n && !rc; i++) {
+		w.tp = deg[i].tp;
+		w.cp = deg[i].cp;
+		w.pp = deg[i].pp;
+		w.dp = deg[i].dp;
+		w.sp = w.tp > 1 && S.o->sp != 0;
+		S.cells = 0;
+		S.n_start = S.count = 0;
+		S.stop = false;
+		search_split_groups(&S, w.tp * w.cp, S.c->total_gpus / w.pp);
+		search_tuple(&S, &w, e, &rc);
+		*cand += S.cells;
+		*n_strat += S.n_start;
+	}
 	return rc;
 }
 
@@ -241,8 +309,26 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 	struct degree *deg = search_degrees(S, s, &pool.n);
 	struct worker *w = xcalloc((size_t)nt, sizeof *w);
 
-	if (pool.budget < 0)
-		pool.budget = 0;
+	if (pool.budget <= 0)
+		pool.budget = S->o->exhaustive ? 0 : PLAN_WORK_BUDGET;
+	if (S->o->exhaustive) {
+		double cand;
+		long n_strat;
+
+		if (exhaustive_estimate(S, s, deg, pool.n, &cand, &n_strat, e)) {
+			free(deg);
+			free(w);
+			return -1;
+		}
+		if (cand > SEARCH_EXHAUSTIVE_MAX) {
+			free(deg);
+			free(w);
+			return err_set(e, "--exhaustive would cost %.3g placements x partitions over %ld strategies, more than its limit of %.0e (about 50 s): fix --tp, --pp, --schedule or --mbs, or use a smaller model or cluster",
+				       cand, n_strat, SEARCH_EXHAUSTIVE_MAX);
+		}
+		/* progress by the work expected (search_evaluate's units) */
+		pool.expect = (double)n_strat + cand * SEARCH_EVAL_CELLS * (S->m->n_layer + 2) / SEARCH_UNIT_CELLS;
+	}
 	pool.deg = deg;
 	pool.rec = xcalloc((size_t)pool.n + 1, sizeof *pool.rec);
 	if (nt > pool.n)
@@ -268,6 +354,8 @@ int pool_run(struct search *S, const struct strategy *s, struct err *e)
 		plan_free(w[t].S.p);
 		free(w[t].S.tag);
 	}
+	for (int i = 0; i < pool.n; i++)
+		free(pool.rec[i].start);
 	free(pool.rec);
 	free(w);
 	free(deg);

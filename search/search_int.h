@@ -62,10 +62,27 @@ struct search {
 	bool fp8_ok;			       /* the search may try FP8 */
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
-	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP): */
+	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP), in
+	 * work units (SEARCH_UNIT_CELLS): */
 	struct pool *pool;
-	int tuple;	     /* index of the tuple being searched */
-	long count;	     /* strategies it has costed */
+	int tuple;    /* index of the tuple being searched */
+	long count;   /* work units it has done: its strategies
+				   costed + cells / SEARCH_UNIT_CELLS; one
+				   more than at the start of the strategy
+				   being costed */
+	double cells; /* its cells: partition DP cells
+				   (partition_cells), cost_evaluate calls
+				   (the exhaustive search's too) x
+				   SEARCH_EVAL_CELLS x layers, and layers x
+				   groups x SEARCH_LAYER_CELLS per strategy (the
+				   layer costs) */
+	long *start;  /* [n_start]: count at the start of each
+				   strategy it costed (malloc'd; pool.c
+				   takes it) */
+	long n_start, cap_start;
+	bool dry;	     /* estimating --exhaustive's work: costs
+				   nothing, adds each strategy's
+				   candidates to cells (pool.c) */
 	long cap;	     /* it stops at count >= cap */
 	long reported;	     /* count already in pool->evals */
 	bool stop;	     /* count reached cap */
@@ -76,12 +93,30 @@ struct search {
 					   row */
 };
 
-/* Where a row came from: its tuple and the strategies that tuple had
- * costed before it (kept if below the tuple's share of the budget). */
+/* Where a row came from: its tuple and the work units that tuple had done
+ * before its strategy (kept if below the tuple's share of the budget). */
 struct row_tag {
 	int tuple;
 	long at;
 };
+
+/* Cells per work unit beyond the one unit of each strategy costed: a
+ * strategy of Llama-3-70B (82 layers) on 8 groups costs 1 or 2 units, one
+ * of 10^4 layers on 16 groups hundreds (README "Limits and errors"). */
+#define SEARCH_UNIT_CELLS 16384.0
+
+/* Cells per layer of one cost_evaluate call (its stage sums, memory and
+ * collectives per layer), and per layer and group of a strategy's layer
+ * costs (cost_layers: each layer's time and rank 0's DP tail for each end,
+ * about 30 ns), against the partition DP's cells (about 1 ns: a unit is
+ * about 16 us, as is a strategy's own overhead). */
+#define SEARCH_EVAL_CELLS  8.0
+#define SEARCH_LAYER_CELLS 32.0
+
+/* The most candidates (placements x partitions, summed over the
+ * strategies) --exhaustive takes on: 6.5 to 8.6 us each measured, so at
+ * most about 50 s (README "Limits and errors"). */
+#define SEARCH_EXHAUSTIVE_MAX 6e6
 
 /* One (TP, CP, PP, DP) of the search: the unit of work of a thread. */
 struct degree {
@@ -131,8 +166,9 @@ void search_tuple(struct search *S, struct strategy *s, struct err *e, int *rc);
  * with e set by the first tuple that failed within its share. */
 int pool_run(struct search *S, const struct strategy *s, struct err *e);
 
-/* Called every 16 strategies costed: lowers this tuple's cap to what the
- * prefix known now leaves it, and reports progress. */
+/* Called every 16 strategies costed and after every 64 work units: lowers
+ * this tuple's cap to what the prefix known now leaves it, and reports
+ * progress. */
 void pool_refresh(struct search *S);
 
 /* Whether this tuple has spent its share of the work budget: called just

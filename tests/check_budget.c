@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -111,7 +112,7 @@ START_TEST(budget_same_for_any_threads)
 	struct plan *full = search(m, c, 0, 1, false);
 	static const long budgets[] = { 1, 17, 100, 333, 1000, 0 };
 
-	ck_assert_int_gt(full->evaluated, 1000);
+	ck_assert_int_gt(full->work, 1000);
 	ck_assert(!full->truncated);
 	ck_assert_int_eq(full->degrees_searched, full->degrees);
 	for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++)
@@ -121,7 +122,8 @@ START_TEST(budget_same_for_any_threads)
 
 			if (budgets[b]) {
 				ck_assert(one->truncated);
-				ck_assert_int_eq(one->evaluated, budgets[b]);
+				ck_assert_int_eq(one->work, budgets[b]);
+				ck_assert_int_le(one->evaluated, budgets[b]);
 				ck_assert_int_lt(one->degrees_searched, one->degrees);
 			}
 			for (int t = 2; t <= 4; t++) {
@@ -150,9 +152,9 @@ START_TEST(budget_keeps_what_was_found)
 	struct model *m = test_small_model(12, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct plan *full = search(m, c, 0, 3, false);
-	struct plan *cut = search(m, c, full->evaluated / 3, 3, false);
-	struct plan *all = search(m, c, full->evaluated, 3, false);
-	struct plan *more = search(m, c, full->evaluated + 1000, 3, false);
+	struct plan *cut = search(m, c, full->work / 3, 3, false);
+	struct plan *all = search(m, c, full->work, 3, false);
+	struct plan *more = search(m, c, full->work + 1000, 3, false);
 	char *a = ranking_text(full), *b = ranking_text(all), *d = ranking_text(more);
 
 	ck_assert(cut->truncated);
@@ -189,8 +191,12 @@ START_TEST(budget_keeps_what_was_found)
 END_TEST
 
 /* Issue 13 item 6 made small: many layers on many GPUs with a large batch
- * takes seconds without a budget; a budget of 300 strategies ends it in
- * well under a second (here: it stops at 300, with few tuples searched). */
+ * takes seconds without a budget; a budget of 300 work units ends it in
+ * well under a second (here: it stops at 300, with few tuples searched).
+ * Each strategy counts at least 1 unit and 2002 layers x 2 groups x 32
+ * cells (its layer costs), 7.8 units more: k strategies are at least
+ * k + floor(7.8 k) units, 300 or more from k = 35 on, so at most 35 start
+ * below the budget. */
 START_TEST(budget_ends_a_long_search)
 {
 	static const int nodes[] = { 4096, 4096 };
@@ -199,12 +205,74 @@ START_TEST(budget_ends_a_long_search)
 	struct plan *p = search(m, c, 300, 0, false);
 
 	ck_assert(p->truncated);
-	ck_assert_int_eq(p->evaluated, 300);
+	ck_assert_int_eq(p->work, 300);
+	ck_assert_int_le(p->evaluated, 35);
 	ck_assert_int_lt(p->degrees_searched, p->degrees);
 	ck_assert_int_gt(p->n_feasible, 0);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);
+}
+END_TEST
+
+/* Issue 27 item 5: --work-budget 100 with 10^4 layers on 16 groups ran
+ * over 150 s, as it counted strategies and each one's DPs and layer costs
+ * over 10^4 layers took up to seconds. The budget counts their work: the
+ * first strategy alone is 1 unit and 10,002 layers x 16 groups x 32 cells
+ * of layer costs (312.6 units), past the budget, so it is the only one
+ * costed (100 before). */
+START_TEST(budget_counts_the_work_of_each_strategy)
+{
+	int nodes[16];
+	struct model *m = test_small_model(10000, 64);
+	struct cluster *c;
+	struct plan *p;
+
+	for (int g = 0; g < 16; g++)
+		nodes[g] = 2;
+	c = mixed_cluster(16, nodes, 8);
+	p = search(m, c, 100, 0, false);
+	ck_assert(p->truncated);
+	ck_assert_int_eq(p->work, 100);
+	ck_assert_int_eq(p->evaluated, 1);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Issue 27 item 5: --exhaustive within its guard (14 blocks, 64 GPUs) ran
+ * for minutes with no end in sight; its work is estimated first and it is
+ * refused at once where the candidates (2 groups of 32 GPUs: PP 2 alone
+ * has 2 placements x C(15, 1) splits per strategy, PP 8 up to 70 x
+ * C(15, 7) = 450,450) pass the limit. A small case (4 blocks on 8 GPUs of
+ * one group) still runs, and finds what the search finds. */
+START_TEST(exhaustive_estimates_first)
+{
+	static const int nodes[] = { 4, 4 }, one[] = { 1 };
+	struct model *m = test_small_model(14, 64), *small = test_small_model(4, 8);
+	struct cluster *c = mixed_cluster(2, nodes, 8), *c1 = mixed_cluster(1, one, 8);
+	struct plan *p = NULL, *fast;
+	struct plan_opts o;
+	struct err e = { "" };
+	clock_t t0 = clock();
+
+	plan_opts_init(&o);
+	o.exhaustive = true;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), -1);
+	ck_assert_msg(strstr(e.msg, "--exhaustive would cost ") && strstr(e.msg, "more than its limit of 6e+06"),
+		      "%s", e.msg);
+	ck_assert_msg(clock() - t0 < 5 * CLOCKS_PER_SEC, "took %g s", (double)(clock() - t0) / CLOCKS_PER_SEC);
+	ck_assert_msg(plan_search(&p, small, c1, &o, &e) == 0, "%s", e.msg);
+	fast = search(small, c1, 0, 1, false);
+	ck_assert_int_gt(p->n_feasible, 0);
+	ck_assert(p->row[0].r.iter_s <= fast->row[0].r.iter_s * (1 + 1e-9));
+	plan_free(p);
+	plan_free(fast);
+	model_free(m);
+	model_free(small);
+	cluster_free(c);
+	cluster_free(c1);
 }
 END_TEST
 
@@ -312,6 +380,8 @@ static Suite *budget_suite(void)
 	tcase_add_test(tc, budget_same_for_any_threads);
 	tcase_add_test(tc, budget_keeps_what_was_found);
 	tcase_add_test(tc, budget_ends_a_long_search);
+	tcase_add_test(tc, budget_counts_the_work_of_each_strategy);
+	tcase_add_test(tc, exhaustive_estimates_first);
 	tcase_add_test(tc, progress_called_through_the_search);
 	tcase_add_test(tc, ilp_search_deterministic_and_freed);
 	tcase_add_test(tc, climbed_search_deterministic);

@@ -1,6 +1,7 @@
 /* check_limits.c: the input limits of the JSON loaders (size, nesting, keys
- * per object, duplicate keys in n log n, UTF-8, FIFOs and devices) and the
- * bad-input corpus: every file of tests/data/bad is listed in
+ * per object, values per file, duplicate keys in n log n, UTF-8, FIFOs and
+ * devices) and the bad-input corpus (subnormal numbers and rope scaling
+ * among them): every file of tests/data/bad is listed in
  * tests/data/bad/EXPECTED with the exit status of ampplan on it and a
  * fragment of its one-line error, checked through the loader and the CLI. */
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -269,6 +271,61 @@ static char *many_keys(int n, int dup)
 	return path;
 }
 
+/* Writes "[0,0,...,0]" with n zeros to a temporary file; returns its
+ * malloc'd path. */
+static char *zeros(long n)
+{
+	char *path = xstrdup("/tmp/check_limits-XXXXXX");
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputc('[', f);
+	for (long i = 0; i < n; i++)
+		fputs(i ? ",0" : "0", f);
+	fputc(']', f);
+	ck_assert_int_eq(fclose(f), 0);
+	return path;
+}
+
+/* A file of 64 MiB less a byte, the array "[0,0,...]" with 33 million
+ * zeros (each 80 bytes as a cJSON node: 2.56 GiB and 15.6 s before), fails
+ * before it is parsed, at the comma that makes the 1,000,001st value
+ * (the array and 999,999 zeros before it: column 2 + 2 x 999,998 + 1),
+ * with at most the file's buffer and a little more in memory (this test
+ * runs in a forked process); the array with 999,999 zeros (1,000,000
+ * values) passes the limit and fails on its content. */
+START_TEST(test_many_values)
+{
+	long n = (JSON_MAX_BYTES - 2) / 2;
+	char *big = zeros(n), *edge = zeros(JSON_MAX_VALUES - 1),
+	     *over = zeros(JSON_MAX_VALUES);
+	struct cluster *c = NULL;
+	struct err e = { "" };
+	struct rusage ru;
+	struct stat st;
+
+	ck_assert_int_eq(stat(big, &st), 0);
+	ck_assert_int_eq(st.st_size, JSON_MAX_BYTES - 1);
+	ck_assert_int_eq(cluster_load(&c, big, &e), -1);
+	ck_assert_msg(strstr(e.msg, ": more than 1000000 values (numbers, strings, arrays and objects) at 1:1999999"),
+		      "%s", e.msg);
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	ck_assert_msg(ru.ru_maxrss < 200 * 1024, "peak %ld KiB", ru.ru_maxrss);
+	ck_assert_int_eq(cluster_load(&c, over, &e), -1);
+	ck_assert_msg(strstr(e.msg, "at 1:1999999"), "%s", e.msg);
+	ck_assert_int_eq(cluster_load(&c, edge, &e), -1);
+	ck_assert_msg(!strstr(e.msg, "values"), "%s", e.msg);
+	remove(big);
+	remove(edge);
+	remove(over);
+	free(big);
+	free(edge);
+	free(over);
+}
+END_TEST
+
 /* 200,000 keys (quadratic before: minutes) fail at once on the key limit;
  * 10,000 keys with a duplicate last, the worst case for the old check, in
  * well under a second. */
@@ -405,6 +462,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_fifo_writer);
 	tcase_add_test(tc, test_pipe);
 	tcase_add_test(tc, test_many_keys_fast);
+	tcase_add_test(tc, test_many_values);
 	tcase_add_test(tc, test_depth_edge);
 	tcase_add_test(tc, test_hf_file_name);
 	tcase_add_test(tc, test_utf8_check);

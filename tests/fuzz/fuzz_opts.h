@@ -3,7 +3,7 @@
  * few small values, the enums in range or "search" (-1), the switches
  * on/off/search, as the CLI could set them (planner/main.c), with its
  * what-if defaults pinned the way main.c pins them. threads is 1 and the
- * work budget 150 strategies, so that one input runs in well under 0.1 s
+ * work budget 150 units (strategies), so that one input runs in well under 0.1 s
  * under the sanitizers (600 took up to 0.9 s, and make fuzz-smoke 74 s). */
 #ifndef AMPPLAN_FUZZ_OPTS_H
 #define AMPPLAN_FUZZ_OPTS_H

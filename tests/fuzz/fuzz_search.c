@@ -3,7 +3,8 @@
  * most 64 GPUs is searched with a fixed small model (fuzz_util.h, 4
  * blocks), one thread, a bounded work budget and ILP node limit. The
  * ranking must be consistent: the feasible rows first, in descending
- * tokens/s, each with TP x CP x PP x DP equal to the cluster's GPUs, its
+ * tokens/s, each with TP x CP x PP x DP equal to the GPUs of the node groups
+ * it uses (a row may leave the slowest groups idle: plan_row_idle), its
  * stages covering every layer once in order, each pipeline rank on a node
  * group of the cluster, finite positive times.
  *
@@ -65,7 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct strategy *s = &row->s;
 
 		FUZZ_ASSERT((r < p->n_feasible) == (row->why[0] == '\0'));
-		FUZZ_ASSERT((long)s->tp * s->cp * s->pp * s->dp == c->total_gpus);
+		unsigned idle = plan_row_idle(p->cluster, s);
+		long used = 0;
+
+		for (int g = 0; g < p->cluster->n_group; g++)
+			if (!p->cluster->group[g].n_part && !(idle >> g & 1))
+				used += (long)p->cluster->group[g].nodes * p->cluster->group[g].gpus_per_node;
+		FUZZ_ASSERT((long)s->tp * s->cp * s->pp * s->dp == used);
 		FUZZ_ASSERT(s->n_stages == s->pp * s->vp && s->n_stages <= MAX_STAGES);
 		FUZZ_ASSERT(s->first[0] == 0 && s->first[s->n_stages] == m->n_layer);
 		for (int k = 0; k < s->n_stages; k++)
