@@ -133,8 +133,11 @@ $(BUILD)/bench: $(BUILD)/tests/bench.o $(BUILD)/libampplan.a
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_RUNS ?= 300
-# fuzz_diff runs two searches per input (about 0.2 s): fewer in the smoke run
+# fuzz_diff runs two searches per input (about 0.2 s), fuzz_search and
+# fuzz_report one (about 0.05 s): fewer in the smoke run
 FUZZ_SMOKE_RUNS_diff ?= 20
+FUZZ_SMOKE_RUNS_search ?= 100
+FUZZ_SMOKE_RUNS_report ?= 100
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
