@@ -405,7 +405,7 @@ double cost_split(int n, const int *replicas, const double *t, long total, long 
 		out[i] = replicas[i];
 		sum += replicas[i];
 	}
-	if (total < sum || (cap > 0 && cap < 1))
+	if (total < sum)
 		return -1;
 	/* one micro-batch at a time to the part whose replica with the
 	 * fewest (out[i] / replicas[i] of them) would end least busy */

@@ -90,16 +90,16 @@ struct strategy {
 	enum attention attn;		    /* attention kernel */
 	bool unfused_norm;		    /* norms as separate PyTorch kernels (no fused
 				   RMSNorm / LayerNorm kernel) */
-	bool unfused_pointwise;		   /* RoPE and the SwiGLU product as
+	bool unfused_pointwise;		    /* RoPE and the SwiGLU product as
 				   separate eager PyTorch kernels
 				   (torchtitan without torch.compile) */
-	bool fsdp;			   /* ZeRO >= 1 run as FSDP2 does
+	bool fsdp;			    /* ZeRO >= 1 run as FSDP2 does
 				   (torchtitan): every micro-batch's forward
 				   and backward gather each layer's
 				   parameters (ZeRO-3 traffic,
 				   strategy_layer_gathers) */
-	bool fp8;			   /* GEMMs in FP8 (Transformer Engine) */
-	bool tp_overlap;		   /* TP comm overlapped with GEMMs
+	bool fp8;			    /* GEMMs in FP8 (Transformer Engine) */
+	bool tp_overlap;		    /* TP comm overlapped with GEMMs
 				   (--tp-comm-overlap) */
 	bool grad_overlap;		    /* DP gradient reduction overlapped with the
 				   backward pass (--overlap-grad-reduce) */
