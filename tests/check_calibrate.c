@@ -415,7 +415,9 @@ int main(void)
 	Suite *s = suite_create("calibrate");
 	TCase *t = tcase_create("calibrate");
 	/* validate.sh three times over the AMP file: a minute under the
-	 * sanitizers */
+	 * sanitizers. A test of the numbers: the sanitizer pass (test_seeds'
+	 * quarter) leaves it to the plain pass, as test_cli and the synthetic
+	 * recovery run the same code under the sanitizers */
 	TCase *v = tcase_create("validation");
 
 	tcase_set_timeout(t, 120);
@@ -429,6 +431,7 @@ int main(void)
 	tcase_set_timeout(v, 600);
 	tcase_add_test(v, test_validation_held_out);
 	suite_add_tcase(s, t);
-	suite_add_tcase(s, v);
+	if (test_seeds(4) == 4)
+		suite_add_tcase(s, v);
 	return run_suite(s);
 }
