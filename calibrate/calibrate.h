@@ -179,9 +179,9 @@ bool calib_param_per_group(enum calib_param param);
  * that order is cross-validated (leave one timed run out), and the prefix
  * with the least MAPE is fitted to all runs, unless its MAPE is above
  * CALIB_MIN_GAIN times the catalogue's own (res->kept). Returns 0, or -1 with e set: a run that
- * cannot be costed (e names its line), fewer than 2 runs with a time, or
- * no constant a run exercises (or fewer than 1 + CALIB_RUNS_PER_CONST
- * timed runs: too few to fit one). res is filled on success (free with
+ * cannot be costed (e names its line), fewer than 1 + CALIB_RUNS_PER_CONST
+ * (3) runs with a time (too few to fit one constant), or no constant a
+ * run exercises. res is filled on success (free with
  * calib_result_free). */
 int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_run *runs, int n,
 	      struct err *e);
@@ -195,6 +195,8 @@ void calib_apply(struct cluster *c, const struct calib_result *res);
  * COMPUTE_HBM_EFF). */
 double calib_get(const struct cluster *c, enum calib_param param, int index);
 
+/* Frees what calib_fit allocated in res (the per-run predictions), not res
+ * itself, and clears their pointers. */
 void calib_result_free(struct calib_result *res);
 
 /* The label of status in the table and the calibration block ("fitted",

@@ -350,6 +350,24 @@ static int layout_vp(const struct plan_opts *o)
 /* The progress of the search, and of the CSV and the JSON being written. */
 static struct progress search_progress, csv_progress, json_progress;
 
+/* One item of a spec ("KEY=VALUE", as --compare and calibrate's runs take
+ * them), cut in place at its '=': returns the id of option KEY and sets
+ * *value to VALUE, or returns -1 (no '=', or no option of that name). */
+static int spec_key(char *item, const char **value)
+{
+	char *eq = strchr(item, '=');
+
+	*value = NULL;
+	if (!eq)
+		return -1;
+	*eq = '\0';
+	*value = eq + 1;
+	for (int k = 0; k < OPT_COUNT; k++)
+		if (strcmp(options[k].name, item) == 0)
+			return k;
+	return -1;
+}
+
 /* Parses --compare spec i, "KEY=VALUE,..." where KEY is the long name of an
  * option of SCOPE_STRATEGY (options.h) and VALUE what the option takes,
  * through parse_option onto the command line's options, and completes it
@@ -365,21 +383,15 @@ static int parse_compare(struct cli *cl, int i)
 	cl->compare_text[i] = xstrdup(cl->compare[i]);
 	for (item = strtok_r(cl->compare_text[i], ",", &save); item;
 	     item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-		int id = -1;
+		const char *value;
+		int id = spec_key(item, &value);
 
-		if (eq) {
-			*eq = '\0';
-			for (int k = 0; k < OPT_COUNT; k++)
-				if (strcmp(options[k].name, item) == 0)
-					id = k;
-		}
 		if (id < 0 || options[id].scope != SCOPE_STRATEGY) {
 			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, recompute-modules, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype, moe-dispatcher, moe-pad-capacity, moe-grouped-gemm, ep-overlap, optim-dtype)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}
-		if ((rc = parse_option(&sub, id, eq + 1)))
+		if ((rc = parse_option(&sub, id, value)))
 			return rc;
 	}
 	if (!plan_opts_what_if(&sub.opts)) {
@@ -1051,21 +1063,15 @@ static int run_options(const struct cli *cl, const struct runs *rs, const struct
 
 	*text = xstrdup(w->spec);
 	for (item = strtok_r(*text, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(item, '=');
-		int id = -1;
+		const char *value;
+		int id = spec_key(item, &value);
 
-		if (eq) {
-			*eq = '\0';
-			for (int k = 0; k < OPT_COUNT; k++)
-				if (strcmp(options[k].name, item) == 0)
-					id = k;
-		}
 		if (id < 0 || (options[id].scope != SCOPE_STRATEGY && id != OPT_GBS && id != OPT_SEQ))
 			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not KEY=VALUE of a strategy option (as --compare's), gbs or seq",
 				       rs->path, w->line, w->spec_col, w->spec, item);
-		if (parse_value(&sub, &options[id], eq + 1))
+		if (parse_value(&sub, &options[id], value))
 			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not a value of --%s", rs->path,
-				       w->line, w->spec_col, w->spec, eq + 1, options[id].name);
+				       w->line, w->spec_col, w->spec, value, options[id].name);
 	}
 	if (!plan_opts_what_if(&sub.opts))
 		return err_set(e, "%s:%d:%d: spec '%s' needs tp, pp, dp, cp and mbs", rs->path, w->line,
