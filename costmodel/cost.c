@@ -38,7 +38,10 @@ static double tied_bytes(const struct model *m, const struct strategy *s)
  * to rank 0 included, so a rank sends v times per micro-batch), and the
  * memory cap per virtual stage: (GPU memory - context_bytes) / vp x
  * share[k], the rank's memory split over its chunks as an even split of
- * the blocks would use it (conservative when the chunks differ;
+ * the blocks would use it: vp (S + i_k A) / (vp S + sum_j i_j A) over the
+ * rank's chunks j, S and A the blocks' states and activations, i the
+ * micro-batches each holds (ZB-V's and DualPipeV's legs, interleaving's
+ * chunks in Megatron's order; conservative when the chunks differ;
  * cost_evaluate tests the rank as a whole); a single stage that holds tied
  * embedding and head gets the duplicate's bytes back. */
 void cost_frame(struct pipeline_frame *f, const struct model *m,
@@ -50,7 +53,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	/* uneven micro-batches: the busiest replica holds and sends as many
 	 * as it runs */
 	int most = cost_most_batches(c, s);
-	double rho = 1.0 / 3, st = 0, act = 0;
+	double rho = 1.0 / 3, st = 0, act = 0, held[MAX_STAGES];
 	const double *links = NULL;
 
 	if (n > MAX_STAGES)
@@ -91,7 +94,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 					       : comm_pp_send(m, c, g, h, s)) *
 					most / mb;
 	}
-	if (schedule_v(s->schedule))
+	if (schedule_virtual(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
 			st += lc->state_bytes[l] + lc->extra_bytes[l];
 			act += lc->act_bytes[l];
@@ -119,11 +122,15 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->send[k] = hop ? f->link[f->group[k - 1]][f->group[k]] : 0;
 		f->hops += hop;
 	}
+	for (int q = 0; q < pp && q < MAX_STAGES; q++)
+		held[q] = 0;
+	for (int k = 0; k < n; k++)
+		held[strategy_rank(s, k)] += f->inflight[k];
 	for (int k = 0; k < n; k++) {
-		double pair = f->inflight[k] + f->inflight[n - 1 - k];
+		double all = held[strategy_rank(s, k)];
 
-		f->share[k] = schedule_v(s->schedule) && st + pair * act > 0
-				      ? 2 * (st + f->inflight[k] * act) / (2 * st + pair * act)
+		f->share[k] = schedule_virtual(s->schedule) && vp * st + all * act > 0
+				      ? vp * (st + f->inflight[k] * act) / (vp * st + all * act)
 				      : 1;
 		/* DualPipe: the stage's mirror in the other copy takes the
 		   rest of its rank's memory (pipe_terms, rank_memory) */

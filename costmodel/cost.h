@@ -162,14 +162,15 @@ struct pipeline_frame {
 	double cap[MAX_STAGES];	     /* bytes available for the stage's
 					   layers on one GPU: cap_of[group[k]]
 					   x share[k] */
-	/* Stage k's part of its rank's memory, times vp: 1 but under ZB-V and
-	 * DualPipeV, whose two stages per rank hold different numbers of
-	 * micro-batches (ZB-V 2(p-r)-1 and 2r+1): there each gets what an
-	 * even split of the blocks would use, (S + i_k A) / (2S + (i_0 + i_1)
-	 * A) x 2 for a block's states S and activations A (sums over the
-	 * blocks), so an even split that fits the rank fits its stages; and
-	 * 1/2 under DualPipe, whose rank also holds stage k's mirror of the
-	 * other copy. */
+	/* Stage k's part of its rank's memory, times vp: 1 without virtual
+	 * stages; with them, whose stages on one rank hold different numbers
+	 * of micro-batches (ZB-V 2(p-r)-1 and 2r+1, interleaving's chunks in
+	 * Megatron's order), each gets what an even split of the blocks would
+	 * use, vp (S + i_k A) / (vp S + sum_j i_j A) over the rank's stages j
+	 * for a block's states S and activations A (sums over the blocks), so
+	 * an even split that fits the rank fits its stages; and 1/2 under
+	 * DualPipe, whose rank also holds stage k's mirror of the other
+	 * copy. */
 	double share[MAX_STAGES];
 	int group[MAX_STAGES]; /* node group of virtual stage k */
 	/* Placement-free terms, for a search that also places the ranks:

@@ -156,10 +156,12 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
  *   runs pp - r - 1 warm-up forwards plus one in steady state:
  *   min(pp - r, m);
  * - interleaved (and interleaved zero bubble, which keeps its warm-up):
- *   Megatron's warm-up count (pp - r - 1)*2 + (v-1)*pp plus one in steady
- *   state, at most m*v, in chunk activations of 1/v of the rank's layers
- *   each: per chunk min(m*v, 2(pp-r-1) + (v-1)pp + 1) / v. For rank 0 this
- *   is pp + (pp-1)/v micro-batches, COSTMODEL.md's p (1 + (p-1)/(p v)).
+ *   looped_held below, Megatron's warm-up per rank and its order of
+ *   chunks; the rank's chunks together hold min(m v, 2(pp-r-1) + (v-1)pp
+ *   + 1) chunk micro-batches, for rank 0 pp + (pp-1)/v micro-batches of
+ *   the rank's layers (COSTMODEL.md's p (1 + (p-1)/(p v))), but not
+ *   evenly: on rank 0 chunk 0 holds 2 pp - 1, on the last rank the last
+ *   chunk (the head's) one.
  * - ZB-V (Qi et al. 2024 Sec. 5: 1F1B's peak activation memory, p stage
  *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
  *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
@@ -182,6 +184,44 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
  * - DualPipe (DeepSeek-V3 Table 2: PP + 1 stage micro-batches per
  *   device): (pp + 1) / 2 on each of the rank's two stages (this one and
  *   its mirror in the other copy, cost.c), at most m / 2 each. */
+/* Chunk micro-batches held by chunk j (0-based; virtual stage j pp + r) of
+ * pipeline rank r under Megatron-Core's interleaved 1F1B, pp ranks, v
+ * chunks each, m micro-batches (megatron/core/pipeline_parallel/
+ * schedules.py):
+ * - get_pp_rank_microbatches: rank r runs W = (pp - r - 1) x 2 + (v - 1)
+ *   x g warm-up forwards, g = microbatch_group_size_per_vp_stage (None:
+ *   pp, the default, taken here; no strategy sets another), all m v of
+ *   them when W >= m v; each steady-state step runs one forward before
+ *   one backward, so the rank holds N = min(W + 1, m v) chunk micro-batches
+ *   at its peak, and keeps that total through the steady state;
+ * - get_schedule_table: the k-th forward runs micro-batches in groups of g,
+ *   each group on chunk 0, then chunk 1, ..., chunk v - 1 (forward k of
+ *   the first floor(m / g) groups is on chunk (k / g) % v; a last group of
+ *   the rem = m mod g left runs rem per chunk); the k-th backward runs the
+ *   table's k-th entry on chunk v - 1 - its chunk.
+ * Held by chunk j: the forwards among the first N on chunk j, counted at
+ * the moment the rank first holds N (its first steady-state forward done,
+ * no backward yet). The steady state then moves the total between chunks
+ * (its backwards free the last chunk first): with chunks of even layers
+ * all moments are the rank's peak; the last rank's last chunk, whose
+ * forward and backward fall in the same step, holds one throughout, as
+ * 1F1B's last stage. */
+static double looped_held(int pp, int v, int m, int r, int j)
+{
+	int g = pp, full = m / g, rem = m - full * g;
+	long w = 2L * (pp - r - 1) + (long)(v - 1) * g, n, reg, t, held;
+
+	n = w + 1 < (long)m * v ? w + 1 : (long)m * v;
+	reg = n < (long)full * g * v ? n : (long)full * g * v;
+	t = reg % ((long)g * v) - (long)j * g;
+	held = reg / ((long)g * v) * g + (t < 0 ? 0 : t > g ? g : t);
+	if (n > reg) {
+		t = n - reg - (long)j * rem;
+		held += t < 0 ? 0 : t > rem ? rem : t;
+	}
+	return (double)held;
+}
+
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 {
 	int r = pp > 0 ? k % pp : 0;
@@ -201,12 +241,7 @@ double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 	case SCHED_HOLD_COPIES:
 		return (pp + 1 < m ? pp + 1 : m) / 2.0;
 	case SCHED_HOLD_LOOPED:
-		if (v < 1)
-			v = 1;
-		n = 2.0 * (pp - r - 1) + (double)(v - 1) * pp + 1;
-		if (n > (double)m * v)
-			n = (double)m * v;
-		return n / v;
+		return pp > 0 ? looped_held(pp, v < 1 ? 1 : v, m, r, k / pp) : m;
 	case SCHED_HOLD_1F1B:
 	default:
 		return pp - r < m ? pp - r : m;

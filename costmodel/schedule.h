@@ -183,8 +183,10 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
 
 /* Micro-batches of activations held by virtual stage k (0-based; for
  * k < pp, the first stage of pipeline rank k) of pp ranks with v virtual
- * stages per rank: for interleaved the rank's chunk activations spread
- * evenly over its v chunks, so the value may be fractional. */
+ * stages per rank at the rank's peak: for interleaved per chunk as
+ * Megatron's order leaves them when the rank first holds its warm-up
+ * plus one (chunk 0 of rank 0 the most, 2 pp - 1 with v >= 2 and m >= 2
+ * pp; schedule.c looped_held); fractional for DualPipe's two copies. */
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k);
 
 /* The share, 0 to 1, of a rank's forward and backward passes that run in

@@ -510,8 +510,8 @@ END_TEST
  * is 4e-5 (test_evaluate_toy: pp 1.6e-4 over 4 micro-batches). C0 = fb(E)
  * + 3 fb(B) + 4e-5, C1 = fb(B) + fb(H) + 8e-5, C0 > C1: T_pipe = (4 - 1/2)
  * C0 + (C0 + C1) / 2, idle rank 0 = C1 / 2, rank 1 = T - 4 C1. Rank 0's
- * memory is test_fit_interleaved_chunks' 8.85e8 (allowance 0): states 18 x
- * 3.5e7 = 6.3e8 + activations 2.55e8. */
+ * memory is test_fit_interleaved_chunks' 9.02e8 (allowance 0): states 18 x
+ * 3.5e7 = 6.3e8 + activations 2.72e8. */
 START_TEST(test_ranks_interleaved)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
@@ -553,7 +553,7 @@ START_TEST(test_ranks_interleaved)
 	ck_assert_rel(x[0].idle, C1 / 2, 1e-9);
 	ck_assert_rel(x[1].idle, T - 4 * C1, 1e-12);
 	ck_assert_rel(x[1].busy + x[1].idle, T, 1e-12);
-	ck_assert_rel(x[0].peak_bytes, 8.85e8, 1e-12);
+	ck_assert_rel(x[0].peak_bytes, 9.02e8, 1e-12);
 	ck_assert_rel(x[0].mem.optimizer, 12 * 3.5e7, 1e-12);
 	cost_layers_free(&lc);
 }

@@ -463,14 +463,20 @@ END_TEST
  * together. The toy, pp 2, vp 2, m = 4, zero 0 (18 bytes per parameter),
  * the user's allowance 0: virtual stages [0,3) (embedding + 2 blocks),
  * [3,4), [4,5), [5,6) (head) on ranks 0, 1, 0, 1. In flight per chunk
- * (schedule_inflight): rank 0 min(8, 2 + 2 + 1) / 2 = 2.5, rank 1
- * (0 + 2 + 1) / 2 = 1.5.
- *   rank 0: chunk 0 18 x 2.5e7 + 2.5 x 68e6 = 6.2e8, chunk 2 18 x 1e7 +
- *           2.5 x 34e6 = 2.65e8: 8.85e8;
- *   rank 1: 18 x 1e7 + 1.5 x 34e6 + 18 x 5e6 + 1.5 x 4e6 + 6e6 logits =
- *           3.33e8.
- * On a 1e9-byte GPU the frame's even per-chunk cap (5e8) is below chunk
- * 0, yet rank 0 fits as a whole; on 8.8e8 bytes it does not. */
+ * (schedule_inflight; Megatron's table in groups of p = 2: micro-batches
+ * 0-1 on chunk 0, 0-1 on chunk 1, 2-3 on chunk 0, ...): rank 0 min(8, 2 +
+ * 2 + 1) = 5 forwards, 3 on chunk 0 and 2 on chunk 1; rank 1 0 + 2 + 1 =
+ * 3, 2 on chunk 0 and 1 on chunk 1.
+ *   rank 0: chunk 0 18 x 2.5e7 + 3 x 68e6 = 6.54e8, chunk 2 18 x 1e7 +
+ *           2 x 34e6 = 2.48e8: 9.02e8 (activations 2.04e8 + 6.8e7 =
+ *           2.72e8);
+ *   rank 1: 18 x 1e7 + 2 x 34e6 + 18 x 5e6 + 1 x 4e6 + 6e6 logits =
+ *           3.48e8.
+ * The frame's cap for chunk 0: 1e9 / 2 x its share 2 (S + 3 A) / (2 S +
+ * (3 + 2) A) of the 4 blocks' states S = 4 x 18e7 = 7.2e8 and activations
+ * A = 4 x 34e6 = 1.36e8: 5e8 x 2.256e9 / 2.12e9 = 5.32e8, below chunk 0,
+ * yet rank 0 fits as a whole on a 1e9-byte GPU; on 8.8e8 bytes it does
+ * not. */
 START_TEST(test_fit_interleaved_chunks)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
@@ -491,25 +497,26 @@ START_TEST(test_fit_interleaved_chunks)
 	gpus[0].mem_bytes = 1e9;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_frame(&f, &mod, &clu, &s, &lc);
-	ck_assert_rel(f.cap[0], 5e8, 1e-12);
-	ck_assert_rel(f.inflight[0], 2.5, 1e-12);
-	ck_assert_rel(f.inflight[1], 1.5, 1e-12);
+	ck_assert_rel(f.cap[0], 5e8 * 2.256e9 / 2.12e9, 1e-12);
+	ck_assert_rel(f.inflight[0], 3, 0);
+	ck_assert_rel(f.inflight[2], 2, 0);
+	ck_assert_rel(f.inflight[1], 2, 0);
+	ck_assert_rel(f.inflight[3], 1, 0);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(r.fits);
 	ck_assert_int_eq(r.overflow_rank, -1);
 	ck_assert_int_eq(r.heaviest_rank, 0);
-	ck_assert_rel(r.peak_bytes, 8.85e8, 1e-12);
+	ck_assert_rel(r.peak_bytes, 9.02e8, 1e-12);
 	ck_assert_rel(r.mem.weights, 2 * 3.5e7, 1e-12);
-	ck_assert_rel(r.mem.activations, 2.55e8, 1e-12);
+	ck_assert_rel(r.mem.activations, 2.72e8, 1e-12);
 	ck_assert_rel(r.mem.logits, 0, 0);
 	gpus[0].mem_bytes = 8.8e8;
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
 	ck_assert_int_eq(r.overflow_rank, 0);
-	/* rank 1 overflows alone on a GPU between the two ranks' needs
-	 * (rank 1 on group 1) */
+	/* rank 1 (3.48e8) overflows alone on a GPU of 3.4e8 (on group 1) */
 	gpus[0].mem_bytes = 1e9;
-	gpus[1].mem_bytes = 3.3e8;
+	gpus[1].mem_bytes = 3.4e8;
 	s.group[1] = 1;
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
 	ck_assert(!r.fits);
@@ -599,9 +606,12 @@ END_TEST
  * rank 1 on group 1. Virtual stages 0..3 on ranks 0, 1, 0, 1: sends into
  * stages 1, 2 (the wrap-around 1 -> 0) and 3, none into the first; each
  * between the groups, 8e-5 s (see test_evaluate_toy in check_evaluate.c).
- * In flight: rank 0 min(8, 2 + 2 + 1) / 2 = 2.5, rank 1 (0 + 2 + 1) / 2 =
- * 1.5. Weights a = 4*2 - 1 = 7, b = 1/2. Cap (80 GiB - the user's 2 GiB) /
- * 2 per chunk. */
+ * In flight (test_fit_interleaved_chunks): rank 0 3 on chunk 0 and 2 on
+ * chunk 1, rank 1 2 and 1. Weights a = 4*2 - 1 = 7, b = 1/2. Cap (80 GiB -
+ * the user's 2 GiB) / 2 per chunk, times the chunk's share 2 (S + i A) /
+ * (2 S + (2 + 1) A) on rank 1, S = 7.2e8 and A = 1.36e8 (the 4 blocks'
+ * states and activations; the user's allowance, no fragmentation share):
+ * 2 x 9.92e8 / 1.848e9 for stage 1, 2 x 8.56e8 / 1.848e9 for stage 3. */
 START_TEST(test_frame_interleaved)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
@@ -625,10 +635,12 @@ START_TEST(test_frame_interleaved)
 		ck_assert_rel(f.send[k], 8e-5, 1e-12);
 	ck_assert_int_eq(f.group[2], 0);
 	ck_assert_int_eq(f.group[3], 1);
-	ck_assert_rel(f.inflight[0], 2.5, 1e-12);
-	ck_assert_rel(f.inflight[2], 2.5, 1e-12);
-	ck_assert_rel(f.inflight[1], 1.5, 1e-12);
-	ck_assert_rel(f.cap[1], 39 * GiB, 1e-12);
+	ck_assert_rel(f.inflight[0], 3, 0);
+	ck_assert_rel(f.inflight[2], 2, 0);
+	ck_assert_rel(f.inflight[1], 2, 0);
+	ck_assert_rel(f.inflight[3], 1, 0);
+	ck_assert_rel(f.cap[1], 39 * GiB * 1.984e9 / 1.848e9, 1e-12);
+	ck_assert_rel(f.cap[3], 39 * GiB * 1.712e9 / 1.848e9, 1e-12);
 	cost_layers_free(&lc);
 }
 END_TEST

@@ -109,18 +109,63 @@ START_TEST(test_inflight)
 	 * before B0 (2), stage 1 one at a time (1). */
 	ck_assert_rel(schedule_inflight(SCHED_1F1B, 2, 1, 3, 0), 2, 0);
 	ck_assert_rel(schedule_inflight(SCHED_1F1B, 2, 1, 3, 1), 1, 0);
-	/* Interleaved p = 4, v = 2, m = 8: rank 0 warm-up 2*3 + 1*4 = 10
-	 * chunks + 1 = 11 chunk activations = 5.5 per chunk (COSTMODEL.md:
-	 * p (1 + (p-1)/(p v)) = 4 * 11/8 = 5.5 micro-batches); rank 3:
-	 * 0 + 4 + 1 = 5 -> 2.5. */
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 0), 5.5, 1e-12);
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 3), 2.5, 1e-12);
-	/* m = 2: at most m v = 4 chunks -> 2. The drawn interleaved timeline
+	/* Interleaved p = 4, v = 2, m = 8 (Megatron's schedule table with
+	 * groups of g = p = 4: forwards 0-3 on chunk 0 (micro-batches 0-3),
+	 * 4-7 on chunk 1, 8-11 on chunk 0 (4-7), 12-15 on chunk 1): rank 0
+	 * warm-up 2*3 + 1*4 = 10 chunks + 1 = 11 chunk activations (COSTMODEL.md:
+	 * p (1 + (p-1)/(p v)) = 4 * 11/8 = 5.5 micro-batches of the rank's
+	 * layers), forwards 0-10: chunk 0 holds 0-3 and 8-10, 7; chunk 1 4-7,
+	 * 4; rank 3: 0 + 4 + 1 = 5, forwards 0-4: 4 on chunk 0, 1 on chunk 1
+	 * (its forward 4 and backward 0 are both micro-batch 0 on chunk 1). */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 0), 7, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 4), 4, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 3), 4, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 8, 7), 1, 0);
+	/* m = 2: at most m v = 4 chunks, the table's one (last) group of 2
+	 * micro-batches per chunk: 2 and 2. The drawn interleaved timeline
 	 * (p = 2, v = 2, m = 2): rank 0 holds all 4 chunk forwards (2 per
-	 * chunk), rank 1 holds F0b, F1b, F0d = 2*0 + 2 + 1 = 3 -> 1.5. */
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 2, 0), 2, 1e-12);
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 0), 2, 1e-12);
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 1), 1.5, 1e-12);
+	 * chunk), rank 1 holds F0b, F1b, F0d = 2*0 + 2 + 1 = 3: 2 on chunk b
+	 * (stage 1), 1 on chunk d (stage 3). */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 2, 0), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 2, 4), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 0), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 1), 2, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 2, 2, 2, 3), 1, 0);
+}
+END_TEST
+
+/* Megatron's interleaved warm-up at depth (schedules.py
+ * get_pp_rank_microbatches, get_schedule_table; g = p):
+ * - GPT-3 175B's DGX H100 recipe, p = 8, v = 12, m = 64: rank 0 warm-up
+ *   2*7 + 11*8 = 102, + 1 = 103 = 12*8 + 7 forwards: one round of 8 on
+ *   each chunk, then 7 more on chunk 0: chunk 0 15, chunks 1-11 8 each
+ *   (sum 15 + 88 = 103); rank 7: 0 + 88 + 1 = 89 = 11*8 + 1: chunks 0-10
+ *   8 each, chunk 11 (virtual stage 11*8 + 7 = 95, the head's) 1; rank 3:
+ *   2*4 + 88 + 1 = 97 = 12*8 + 1: chunk 0 9, the rest 8.
+ * - m not a multiple of g, p = 4, v = 2, m = 6: the table's groups are
+ *   micro-batches 0-3 (chunk 0, then chunk 1) and the last group 4-5
+ *   (chunk 0, then chunk 1): (0,0) (1,0) (2,0) (3,0) (0,1) (1,1) (2,1)
+ *   (3,1) (4,0) (5,0) (4,1) (5,1). Rank 0: min(2*3 + 4 + 1, 12) = 11
+ *   forwards: chunk 0 4 + 2 = 6, chunk 1 4 + 1 = 5; rank 2: 2 + 4 + 1 = 7:
+ *   chunk 0 4, chunk 1 3.
+ * - all in the warm-up: p = 4, v = 3, m = 4, rank 0: 6 + 8 = 14 >= m v =
+ *   12, every forward first: 4 per chunk. */
+START_TEST(test_inflight_interleaved_depth)
+{
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 0), 15, 0);
+	for (int j = 1; j < 12; j++)
+		ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 8 * j), 8, 0);
+	for (int j = 0; j < 11; j++)
+		ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 8 * j + 7), 8, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 95), 1, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 3), 9, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 8, 12, 64, 8 + 3), 8, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 6, 0), 6, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 6, 4), 5, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 6, 2), 4, 0);
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 2, 6, 6), 3, 0);
+	for (int j = 0; j < 3; j++)
+		ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED, 4, 3, 4, 4 * j), 4, 0);
 }
 END_TEST
 
@@ -177,8 +222,9 @@ START_TEST(test_zb_v)
 	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 8, 4), 7, 0);
 	/* at most m */
 	ck_assert_rel(schedule_inflight(SCHED_ZB_V, 4, 2, 4, 0), 4, 0);
-	/* interleaved zero bubble keeps interleaving's warm-up */
-	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED_ZB, 4, 2, 8, 0), 5.5, 1e-12);
+	/* interleaved zero bubble keeps interleaving's warm-up (test_inflight:
+	 * 7 on rank 0's chunk 0) */
+	ck_assert_rel(schedule_inflight(SCHED_INTERLEAVED_ZB, 4, 2, 8, 0), 7, 0);
 }
 END_TEST
 
@@ -334,6 +380,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_interleaved);
 	tcase_add_test(tc, test_zb_h1);
 	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_inflight_interleaved_depth);
 	tcase_add_test(tc, test_interleaved_zb);
 	tcase_add_test(tc, test_zb_v);
 	tcase_add_test(tc, test_zb_h2);
