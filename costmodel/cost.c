@@ -36,7 +36,8 @@ static double tied_bytes(const struct model *m, const struct strategy *s)
  * seconds per micro-batch from virtual stage k to k+1 (comm_pp_send; with
  * interleaving the boundaries between chunks, wrap-arounds from rank pp-1
  * to rank 0 included, so a rank sends v times per micro-batch), and the
- * memory cap per virtual stage: (GPU memory - context_bytes) / vp x
+ * memory cap per virtual stage: (GPU memory - context_bytes - ZeRO-3's
+ * gathered layers, memory_gathered) / vp x
  * share[k], the rank's memory split over its chunks as an even split of
  * the blocks would use it: vp (S + i_k A) / (vp S + sum_j i_j A) over the
  * rank's chunks j, S and A the blocks' states and activations, i the
@@ -53,7 +54,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	/* uneven micro-batches: the busiest replica holds and sends as many
 	 * as it runs */
 	int most = cost_most_batches(c, s);
-	double rho = 1.0 / 3, st = 0, act = 0, held[MAX_STAGES];
+	double rho = 1.0 / 3, st = 0, act = 0, held[MAX_STAGES], gw, gg;
 	const double *links = NULL;
 
 	if (n > MAX_STAGES)
@@ -86,8 +87,10 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		if (!memcmp(key, lc->link_key, sizeof key))
 			links = lc->link;
 	}
+	memory_gathered(m, s, &gw, &gg);
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
-		f->cap_of[g] = (cluster_group_mem(c, g) - cost_context_bytes(c)) / vp - lc->vocab_bytes;
+		f->cap_of[g] = (cluster_group_mem(c, g) - cost_context_bytes(c) - gw - gg) / vp -
+			       lc->vocab_bytes;
 		f->vocab_of[g] = lc->vocab_time[g];
 		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
 			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
@@ -272,8 +275,10 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 
 /* Pipeline rank q's memory per GPU by kind (its chunks' states,
  * inflight x activations, extra; a single stage holding tied embedding and
- * head counts the matrix once; the allowance context_bytes + frag_share of
- * activations and logits) into *mem; returns their sum, bytes. */
+ * head counts the matrix once; ZeRO-3's gathered layers, memory_gathered,
+ * with the weights and gradients; the allowance context_bytes +
+ * frag_share of activations and logits) into *mem; returns their sum,
+ * bytes. */
 static double rank_memory(struct cost_mem *mem, const struct model *m, const struct cluster *c,
 			  const struct strategy *s, const struct pipeline_frame *f, int q)
 {
@@ -311,6 +316,13 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 		mem->optimizer += lm.optimizer;
 		mem->activations += lm.act;
 		mem->logits += lm.extra;
+	}
+	{
+		double gw, gg;
+
+		memory_gathered(m, s, &gw, &gg);
+		mem->weights += gw;
+		mem->grads += gg;
 	}
 	mem->allowance = cost_context_bytes(c) + cost_frag_share(c) * (mem->activations + mem->logits);
 	return mem->weights + mem->grads + mem->optimizer + mem->activations + mem->logits +
@@ -380,7 +392,8 @@ static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const 
  *   recomputation, attention counted whole);
  * - memory: per rank, its chunks' states + inflight x activations + extra
  *   (a single stage holding tied embedding and head counts the matrix
- *   once), plus the allowance (context_bytes + frag_share of activations
+ *   once), ZeRO-3's gathered layers (memory_gathered; in the frame's
+ *   caps), plus the allowance (context_bytes + frag_share of activations
  *   and logits); the heaviest rank (most bytes) and the fullest (highest
  *   share of its GPU's memory) are reported; fits if every rank is within
  *   its GPU's memory. */
@@ -394,6 +407,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	struct pipe_terms P;
 	const struct pipeline_frame *f = &P.f;
 	double tail_dp, tail_hid, tail_opt, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
+	double gw, gg;
 	int pp = s->pp, mb, bn = 0;
 
 	cost_evaluations++;
@@ -415,9 +429,10 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	}
 
 	iter_tail(&tail_dp, &tail_hid, &tail_opt, &r->tail_rank, m, c, s, lc, f);
+	memory_gathered(m, s, &gw, &gg);
 	for (int q = 0; q < pp; q++) {
 		double gpu_mem = cluster_group_mem(c, s->group[q]);
-		double share = (P.rank_mem[q] + cost_context_bytes(c)) / gpu_mem;
+		double share = (P.rank_mem[q] + gw + gg + cost_context_bytes(c)) / gpu_mem;
 
 		if (P.rank_c[q] > P.rank_c[bn])
 			bn = q;

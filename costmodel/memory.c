@@ -182,6 +182,40 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	}
 }
 
+/* ZeRO-3 keeps 1/n of each layer's parameters and gathers the whole of a
+ * layer (its TP / EP share) for its forward and again for its backward,
+ * freeing it after (PyTorch FSDP, Zhao et al. 2023 Sec. 3.2-3.4: one
+ * FlatParameter, a layer, unsharded at a time, the next one's all-gather
+ * issued ahead of it, forward and backward prefetching, and the rate
+ * limiter allowing at most two all-gathers in flight; FSDP2's
+ * fully_shard prefetches one layer ahead likewise). In the backward each
+ * layer's unsharded gradient waits for its reduce-scatter, which runs
+ * while the next layer's backward produces the next one (the same
+ * paper's backward overlap): two layers' gradients. The peak, at the
+ * start of the backward when the activations are all held, has two
+ * layers' parameters (MEM_WEIGHT_BYTES each) and two layers' gradients
+ * (memory_grad_bytes each) unsharded, taken at the model's largest layer
+ * (the embedding or the head when the vocabulary is large), on every
+ * pipeline rank. Not the whole model: only the layers running. */
+void memory_gathered(const struct model *m, const struct strategy *s, double *weights,
+		     double *grads)
+{
+	double most = 0;
+
+	*weights = *grads = 0;
+	if (s->zero < 3)
+		return;
+	for (int l = 0; l < m->n_layer; l++) {
+		double D, E;
+
+		memory_params(&m->layer[l], s, &D, &E);
+		if (D + E > most)
+			most = D + E;
+	}
+	*weights = 2 * MEM_WEIGHT_BYTES * most;
+	*grads = 2 * memory_grad_bytes(s) * most;
+}
+
 double memory_vocab_params(const struct model *m, const struct strategy *s)
 {
 	double P = 0;

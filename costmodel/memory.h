@@ -55,6 +55,13 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s);
 
+/* ZeRO-3's gathered layers: bytes per GPU that every pipeline rank holds
+ * beside its shards while the layers run (memory.c has the terms and the
+ * sources), *weights the unsharded parameters of two layers, *grads the
+ * unsharded gradients of two; both 0 below ZeRO-3. */
+void memory_gathered(const struct model *m, const struct strategy *s, double *weights,
+		     double *grads);
+
 /* Vocabulary parallelism (s->vocab_par): dense parameters per GPU of the
  * embedding and the head that each of the pp ranks holds, (P_emb + P_head)
  * / (tp * pp), a tied matrix counted once; 0 without it. */

@@ -459,6 +459,83 @@ START_TEST(test_zb_v_placement)
 }
 END_TEST
 
+/* ZeRO-3's gathered layers (memory_gathered): the toy (embedding 5e6,
+ * four blocks of 1e7, head 5e6 parameters), tp 1, pp 1, dp 4, mbs 1, gbs
+ * 8 (m = 2), zero 3, fp32 gradients, the user's allowance 0. The largest
+ * layer is a block, 1e7 per GPU: two of them unsharded, 2 x 2 x 1e7 = 4e7
+ * bytes of weights and 2 x 4 x 1e7 = 8e7 of gradients. The shards of the
+ * 5e7 parameters: 18 x 5e7 / 4 = 2.25e8 (weights 2.5e7, gradients 5e7,
+ * optimizer 1.5e8); one micro-batch of activations (1F1B, one stage): 4 x
+ * 34e3 x 1000 = 1.36e8 for the blocks + 4e3 x 1000 = 4e6 for the head,
+ * and 1000 x 1000 x (2 + 4) = 6e6 logits: peak 2.25e8 + 1.2e8 + 1.4e8 +
+ * 6e6 = 4.91e8. Weights 2.5e7 + 4e7 = 6.5e7, gradients 5e7 + 8e7 =
+ * 1.3e8. It fits a GPU of 4.91e8 bytes, not one of 4.9e8; the frame's cap
+ * leaves the layers 4.91e8 - 1.2e8 = 3.71e8. ZeRO-2 gathers nothing.
+ * TP 2 halves the layer: 2 x 2 x 5e6 = 2e7 and 2 x 4 x 5e6 = 4e7. An
+ * embedding of 3e7 (a large vocabulary) is the largest: 1.2e8 and 2.4e8;
+ * with bf16 gradients 2 x 2 x 3e7 = 1.2e8. With two stages every rank
+ * holds them: rank 1 (2 blocks + head, 2.5e7 parameters) 2 x 2.5e7 / 4 +
+ * 4e7 = 5.25e7 of weights. */
+START_TEST(test_memory_zero3_gathered)
+{
+	struct strategy s = strat(1, 1, 1, 4, 1, 8, 1000);
+	struct layer_costs lc = { 0 };
+	struct pipeline_frame f;
+	struct cost_result r;
+	struct cost_rank x[2];
+	double w, g;
+
+	toy();
+	toy_cluster();
+	s.zero = 3;
+	s.first[1] = 6;
+	gpus[0].mem_bytes = 4.91e8;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	memory_gathered(&mod, &s, &w, &g);
+	ck_assert_rel(w, 4e7, 1e-12);
+	ck_assert_rel(g, 8e7, 1e-12);
+	cost_frame(&f, &mod, &clu, &s, &lc);
+	ck_assert_rel(f.cap[0], 3.71e8, 1e-12);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert(r.fits);
+	ck_assert_rel(r.peak_bytes, 4.91e8, 1e-12);
+	ck_assert_rel(r.mem.weights, 6.5e7, 1e-12);
+	ck_assert_rel(r.mem.grads, 1.3e8, 1e-12);
+	ck_assert_rel(r.mem.optimizer, 1.5e8, 1e-12);
+	gpus[0].mem_bytes = 4.9e8;
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert(!r.fits);
+	cost_layers_free(&lc);
+	s.zero = 2;
+	memory_gathered(&mod, &s, &w, &g);
+	ck_assert_rel(w + g, 0, 0);
+	s.zero = 3;
+	s.tp = 2;
+	memory_gathered(&mod, &s, &w, &g);
+	ck_assert_rel(w, 2e7, 1e-12);
+	ck_assert_rel(g, 4e7, 1e-12);
+	s.tp = 1;
+	lay[0].params = 3e7;
+	memory_gathered(&mod, &s, &w, &g);
+	ck_assert_rel(w, 1.2e8, 1e-12);
+	ck_assert_rel(g, 2.4e8, 1e-12);
+	s.grad_bytes = 2;
+	memory_gathered(&mod, &s, &w, &g);
+	ck_assert_rel(g, 1.2e8, 1e-12);
+	s.grad_bytes = 0;
+	lay[0].params = 5e6;
+	gpus[0].mem_bytes = 80 * GiB;
+	s = strat(1, 1, 2, 4, 1, 16, 1000);
+	s.zero = 3;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	ck_assert_rel(x[1].mem.weights, 5.25e7, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 /* The fit test of an interleaved strategy is per pipeline rank, its chunks
  * together. The toy, pp 2, vp 2, m = 4, zero 0 (18 bytes per parameter),
  * the user's allowance 0: virtual stages [0,3) (embedding + 2 blocks),
@@ -658,6 +735,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_allowance_parts);
 	tcase_add_test(tc, test_memory_recompute_modules);
 	tcase_add_test(tc, test_memory_grad_bytes);
+	tcase_add_test(tc, test_memory_zero3_gathered);
 	tcase_add_test(tc, test_attention_memory);
 	tcase_add_test(tc, test_allowance);
 	tcase_add_test(tc, test_fit_interleaved_chunks);
