@@ -188,19 +188,20 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
  * FlatParameter, a layer, unsharded at a time, the next one's all-gather
  * issued ahead of it, forward and backward prefetching, and the rate
  * limiter allowing at most two all-gathers in flight; FSDP2's
- * fully_shard prefetches one layer ahead likewise). In the backward each
- * layer's unsharded gradient waits for its reduce-scatter, which runs
- * while the next layer's backward produces the next one (the same
- * paper's backward overlap): two layers' gradients. The peak, at the
- * start of the backward when the activations are all held, has two
- * layers' parameters (MEM_WEIGHT_BYTES each) and two layers' gradients
- * (memory_grad_bytes each) unsharded, taken at the model's largest layer
- * (the embedding or the head when the vocabulary is large), on every
+ * fully_shard prefetches one layer ahead likewise): the running layer's
+ * parameters and its neighbour's, l + 1 in the forward, l - 1 in the
+ * backward. In the backward each layer's unsharded gradient waits for
+ * its reduce-scatter, which runs while the layer before produces its own
+ * (the same paper's backward overlap): layers l and l + 1's gradients.
+ * The peak, at the start of the backward when the activations are all
+ * held, has both pairs: MEM_WEIGHT_BYTES + memory_grad_bytes per
+ * parameter of the largest two neighbouring layers of the model (the
+ * head and the last block when the vocabulary is large), on every
  * pipeline rank. Not the whole model: only the layers running. */
 void memory_gathered(const struct model *m, const struct strategy *s, double *weights,
 		     double *grads)
 {
-	double most = 0;
+	double most = 0, last = 0;
 
 	*weights = *grads = 0;
 	if (s->zero < 3)
@@ -209,11 +210,14 @@ void memory_gathered(const struct model *m, const struct strategy *s, double *we
 		double D, E;
 
 		memory_params(&m->layer[l], s, &D, &E);
-		if (D + E > most)
-			most = D + E;
+		if (l > 0 && last + D + E > most)
+			most = last + D + E;
+		last = D + E;
 	}
-	*weights = 2 * MEM_WEIGHT_BYTES * most;
-	*grads = 2 * memory_grad_bytes(s) * most;
+	if (m->n_layer == 1)
+		most = last;
+	*weights = MEM_WEIGHT_BYTES * most;
+	*grads = memory_grad_bytes(s) * most;
 }
 
 double memory_vocab_params(const struct model *m, const struct strategy *s)

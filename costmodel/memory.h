@@ -57,8 +57,9 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 
 /* ZeRO-3's gathered layers: bytes per GPU that every pipeline rank holds
  * beside its shards while the layers run (memory.c has the terms and the
- * sources), *weights the unsharded parameters of two layers, *grads the
- * unsharded gradients of two; both 0 below ZeRO-3. */
+ * sources), *weights the unsharded parameters of the largest two
+ * neighbouring layers, *grads their unsharded gradients; both 0 below
+ * ZeRO-3. */
 void memory_gathered(const struct model *m, const struct strategy *s, double *weights,
 		     double *grads);
 

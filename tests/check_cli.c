@@ -261,24 +261,26 @@ START_TEST(measured_unknown_gpu_is_an_error)
 }
 END_TEST
 
-/* --work-budget 300 on the demo (2569 strategies in full) stops at 300
+/* --work-budget 1000 on the demo (2569 strategies in full) stops at 1000
  * work units, each strategy costed at least one, and says that the ranking
- * is partial, with the strategies it costed. */
+ * is partial, with the strategies it costed. (300 units cost only ZeRO-3
+ * strategies over 64 data-parallel GPUs, which do not fit the A100s'
+ * 40 GiB with the head's parameters and gradients gathered.) */
 START_TEST(work_budget_ends_the_search)
 {
 	char *out, *err, *at;
 	long n = -1, n2 = -2;
 
-	ck_assert_int_eq(run_ampplan(DEMO " --work-budget 300", &out, &err), 0);
+	ck_assert_int_eq(run_ampplan(DEMO " --work-budget 1000", &out, &err), 0);
 	at = strchr(out, '\n');
 	ck_assert_ptr_nonnull(at);
 	ck_assert_int_eq(sscanf(at + 1, "%ld strategies costed, ", &n), 1);
-	at = strstr(out, "\nsearch ended by the work budget (300 units) after ");
+	at = strstr(out, "\nsearch ended by the work budget (1000 units) after ");
 	ck_assert_ptr_nonnull(at);
-	ck_assert_int_eq(sscanf(at, "\nsearch ended by the work budget (300 units) after %ld strategies: ", &n2), 1);
+	ck_assert_int_eq(sscanf(at, "\nsearch ended by the work budget (1000 units) after %ld strategies: ", &n2), 1);
 	ck_assert_int_eq(n, n2);
 	ck_assert_int_ge(n, 1);
-	ck_assert_int_le(n, 300);
+	ck_assert_int_le(n, 1000);
 	free(out);
 	free(err);
 }

@@ -462,8 +462,9 @@ END_TEST
 /* ZeRO-3's gathered layers (memory_gathered): the toy (embedding 5e6,
  * four blocks of 1e7, head 5e6 parameters), tp 1, pp 1, dp 4, mbs 1, gbs
  * 8 (m = 2), zero 3, fp32 gradients, the user's allowance 0. The largest
- * layer is a block, 1e7 per GPU: two of them unsharded, 2 x 2 x 1e7 = 4e7
- * bytes of weights and 2 x 4 x 1e7 = 8e7 of gradients. The shards of the
+ * two neighbours are two blocks (embedding + block 1.5e7, block + block
+ * 2e7, block + head 1.5e7): 2 x 2e7 = 4e7 bytes of weights and 4 x 2e7 =
+ * 8e7 of gradients unsharded. The shards of the
  * 5e7 parameters: 18 x 5e7 / 4 = 2.25e8 (weights 2.5e7, gradients 5e7,
  * optimizer 1.5e8); one micro-batch of activations (1F1B, one stage): 4 x
  * 34e3 x 1000 = 1.36e8 for the blocks + 4e3 x 1000 = 4e6 for the head,
@@ -471,9 +472,9 @@ END_TEST
  * 6e6 = 4.91e8. Weights 2.5e7 + 4e7 = 6.5e7, gradients 5e7 + 8e7 =
  * 1.3e8. It fits a GPU of 4.91e8 bytes, not one of 4.9e8; the frame's cap
  * leaves the layers 4.91e8 - 1.2e8 = 3.71e8. ZeRO-2 gathers nothing.
- * TP 2 halves the layer: 2 x 2 x 5e6 = 2e7 and 2 x 4 x 5e6 = 4e7. An
- * embedding of 3e7 (a large vocabulary) is the largest: 1.2e8 and 2.4e8;
- * with bf16 gradients 2 x 2 x 3e7 = 1.2e8. With two stages every rank
+ * TP 2 halves the layers: 2 x 1e7 = 2e7 and 4 x 1e7 = 4e7. An embedding
+ * of 3e7 (a large vocabulary) makes embedding + block 4e7 the largest
+ * pair: 8e7 and 1.6e8; with bf16 gradients 2 x 4e7 = 8e7. With two stages every rank
  * holds them: rank 1 (2 blocks + head, 2.5e7 parameters) 2 x 2.5e7 / 4 +
  * 4e7 = 5.25e7 of weights. */
 START_TEST(test_memory_zero3_gathered)
@@ -517,11 +518,11 @@ START_TEST(test_memory_zero3_gathered)
 	s.tp = 1;
 	lay[0].params = 3e7;
 	memory_gathered(&mod, &s, &w, &g);
-	ck_assert_rel(w, 1.2e8, 1e-12);
-	ck_assert_rel(g, 2.4e8, 1e-12);
+	ck_assert_rel(w, 8e7, 1e-12);
+	ck_assert_rel(g, 1.6e8, 1e-12);
 	s.grad_bytes = 2;
 	memory_gathered(&mod, &s, &w, &g);
-	ck_assert_rel(g, 1.2e8, 1e-12);
+	ck_assert_rel(g, 8e7, 1e-12);
 	s.grad_bytes = 0;
 	lay[0].params = 5e6;
 	gpus[0].mem_bytes = 80 * GiB;
