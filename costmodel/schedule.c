@@ -149,41 +149,6 @@ void schedule_rank_weights(enum schedule sc, int m, int v, double rho, double *a
 	*b = cb;
 }
 
-/* Activations in flight (Narayanan et al. 2021 Sec. 2.2; COSTMODEL.md) on
- * virtual stage k (pipeline rank r = k % pp):
- * - GPipe: all m micro-batches before the first backward;
- * - 1F1B and ZB-H1 (Qi et al. 2024: ZB-H1 keeps 1F1B's peak memory): rank r
- *   runs pp - r - 1 warm-up forwards plus one in steady state:
- *   min(pp - r, m);
- * - interleaved (and interleaved zero bubble, which keeps its warm-up):
- *   looped_held below, Megatron's warm-up per rank and its order of
- *   chunks; the rank's chunks together hold min(m v, 2(pp-r-1) + (v-1)pp
- *   + 1) chunk micro-batches, for rank 0 pp + (pp-1)/v micro-batches of
- *   the rank's layers (COSTMODEL.md's p (1 + (p-1)/(p v))), but not
- *   evenly: on rank 0 chunk 0 holds 2 pp - 1, on the last rank the last
- *   chunk (the head's) one.
- * - ZB-V (Qi et al. 2024 Sec. 5: 1F1B's peak activation memory, p stage
- *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
- *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
- *   leg (stage r), 2 r + 1 on the second (stage 2 pp - 1 - r); each at
- *   most m.
- * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1: peak memory (2p-1) M_B):
- *   rank 0 runs 2 pp - 1 forwards before micro-batch 0's B comes back (pp
- *   forwards down and pp - 1 backwards up, at t_F = t_B) and holds each
- *   micro-batch's activations until its W. Every rank is given that peak,
- *   min(2 pp - 1, m): the later ranks hold W passes back for the
- *   parallelogram's tail, (pp - 1) t_B / t_W + 1 of them on the last rank
- *   for rank 0's last B to arrive in time; with fewer (1F1B's pp - r) the
- *   iteration ends later than the closed form whenever t_B > t_W
- *   (--timeline's order, which reaches it with this cap for m >= pp; the
- *   paper states rank 0's peak only).
- * - DualPipeV (DualPipe repository's table: PP + 1 chunk micro-batches
- *   per device, PP = 2 pp chunks): ZB-V's split with the one more on the
- *   first leg, where the warm-up's forwards pile up: min(2 (pp - r), m)
- *   on stage r, min(2 r + 1, m) on stage 2 pp - 1 - r.
- * - DualPipe (DeepSeek-V3 Table 2: PP + 1 stage micro-batches per
- *   device): (pp + 1) / 2 on each of the rank's two stages (this one and
- *   its mirror in the other copy, cost.c), at most m / 2 each. */
 /* Chunk micro-batches held by chunk j (0-based; virtual stage j pp + r) of
  * pipeline rank r under Megatron-Core's interleaved 1F1B, pp ranks, v
  * chunks each, m micro-batches (megatron/core/pipeline_parallel/
@@ -222,6 +187,41 @@ static double looped_held(int pp, int v, int m, int r, int j)
 	return (double)held;
 }
 
+/* Activations in flight (Narayanan et al. 2021 Sec. 2.2; COSTMODEL.md) on
+ * virtual stage k (pipeline rank r = k % pp):
+ * - GPipe: all m micro-batches before the first backward;
+ * - 1F1B and ZB-H1 (Qi et al. 2024: ZB-H1 keeps 1F1B's peak memory): rank r
+ *   runs pp - r - 1 warm-up forwards plus one in steady state:
+ *   min(pp - r, m);
+ * - interleaved (and interleaved zero bubble, which keeps its warm-up):
+ *   looped_held above, Megatron's warm-up per rank and its order of
+ *   chunks; the rank's chunks together hold min(m v, 2(pp-r-1) + (v-1)pp
+ *   + 1) chunk micro-batches, for rank 0 pp + (pp-1)/v micro-batches of
+ *   the rank's layers (COSTMODEL.md's p (1 + (p-1)/(p v))), but not
+ *   evenly: on rank 0 chunk 0 holds 2 pp - 1, on the last rank the last
+ *   chunk (the head's) one.
+ * - ZB-V (Qi et al. 2024 Sec. 5: 1F1B's peak activation memory, p stage
+ *   micro-batches, on every rank): 2 pp chunk micro-batches per rank, split
+ *   as 1F1B over the V's 2 pp stages would: 2 (pp - r) - 1 on the first
+ *   leg (stage r), 2 r + 1 on the second (stage 2 pp - 1 - r); each at
+ *   most m.
+ * - ZB-H2 (Qi et al. 2024 Sec. 3.1, Table 1: peak memory (2p-1) M_B):
+ *   rank 0 runs 2 pp - 1 forwards before micro-batch 0's B comes back (pp
+ *   forwards down and pp - 1 backwards up, at t_F = t_B) and holds each
+ *   micro-batch's activations until its W. Every rank is given that peak,
+ *   min(2 pp - 1, m): the later ranks hold W passes back for the
+ *   parallelogram's tail, (pp - 1) t_B / t_W + 1 of them on the last rank
+ *   for rank 0's last B to arrive in time; with fewer (1F1B's pp - r) the
+ *   iteration ends later than the closed form whenever t_B > t_W
+ *   (--timeline's order, which reaches it with this cap for m >= pp; the
+ *   paper states rank 0's peak only).
+ * - DualPipeV (DualPipe repository's table: PP + 1 chunk micro-batches
+ *   per device, PP = 2 pp chunks): ZB-V's split with the one more on the
+ *   first leg, where the warm-up's forwards pile up: min(2 (pp - r), m)
+ *   on stage r, min(2 r + 1, m) on stage 2 pp - 1 - r.
+ * - DualPipe (DeepSeek-V3 Table 2: PP + 1 stage micro-batches per
+ *   device): (pp + 1) / 2 on each of the rank's two stages (this one and
+ *   its mirror in the other copy, cost.c), at most m / 2 each. */
 double schedule_inflight(enum schedule sc, int pp, int v, int m, int k)
 {
 	int r = pp > 0 ? k % pp : 0;
