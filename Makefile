@@ -27,6 +27,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # The longest suites first, so that -j keeps every core busy to the end.
 TEST_FIRST := check_search check_cli_plans check_limits check_cluster check_cli
 TEST_SRC := $(wildcard tests/check_*.c)
+FUZZ_TARGETS := model hf cluster report search diff
 TESTS := $(TEST_FIRST:%=$(BUILD)/tests/%) \
 	$(filter-out $(TEST_FIRST:%=$(BUILD)/tests/%),$(TEST_SRC:tests/%.c=$(BUILD)/tests/%))
 
@@ -58,23 +59,40 @@ $(BUILD)/config.stamp: FORCE
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/tests/testutil.o $(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
 
+# The fuzz targets (tests/fuzz) without libFuzzer: tests/fuzz/replay.c runs
+# one over its seeds and a fixed set of mutants (`make check`'s sanitizer
+# pass; `make fuzz` below is the fuzzing).
+$(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o \
+		$(BUILD)/libampplan.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/%.o: EXTRA_CFLAGS = -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
+$(BUILD)/tests/fuzz/%.o: EXTRA_CFLAGS = -Itests/fuzz
 
 # Installs the Debian packages if missing (no-op when present).
 deps:
 	@scripts/install-deps.sh
 
-# And what only the tests need (Check, pkg-config, PyTorch for the profiling
-# script's test).
+# And what only the tests need (Check, pkg-config, the renderers of the
+# timeline SVG and the man page); PyTorch for the profiling script's test
+# alone (torch-deps: `make test` installs it side by side with the build);
+# clang's libFuzzer for `make fuzz` (fuzz-deps).
 test-deps:
 	@scripts/install-deps.sh --test
+
+torch-deps:
+	@scripts/install-deps.sh --torch
+
+fuzz-deps:
+	@scripts/install-deps.sh --fuzz
 
 # The main job on the shipped defaults.
 demo: deps
 	@$(MAKE) --no-print-directory all
 	./ampplan --model profiles/llama70b.json --cluster clusters/mixed.json
 
-# Every test suite, plain and under AddressSanitizer + UBSan, then the
+# Every test suite, plain and under AddressSanitizer + UBSan (with the fuzz
+# targets replayed over their seeds and mutants, FUZZ_REPLAY), then the
 # validation against published measurements as a regression (no file may do
 # worse than tests/data/validation/limits.txt).
 # JOBS suites and compilers run side by side (default: one per core);
@@ -88,21 +106,33 @@ check: test-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) -O test
 	@AMPPLAN_TEST_SEEDS_DIV=4 ASAN_OPTIONS=$${ASAN_OPTIONS:-quarantine_size_mb=16} \
 		$(MAKE) --no-print-directory -j$(JOBS) -O BUILD=build/san \
-		CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no test
+		CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no FUZZ_REPLAY=yes test
 	AMPPLAN=build/ampplan scripts/validate.sh --regression
-	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-smoke
 
 # Every suite, one target each (so that -j runs them side by side, and -k
 # all of them past a failure), then tests/check_install.sh (`make install`
 # into a temporary PREFIX); INSTALL_CHECK=no skips it (`make check`'s
-# sanitizer pass: it runs once).
+# sanitizer pass: it runs once). FUZZ_REPLAY=yes adds each fuzz target run
+# by tests/fuzz/replay.c over its seeds and FUZZ_REPLAY_RUNS mutants (fewer
+# for the targets that search: about 0.03 s a run under the sanitizers).
 INSTALL_CHECK ?= yes
-TEST_RUNS := $(TESTS:%=%.run) $(if $(filter yes,$(INSTALL_CHECK)),$(BUILD)/install-check.run)
-test: $(BUILD)/ampplan $(TESTS)
+FUZZ_REPLAY ?= no
+FUZZ_REPLAY_RUNS ?= 300
+FUZZ_REPLAY_RUNS_report ?= 100
+FUZZ_REPLAY_RUNS_search ?= 100
+FUZZ_REPLAY_RUNS_diff ?= 20
+REPLAYS := $(if $(filter yes,$(FUZZ_REPLAY)),$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%))
+TEST_RUNS := $(TESTS:%=%.run) $(REPLAYS:%=%.run) \
+	$(if $(filter yes,$(INSTALL_CHECK)),$(BUILD)/install-check.run)
+test: torch-deps $(BUILD)/ampplan $(TESTS) $(REPLAYS)
 	@$(MAKE) --no-print-directory -k $(TEST_RUNS)
 
 $(TESTS:%=%.run): %.run: %
 	@echo "== $<"; $<
+
+$(REPLAYS:%=%.run): $(BUILD)/tests/fuzz/replay_%.run: $(BUILD)/tests/fuzz/replay_%
+	@echo "== $< (fuzz_$* replayed)"; \
+		$< -runs=$(or $(FUZZ_REPLAY_RUNS_$*),$(FUZZ_REPLAY_RUNS)) tests/fuzz/corpus/$*
 
 $(BUILD)/install-check.run: $(BUILD)/ampplan
 	@echo "== tests/check_install.sh"; sh tests/check_install.sh $(BUILD)
@@ -128,24 +158,17 @@ $(BUILD)/bench: $(BUILD)/tests/bench.o $(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets (tests/fuzz): the library built again with clang's
-# fuzzer, ASan and UBSan into build/fuzz. `make fuzz` runs each target for
-# FUZZ_SECONDS on its seeds (tests/fuzz/corpus/T; new inputs go to
-# build/fuzz/corpus/T, crashes to build/fuzz/crashes/); `make fuzz-smoke`
-# (part of check) runs each over its seeds and FUZZ_SMOKE_RUNS mutations
-# from a fixed seed, deterministic.
+# fuzzer, ASan and UBSan into build/fuzz. `make fuzz` (installing clang-14
+# and libFuzzer if missing) runs each target for FUZZ_SECONDS on its seeds
+# (tests/fuzz/corpus/T; new inputs go to build/fuzz/corpus/T, crashes to
+# build/fuzz/crashes/). `make check` replays them without libFuzzer
+# (FUZZ_REPLAY above).
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
-FUZZ_SMOKE_RUNS ?= 300
-# fuzz_diff runs two searches per input (about 0.2 s), fuzz_search and
-# fuzz_report one (about 0.05 s): fewer in the smoke run
-FUZZ_SMOKE_RUNS_diff ?= 20
-FUZZ_SMOKE_RUNS_search ?= 100
-FUZZ_SMOKE_RUNS_report ?= 100
 FUZZ_DIR = build/fuzz
 FUZZ_SAN = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -MMD -MP \
 	-pthread -Icostmodel -Iinput -Isearch -Ioutput -Itests/fuzz $(CONFIG_DEFS) $(FUZZ_SAN)
-FUZZ_TARGETS := model hf cluster report search diff
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZ_RUN = -timeout=30 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=0
@@ -162,7 +185,7 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/libampplan.a
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz: test-deps
+fuzz: fuzz-deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@mkdir -p $(FUZZ_DIR)/crashes; fail=0; for t in $(FUZZ_TARGETS); do \
 		echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; mkdir -p $(FUZZ_DIR)/corpus/$$t; \
@@ -170,19 +193,6 @@ fuzz: test-deps
 			-artifact_prefix=$(FUZZ_DIR)/crashes/$$t- \
 			$(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t || fail=1; \
 	done; exit $$fail
-
-fuzz-smoke: test-deps
-	@$(MAKE) --no-print-directory fuzz-build
-	@mkdir -p $(FUZZ_DIR)/crashes
-	@$(MAKE) --no-print-directory -k $(FUZZ_TARGETS:%=fuzz-smoke-%)
-
-# One target's smoke run (fuzz-smoke runs them side by side under -j).
-$(FUZZ_TARGETS:%=fuzz-smoke-%): fuzz-smoke-%: $(FUZZ_DIR)/fuzz_%
-	@rm -rf $(FUZZ_DIR)/smoke/$*; mkdir -p $(FUZZ_DIR)/smoke/$*
-	@$< $(FUZZ_RUN) -seed=1 -runs=$(or $(FUZZ_SMOKE_RUNS_$*),$(FUZZ_SMOKE_RUNS)) -artifact_prefix=$(FUZZ_DIR)/crashes/$*- \
-		$(FUZZ_DIR)/smoke/$* tests/fuzz/corpus/$* 2>$(FUZZ_DIR)/smoke/$*.log \
-		|| { cat $(FUZZ_DIR)/smoke/$*.log; exit 1; }
-	@echo "== fuzz_$*: seeds + $(or $(FUZZ_SMOKE_RUNS_$*),$(FUZZ_SMOKE_RUNS)) runs: $$(tail -n 1 $(FUZZ_DIR)/smoke/$*.log)"
 
 # The binary, the man page and the data files (DATA_DIRS into DATADIR, which
 # the binary looks in); DESTDIR stages the tree for a package.
@@ -201,7 +211,8 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps test-deps demo check test validate calibrate-validation bench install format clean \
-	fuzz fuzz-build fuzz-smoke $(TEST_RUNS) $(FUZZ_TARGETS:%=fuzz-smoke-%)
+.PHONY: all deps test-deps torch-deps fuzz-deps demo check test validate calibrate-validation bench \
+	install format clean fuzz fuzz-build $(TEST_RUNS)
+
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

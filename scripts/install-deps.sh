@@ -1,17 +1,24 @@
 #!/bin/sh
 # Installs the Debian 12 packages ampplan needs to build and run, if any is
-# missing; with --test also those only the tests need (Check and pkg-config
-# to link it, PyTorch for the profiling script's test, clang-14 and its
-# runtime libclang-rt-14-dev, which holds libFuzzer and the ASan/UBSan
-# runtimes, for the fuzz targets of tests/fuzz; librsvg2-bin's rsvg-convert,
-# which renders the --timeline SVG for its test; groff-base and man-db, which
-# render the man page for tests/check_install.sh). A no-op when all are present; exits 1 with a
-# clear message when it cannot.
+# missing; with --test also those the test suites need (Check and pkg-config
+# to link them, librsvg2-bin's rsvg-convert, which renders the --timeline SVG
+# for its test, groff-base and man-db, which render the man page for
+# tests/check_install.sh); with --torch PyTorch, for the profiling script's
+# test alone; with --fuzz clang-14 and its runtime libclang-rt-14-dev, which
+# holds libFuzzer, for `make fuzz`. A no-op when all are present; exits 1
+# with a clear message when it cannot.
 set -eu
 pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev"
-if [ "${1-}" = --test ]; then
-	pkgs="$pkgs check pkg-config python3-torch clang-14 libclang-rt-14-dev librsvg2-bin groff-base man-db"
-fi
+case "${1-}" in
+--test) pkgs="$pkgs check pkg-config librsvg2-bin groff-base man-db" ;;
+--torch) pkgs="python3-torch" ;;
+--fuzz) pkgs="clang-14 libclang-rt-14-dev" ;;
+"") ;;
+*)
+	echo "install-deps.sh: error: unknown option '$1' (--test, --torch or --fuzz)" >&2
+	exit 2
+	;;
+esac
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

@@ -46,7 +46,7 @@ static void measure(void)
 static void need_measured(void)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-				"(make deps)",
+				"(make torch-deps)",
 		      PYTHON);
 	ck_assert_msg(script_rc == 0, "profile_layers.py exited %d; see %s",
 		      script_rc, LOG);
@@ -101,7 +101,7 @@ static double measured_sum(const cJSON *prof, int mbs, double *params)
 START_TEST(torch_is_installed)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-				"(make deps, or apt-get install python3-torch)",
+				"(make torch-deps, or apt-get install python3-torch)",
 		      PYTHON);
 }
 END_TEST

@@ -4,7 +4,7 @@
  * on/off/search, as the CLI could set them (planner/main.c), with its
  * what-if defaults pinned the way main.c pins them. threads is 1 and the
  * work budget 150 units (strategies), so that one input runs in well under 0.1 s
- * under the sanitizers (600 took up to 0.9 s, and make fuzz-smoke 74 s). */
+ * under the sanitizers (600 took up to 0.9 s an input). */
 #ifndef AMPPLAN_FUZZ_OPTS_H
 #define AMPPLAN_FUZZ_OPTS_H
 
