@@ -28,13 +28,14 @@ static bool priced(const struct cluster *c)
  * what it would gain over the best row a trainer runs (the first). */
 static void planning_notes(FILE *out, const struct plan *p)
 {
-	const struct plan_row *best = p->n_feasible > 0 ? &p->row[0] : NULL;
+	struct plan_row top, buf;
+	const struct plan_row *best = p->n_feasible > 0 ? plan_row_get(p, 0, &top) : NULL;
 
 	if (!best || !best->trainers)
 		return;
 	for (int kind = 0; kind < 3; kind++)
 		for (int i = 0; i < p->n_feasible; i++) {
-			const struct plan_row *row = &p->row[i];
+			const struct plan_row *row = plan_row_get(p, i, &buf);
 			const struct strategy *s = &row->s;
 			const char *what[] = { "SlimPipe", "vocabulary parallelism",
 					       "uneven per-replica micro-batches" };
@@ -81,8 +82,10 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		fprintf(out, " %9s %9s", "USD/iter", "USD/Mtok");
 	fprintf(out, " %s\n", "trainers");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
-		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, &p->row[i], m, c));
-		fp8_shown |= p->row[i].s.fp8;
+		struct plan_row row;
+
+		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, plan_row_get(p, i, &row), m, c));
+		fp8_shown |= row.s.fp8;
 	}
 	if (fp8_shown)
 		fputs("* MFU against the BF16 peak, as on every row (the FP8 GEMMs' peak is higher)\n", out);

@@ -213,15 +213,16 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
 bool refine_rows(struct search *S, const struct cluster *c)
 {
 	struct plan *P = S->p;
+	struct plan_row first;
 	double top;
 	bool changed = false;
 	int descents = 0, exacts = 0;
 
-	if (!P->n_row || P->row[0].why[0] || S->fixed || S->o->exhaustive)
+	if (!P->n_row || !plan_row_fits(P, 0) || S->fixed || S->o->exhaustive)
 		return false;
-	top = P->row[0].r.iter_s;
-	for (int i = 0; i < P->n_row && !P->row[i].why[0]; i++) {
-		struct plan_row *row = &P->row[i];
+	top = plan_row_get(P, 0, &first)->r.iter_s;
+	for (int i = 0; i < P->n_row && plan_row_fits(P, i); i++) {
+		struct plan_row buf, *row = plan_row_get(P, i, &buf);
 		struct strategy s = row->s, one = row->s;
 		struct search T = *S;
 		struct pipeline_frame f;
@@ -237,6 +238,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 				continue;
 			refine_exact(S, row, &lb, &moved);
 			changed |= settle(S, c, row, lb, moved, &top);
+			plan_row_set(P, i, row);
 			continue;
 		}
 		memset(T.ranks, 0, sizeof T.ranks);
@@ -300,6 +302,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		}
 		cost_layers_free(&T.lc);
 		changed |= settle(S, c, row, lb, moved, &top);
+		plan_row_set(P, i, row);
 	}
 	return changed;
 }
