@@ -9,7 +9,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -31,10 +30,8 @@ static double now(void)
 }
 
 /* The strategy's scalar fields: the bytes before its stage arrays, which
- * end it (first, then group), in 4-byte words. */
+ * end it (first, then group). */
 #define HEAD_BYTES offsetof(struct strategy, first)
-#define HEAD_WORDS (HEAD_BYTES / 4)
-_Static_assert(HEAD_BYTES % 4 == 0 && HEAD_WORDS <= 64, "strategy head in 64 words");
 _Static_assert(offsetof(struct strategy, group) ==
 			       HEAD_BYTES + sizeof(((struct strategy *)0)->first) &&
 		       sizeof(struct strategy) - offsetof(struct strategy, group) - MAX_STAGES <
@@ -46,23 +43,24 @@ _Static_assert(offsetof(struct strategy, group) ==
 
 /* A row in compact form (struct plan_rec in plan.h): the fields of struct
  * plan_row that sort and that trainer_rows sets in place, then in tail[]
- * the strategy's nonzero head words (bit k of words: word k is there, the
- * others are 0), first[0..n_stages], group[0..n_stages), and why with its
- * NUL where it is not empty. size: the bytes of its room. */
+ * the strategy's nonzero head bytes (bit k of head: byte k is there, the
+ * others are 0; most are small integers, flags and zero options),
+ * first[0..n_stages], group[0..n_stages), and why with its NUL where it is
+ * not empty. size: the bytes of its room. */
 struct plan_rec {
 	struct cost_result r;
 	double gap_pct, usd_per_hour;
 	double trainer_s[TRAINER_COUNT];
 	unsigned trainer_feat[TRAINER_COUNT];
 	unsigned trainers;
-	uint64_t words;
 	unsigned short size;
 	bool why;
+	unsigned char head[(HEAD_BYTES + 7) / 8];
 	unsigned char tail[];
 };
 
-/* A chunk of records, and the room of a plan: its chunks, the free end of
- * the last, the capacity of plan.row and the lock of plan_row_set. */
+/* A chunk of records, and the room of a plan: its chunks (the first takes
+ * new records), the capacity of plan.row and the lock of new room. */
 struct chunk {
 	struct chunk *next;
 	size_t used;
@@ -76,29 +74,20 @@ struct plan_arena {
 };
 
 /* The bytes of the record of row, its room rounded up to 8. */
-static size_t rec_size(const struct plan_row *row, uint64_t *words)
+static size_t rec_size(const struct plan_row *row)
 {
 	const unsigned char *h = (const unsigned char *)&row->s;
-	size_t n = offsetof(struct plan_rec, tail), z = 0;
+	size_t n = offsetof(struct plan_rec, tail) + 3 * (size_t)row->s.n_stages + 2;
 
-	*words = 0;
-	for (size_t k = 0; k < HEAD_WORDS; k++) {
-		uint32_t w;
-
-		memcpy(&w, h + 4 * k, 4);
-		if (w) {
-			*words |= (uint64_t)1 << k;
-			z++;
-		}
-	}
-	n += 4 * z + 3 * (size_t)row->s.n_stages + 2;
+	for (size_t k = 0; k < HEAD_BYTES; k++)
+		n += h[k] != 0;
 	if (row->why[0])
 		n += strlen(row->why) + 1;
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Writes row into x (its room from rec_size, words its head mask). */
-static void rec_fill(struct plan_rec *x, const struct plan_row *row, uint64_t words)
+/* Writes row into x (its room from rec_size). */
+static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 {
 	const unsigned char *h = (const unsigned char *)&row->s;
 	unsigned char *t = x->tail;
@@ -110,12 +99,12 @@ static void rec_fill(struct plan_rec *x, const struct plan_row *row, uint64_t wo
 	memcpy(x->trainer_s, row->trainer_s, sizeof x->trainer_s);
 	memcpy(x->trainer_feat, row->trainer_feat, sizeof x->trainer_feat);
 	x->trainers = row->trainers;
-	x->words = words;
 	x->why = row->why[0] != '\0';
-	for (size_t k = 0; k < HEAD_WORDS; k++)
-		if (words >> k & 1) {
-			memcpy(t, h + 4 * k, 4);
-			t += 4;
+	memset(x->head, 0, sizeof x->head);
+	for (size_t k = 0; k < HEAD_BYTES; k++)
+		if (h[k]) {
+			x->head[k / 8] |= (unsigned char)(1u << k % 8);
+			*t++ = h[k];
 		}
 	memcpy(t, row->s.first, sizeof *row->s.first * (size_t)(n + 1));
 	t += sizeof *row->s.first * (size_t)(n + 1);
@@ -132,11 +121,9 @@ static const unsigned char *rec_strategy(const struct plan_rec *x, struct strate
 	const unsigned char *t = x->tail;
 
 	memset(s, 0, sizeof *s);
-	for (size_t k = 0; k < HEAD_WORDS; k++)
-		if (x->words >> k & 1) {
-			memcpy(h + 4 * k, t, 4);
-			t += 4;
-		}
+	for (size_t k = 0; k < HEAD_BYTES; k++)
+		if (x->head[k / 8] >> k % 8 & 1)
+			h[k] = *t++;
 	memcpy(s->first, t, sizeof *s->first * (size_t)(s->n_stages + 1));
 	t += sizeof *s->first * (size_t)(s->n_stages + 1);
 	memcpy(s->group, t, (size_t)s->n_stages);
@@ -161,8 +148,7 @@ static struct plan_rec *arena_alloc(struct plan_arena *a, size_t n)
 /* A new record of row in p's arena (created where p has none). */
 static struct plan_rec *rec_new(struct plan *p, const struct plan_row *row)
 {
-	uint64_t words;
-	size_t n = rec_size(row, &words);
+	size_t n = rec_size(row);
 	struct plan_rec *x;
 
 	if (!p->arena) {
@@ -173,7 +159,7 @@ static struct plan_rec *rec_new(struct plan *p, const struct plan_row *row)
 	x = arena_alloc(p->arena, n);
 	pthread_mutex_unlock(&p->arena->lock);
 	x->size = (unsigned short)n;
-	rec_fill(x, row, words);
+	rec_fill(x, row);
 	return x;
 }
 
@@ -197,11 +183,8 @@ struct plan_row *plan_row_get(const struct plan *p, int i, struct plan_row *buf)
 
 void plan_row_set(struct plan *p, int i, const struct plan_row *row)
 {
-	uint64_t words;
-	size_t n = rec_size(row, &words);
-
-	if (n <= p->row[i]->size)
-		rec_fill(p->row[i], row, words);
+	if (rec_size(row) <= p->row[i]->size)
+		rec_fill(p->row[i], row);
 	else
 		p->row[i] = rec_new(p, row);
 }
