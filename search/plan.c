@@ -59,8 +59,9 @@ struct plan_rec {
 	unsigned char tail[];
 };
 
-/* A chunk of records, and the room of a plan: its chunks (the first takes
- * new records), the capacity of plan.row and the lock of new room. */
+/* A chunk of records (used bytes of PLAN_CHUNK), and the room of a plan:
+ * its chunks (the first takes new records), the capacity of plan.row and
+ * the lock that plan_row_set takes for new room. */
 struct chunk {
 	struct chunk *next;
 	size_t used;
@@ -145,16 +146,23 @@ static struct plan_rec *arena_alloc(struct plan_arena *a, size_t n)
 	return (struct plan_rec *)(void *)(k->data + k->used - n);
 }
 
-/* A new record of row in p's arena (created where p has none). */
+/* p's arena, made where it has none. */
+static struct plan_arena *arena_of(struct plan *p)
+{
+	if (!p->arena) {
+		p->arena = xcalloc(1, sizeof *p->arena);
+		pthread_mutex_init(&p->arena->lock, NULL);
+	}
+	return p->arena;
+}
+
+/* A new record of row in p's arena. */
 static struct plan_rec *rec_new(struct plan *p, const struct plan_row *row)
 {
 	size_t n = rec_size(row);
 	struct plan_rec *x;
 
-	if (!p->arena) {
-		p->arena = xcalloc(1, sizeof *p->arena);
-		pthread_mutex_init(&p->arena->lock, NULL);
-	}
+	arena_of(p);
 	pthread_mutex_lock(&p->arena->lock);
 	x = arena_alloc(p->arena, n);
 	pthread_mutex_unlock(&p->arena->lock);
@@ -211,12 +219,8 @@ void plan_rows_adopt(struct plan *to, struct plan *from)
 
 	if (!from->arena)
 		return;
-	if (!to->arena) {
-		to->arena = xcalloc(1, sizeof *to->arena);
-		pthread_mutex_init(&to->arena->lock, NULL);
-	}
-	/* from's chunks behind to's last (the one that takes new records) */
-	for (end = &to->arena->chunks; *end; end = &(*end)->next)
+	/* after to's chunks: its first takes the new records */
+	for (end = &arena_of(to)->chunks; *end; end = &(*end)->next)
 		;
 	*end = from->arena->chunks;
 	from->arena->chunks = NULL;

@@ -214,10 +214,10 @@ struct plan_row {
 
 /* A row as the ranking keeps it (plan.c): a third of a struct plan_row
  * or so (its cost_result, gap, price and trainer times, then the
- * strategy's nonzero scalar words, its stages' first layers and node
+ * strategy's nonzero scalar bytes, its stages' first layers and node
  * groups, and the reason only where there is one). */
 struct plan_rec;
-/* Where a plan's records live: chunks of PLAN_CHUNK bytes (plan.c). */
+/* Where a plan's records live: chunks of 1 MiB (plan.c). */
 struct plan_arena;
 
 /* The ranking: rows[0..n_feasible) fit, best first: the rows some trainer
