@@ -115,20 +115,36 @@ static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 		memcpy(t, row->why, strlen(row->why) + 1);
 }
 
-/* The strategy of x into *s; returns the tail past its stages. */
-static const unsigned char *rec_strategy(const struct plan_rec *x, struct strategy *s)
+/* The scalar fields of x's strategy into *s (its stage arrays untouched);
+ * returns the tail past them. Without branches on the bits: the sort's
+ * ties read it. */
+static const unsigned char *rec_head(const struct plan_rec *x, struct strategy *s)
 {
 	unsigned char *h = (unsigned char *)s;
-	const unsigned char *t = x->tail;
+	const unsigned char *t = x->tail; /* first[] follows: *t is in the record */
 
-	memset(s, 0, sizeof *s);
-	for (size_t k = 0; k < HEAD_BYTES; k++)
-		if (x->head[k / 8] >> k % 8 & 1)
-			h[k] = *t++;
-	memcpy(s->first, t, sizeof *s->first * (size_t)(s->n_stages + 1));
-	t += sizeof *s->first * (size_t)(s->n_stages + 1);
-	memcpy(s->group, t, (size_t)s->n_stages);
-	return t + s->n_stages;
+	for (size_t k = 0; k < HEAD_BYTES; k++) {
+		unsigned bit = x->head[k / 8] >> k % 8 & 1;
+
+		h[k] = (unsigned char)(bit ? *t : 0);
+		t += bit;
+	}
+	return t;
+}
+
+/* The strategy of x into *s (0 past its stages); returns the tail past
+ * them. */
+static const unsigned char *rec_strategy(const struct plan_rec *x, struct strategy *s)
+{
+	const unsigned char *t = rec_head(x, s);
+	size_t n = (size_t)s->n_stages;
+
+	memcpy(s->first, t, sizeof *s->first * (n + 1));
+	memset(s->first + n + 1, 0, sizeof *s->first * (MAX_STAGES - n));
+	t += sizeof *s->first * (n + 1);
+	memcpy(s->group, t, n);
+	memset(s->group + n, 0, sizeof *s - offsetof(struct strategy, group) - n);
+	return t + n;
 }
 
 /* Room of n bytes (at most PLAN_CHUNK) in a's last chunk, or a new one. */
@@ -213,6 +229,11 @@ bool plan_row_fits(const struct plan *p, int i)
 	return !p->row[i]->why;
 }
 
+double plan_row_gap(const struct plan *p, int i)
+{
+	return p->row[i]->gap_pct;
+}
+
 void plan_rows_adopt(struct plan *to, struct plan *from)
 {
 	struct chunk **end;
@@ -253,8 +274,8 @@ static int by_throughput(const void *a, const void *b)
 	if (x->r.peak_bytes != y->r.peak_bytes)
 		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
 	/* an exact tie: the simpler first (README "Ties") */
-	rec_strategy(x, &sx);
-	rec_strategy(y, &sy);
+	rec_head(x, &sx);
+	rec_head(y, &sy);
 	if ((o = strategy_simpler(&sx, &sy)))
 		return o;
 	/* then the choices, so that the order never depends on the threads */
@@ -345,12 +366,12 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 		return -1;
 	}
 	for (int i = 0; i < S.p->n_row; i++) {
-		struct plan_row row;
+		struct plan_rec *x = S.p->row[i];
+		struct strategy rs;
 
-		plan_row_get(S.p, i, &row);
-		row.usd_per_hour = cluster_price_per_hour(c, &row.s);
-		row.trainers = trainer_mask(m, c, &row.s);
-		plan_row_set(S.p, i, &row);
+		rec_strategy(x, &rs);
+		x->usd_per_hour = cluster_price_per_hour(c, &rs);
+		x->trainers = trainer_mask(m, c, &rs);
 	}
 	if (S.p->n_row)
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,

@@ -303,9 +303,10 @@ void plan_row_set(struct plan *p, int i, const struct plan_row *row);
 /* Appends row to p's rows (n_row + 1). Not for several threads at once. */
 void plan_row_add(struct plan *p, const struct plan_row *row);
 
-/* Whether row i of p fits (its reason is empty), as plan_row_get would
- * tell, without expanding it. */
+/* Whether row i of p fits (its reason is empty), and its gap_pct, as
+ * plan_row_get would tell, without expanding it. */
 bool plan_row_fits(const struct plan *p, int i);
+double plan_row_gap(const struct plan *p, int i);
 
 /* Gives the room of from's records to to (pool.c's merge: to has taken
  * from's row pointers); from keeps its row array, and plan_free(from)

@@ -222,16 +222,21 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		return false;
 	top = plan_row_get(P, 0, &first)->r.iter_s;
 	for (int i = 0; i < P->n_row && plan_row_fits(P, i); i++) {
-		struct plan_row buf, *row = plan_row_get(P, i, &buf);
-		struct strategy s = row->s, one = row->s;
+		struct plan_row buf, *row;
+		struct strategy s, one;
 		struct search T = *S;
 		struct pipeline_frame f;
 		struct cost_result r;
 		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
-		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
+		double t = INFINITY, lb, rlb, work;
 		bool exact = false, moved = false;
 
-		if (!(row->gap_pct > 0) || !(lb < top * (1 - 1e-12)))
+		if (!(plan_row_gap(P, i) > 0)) /* without expanding it */
+			continue;
+		row = plan_row_get(P, i, &buf);
+		s = one = row->s;
+		lb = row->r.iter_s * (1 - row->gap_pct / 100);
+		if (!(lb < top * (1 - 1e-12)))
 			continue;
 		if (s.vp != 1 || schedule_bidirectional(s.schedule)) {
 			if (exacts++ >= REFINE_EXACT_ROWS)
