@@ -115,6 +115,7 @@ struct fit {
 static int predict(struct fit *f, int r, double *t, bool *fits, double *fullest)
 {
 	struct plan *p = NULL;
+	struct plan_row top;
 	struct err e = { "" };
 
 	f->evals++;
@@ -124,11 +125,12 @@ static int predict(struct fit *f, int r, double *t, bool *fits, double *fullest)
 		err_set(&e, "no strategy to evaluate (the trainer's rules or the batch exclude it)");
 		goto fail;
 	}
-	*t = p->row[0].r.iter_s;
+	plan_row_get(p, 0, &top);
+	*t = top.r.iter_s;
 	if (fits)
-		*fits = p->row[0].r.fits;
+		*fits = top.r.fits;
 	if (fullest)
-		*fullest = p->row[0].r.fullest_bytes;
+		*fullest = top.r.fullest_bytes;
 	plan_free(p);
 	return 0;
 fail:

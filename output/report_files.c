@@ -69,8 +69,9 @@ struct output {
 static void csv_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
 {
 	const struct plan *p = x->p;
+	struct plan_row row;
 
-	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, plan_row_get(p, r, &row), x->m, x->c);
 	for (size_t i = 0; i < report_n_columns; i++) {
 		fputs(i ? "," : "", f);
 		if (report_columns[i].kind == REPORT_STR)
@@ -307,8 +308,9 @@ static void json_double(FILE *f, double v)
 static void json_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIELD_MAX], int r)
 {
 	const struct plan *p = x->p;
+	struct plan_row row;
 
-	report_fields(fields, r < p->n_feasible ? r + 1 : 0, &p->row[r], x->m, x->c);
+	report_fields(fields, r < p->n_feasible ? r + 1 : 0, plan_row_get(p, r, &row), x->m, x->c);
 	fputs(r ? ",\n{" : "\n{", f);
 	for (size_t i = 0; i < report_n_columns; i++) {
 		const char *v = fields[i];
@@ -326,7 +328,7 @@ static void json_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIEL
 	}
 	fputs(",\"stages\":", f);
 	if (r < x->o.json_detail) {
-		cJSON *a = json_stages(&p->row[r], x->m, x->c);
+		cJSON *a = json_stages(&row, x->m, x->c);
 		char *text = must_alloc(cJSON_PrintUnformatted(a));
 
 		fputs(text, f);
@@ -337,7 +339,7 @@ static void json_row(FILE *f, const struct output *x, char (*fields)[REPORT_FIEL
 	}
 	fputs(",\"gap_pct\":", f);
 	if (r < p->n_feasible) /* plan_row.gap_pct */
-		json_double(f, p->row[r].gap_pct);
+		json_double(f, row.gap_pct);
 	else
 		fputs("null", f);
 	fputc('}', f);

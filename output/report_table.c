@@ -28,30 +28,39 @@ static bool priced(const struct cluster *c)
  * what it would gain over the best row a trainer runs (the first). */
 static void planning_notes(FILE *out, const struct plan *p)
 {
-	const struct plan_row *best = p->n_feasible > 0 ? &p->row[0] : NULL;
+	static const char *const what[] = { "SlimPipe", "vocabulary parallelism",
+					    "uneven per-replica micro-batches" };
+	struct plan_row top, buf, first[3];
+	const struct plan_row *best = p->n_feasible > 0 ? plan_row_get(p, 0, &top) : NULL;
+	int rank[3] = { 0 }, found = 0;
 
 	if (!best || !best->trainers)
 		return;
-	for (int kind = 0; kind < 3; kind++)
-		for (int i = 0; i < p->n_feasible; i++) {
-			const struct plan_row *row = &p->row[i];
-			const struct strategy *s = &row->s;
-			const char *what[] = { "SlimPipe", "vocabulary parallelism",
-					       "uneven per-replica micro-batches" };
-			char sched[24];
+	/* the first row of each kind, in one pass over the ranking */
+	for (int i = 0; i < p->n_feasible && found < 3; i++) {
+		const struct strategy *s = &plan_row_get(p, i, &buf)->s;
+		const bool is[3] = { strategy_slices(s) >= 2, s->vocab_par, strategy_uneven(s) };
 
-			if (kind == 2 ? !strategy_uneven(s)
-			    : kind    ? !s->vocab_par
-				      : strategy_slices(s) < 2)
-				continue;
-			report_schedule_label(sched, sizeof sched, s);
-			fprintf(out, "planning only, no trainer here runs %s: best rank %d (%s, TP %d PP %d DP %d CP %d), %.3f s, %+.1f%% tokens/s and %.1f against %.1f GiB per GPU of rank 1\n",
-				what[kind], i + 1, sched, s->tp, s->pp,
-				s->dp, s->cp, row->r.iter_s,
-				100.0 * (row->r.tokens_per_s / best->r.tokens_per_s - 1),
-				row->r.fullest_bytes / GiB, best->r.fullest_bytes / GiB);
-			break;
-		}
+		for (int kind = 0; kind < 3; kind++)
+			if (is[kind] && !rank[kind]) {
+				rank[kind] = i + 1;
+				first[kind] = buf;
+				found++;
+			}
+	}
+	for (int kind = 0; kind < 3; kind++) {
+		const struct plan_row *row = &first[kind];
+		const struct strategy *s = &row->s;
+		char sched[24];
+
+		if (!rank[kind])
+			continue;
+		report_schedule_label(sched, sizeof sched, s);
+		fprintf(out, "planning only, no trainer here runs %s: best rank %d (%s, TP %d PP %d DP %d CP %d), %.3f s, %+.1f%% tokens/s and %.1f against %.1f GiB per GPU of rank 1\n",
+			what[kind], rank[kind], sched, s->tp, s->pp, s->dp, s->cp, row->r.iter_s,
+			100.0 * (row->r.tokens_per_s / best->r.tokens_per_s - 1),
+			row->r.fullest_bytes / GiB, best->r.fullest_bytes / GiB);
+	}
 }
 
 /* "micro-batch balancing, dropless", "global-batch balancing, capacity
@@ -81,8 +90,10 @@ void report_table(FILE *out, const struct plan *p, const struct model *m,
 		fprintf(out, " %9s %9s", "USD/iter", "USD/Mtok");
 	fprintf(out, " %s\n", "trainers");
 	for (int i = 0; i < p->n_feasible && i < top; i++) {
-		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, &p->row[i], m, c));
-		fp8_shown |= p->row[i].s.fp8;
+		struct plan_row row;
+
+		fprintf(out, "%s\n", report_row_line(line, sizeof line, i + 1, plan_row_get(p, i, &row), m, c));
+		fp8_shown |= row.s.fp8;
 	}
 	if (fp8_shown)
 		fputs("* MFU against the BF16 peak, as on every row (the FP8 GEMMs' peak is higher)\n", out);

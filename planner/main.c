@@ -425,9 +425,10 @@ static bool trainer_rule(int t, const struct plan *p, const struct model *m,
 	if (t < 0 || !p->n_row)
 		return false;
 	for (int i = 0; i < p->n_row; i++) {
+		struct plan_row row;
 		int j = 0;
 
-		if (!trainer_refusal((enum trainer)t, m, c, &p->row[i].s, why, sizeof why))
+		if (!trainer_refusal((enum trainer)t, m, c, &plan_row_get(p, i, &row)->s, why, sizeof why))
 			return false;
 		while (j < k && strcmp(rule[j], why) != 0)
 			j++;
@@ -589,19 +590,26 @@ static void group_names(char *buf, size_t n, const struct cluster *c, unsigned m
  * tokens. */
 static void print_idle(FILE *out, const struct plan *p, const struct cluster *c, int objective)
 {
-	const struct plan_row *top = &p->row[0], *all = NULL;
+	struct plan_row first, buf;
+	const struct plan_row *top = p->n_feasible ? plan_row_get(p, 0, &first) : NULL, *all = NULL;
 	unsigned idle = p->n_feasible ? plan_row_idle(c, &top->s) : 0;
 	unsigned real = 0;
 	char left[512], used[512];
+	int rank = 0;
 
 	if (!idle)
 		return;
 	for (int g = 0; g < c->n_group; g++)
 		if (!c->group[g].n_part)
 			real |= 1u << g;
-	for (int i = 1; i < p->n_feasible && !all; i++)
-		if (!plan_row_idle(c, &p->row[i].s) && !p->row[i].trainers == !top->trainers)
-			all = &p->row[i];
+	for (int i = 1; i < p->n_feasible && !all; i++) {
+		const struct plan_row *row = plan_row_get(p, i, &buf);
+
+		if (!plan_row_idle(c, &row->s) && !row->trainers == !top->trainers) {
+			all = row;
+			rank = i + 1;
+		}
+	}
 	group_names(left, sizeof left, c, idle);
 	group_names(used, sizeof used, c, real & ~idle);
 	if (!all) {
@@ -614,16 +622,18 @@ static void print_idle(FILE *out, const struct plan *p, const struct cluster *c,
 	if (objective == PLAN_COST)
 		fprintf(out, "cost %.1f%% less per million tokens than the best plan on every GPU (rank %d, %.3f s%s)\n",
 			100 * (1 - top->usd_per_hour * top->r.iter_s / (all->usd_per_hour * all->r.iter_s)),
-			(int)(all - p->row) + 1, all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
+			rank, all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
 	else
 		fprintf(out, "run %.1f%% more tokens/s than the best plan on every GPU (rank %d, %.3f s%s)\n",
-			100 * (top->r.tokens_per_s / all->r.tokens_per_s - 1), (int)(all - p->row) + 1,
+			100 * (top->r.tokens_per_s / all->r.tokens_per_s - 1), rank,
 			all->r.iter_s, all->s.fp8 ? " in FP8" : " in BF16");
 }
 
 static void print_summary(FILE *out, const struct plan *p, const struct model *m,
 			  const struct cluster *c, int gbs, int objective)
 {
+	struct plan_row top;
+
 	fprintf(out, "%s (%.1fB parameters", m->name, model_params(m) / 1e9);
 	if (m->experts > 0)
 		fprintf(out, ", %.1fB active", model_active_params(m) / 1e9);
@@ -634,9 +644,9 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	fprintf(out, "), global batch %d x %d tokens\n", gbs, m->seq);
 	fprintf(out, "%ld strategies costed, %d fit, searched in %.3f s\n", p->evaluated,
 		p->n_feasible, p->search_s);
-	if (p->n_feasible && p->row[0].gap_pct > 0) /* plan_row.gap_pct */
+	if (p->n_feasible && plan_row_get(p, 0, &top)->gap_pct > 0) /* plan_row.gap_pct */
 		fprintf(out, "the top strategy's placement and partition are proven within %.1f%% of the best (gap to a lower bound)\n",
-			p->row[0].gap_pct);
+			top.gap_pct);
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
 		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 			p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
@@ -672,22 +682,25 @@ static void warn_positions(const struct model *m, int seq)
 
 /* The row that does not fit whose fullest GPU comes closest to its memory
  * (the least fullest_bytes / fullest_cap), to name in the error when
- * nothing fits; the first row where none was costed for memory, NULL
- * without rows. */
-static const struct plan_row *closest_row(const struct plan *p)
+ * nothing fits, into *buf; the first row where none was costed for
+ * memory. Returns buf, or NULL without rows. */
+static const struct plan_row *closest_row(const struct plan *p, struct plan_row *buf)
 {
-	const struct plan_row *best = p->n_row ? &p->row[0] : NULL;
+	struct plan_row row;
 	double share = INFINITY;
 
+	if (!p->n_row)
+		return NULL;
+	plan_row_get(p, 0, buf);
 	for (int i = 0; i < p->n_row; i++) {
-		const struct cost_result *r = &p->row[i].r;
+		const struct cost_result *r = &plan_row_get(p, i, &row)->r;
 
 		if (r->fullest_cap > 0 && r->fullest_bytes / r->fullest_cap < share) {
 			share = r->fullest_bytes / r->fullest_cap;
-			best = &p->row[i];
+			*buf = row;
 		}
 	}
-	return best;
+	return buf;
 }
 
 /* The line saying what went into the CSV or JSON file path (NULL: none;
@@ -716,7 +729,8 @@ static void print_written(FILE *out, const struct outfile_set *t, const char *wh
 static int emit_row(const struct cli *cl, const struct plan *p, const struct model *m,
 		    const struct cluster *c, struct outfile_set *t, struct err *e)
 {
-	const struct plan_row *row = &p->row[cl->pick - 1];
+	struct plan_row buf;
+	const struct plan_row *row = plan_row_get(p, cl->pick - 1, &buf);
 	int tr = emit_trainer(emit_format_parse(cl->emit));
 	const char *name = trainer_name((enum trainer)tr);
 	char line[REPORT_ROW_LINE], why[256];
@@ -748,6 +762,7 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 			 const struct model *m, const struct cluster *c, struct err *e)
 {
 	struct outfile_set *t = outfile_create();
+	struct plan_row pick;
 	void (*show)(double, void *) = cl->opts.progress;
 	struct report_stream csv = { cl->json_detail, show, &csv_progress, cl->opts.threads },
 			     json = { cl->json_detail, show, &json_progress, cl->opts.threads };
@@ -767,7 +782,7 @@ static int write_outputs(FILE *out, const struct cli *cl, const struct plan *p,
 		progress_init(&json_progress, "writing", cl->json, search_progress.bar);
 	if (cl->json && report_json_stage(t, cl->json, p, m, c, &json, e))
 		goto done;
-	if (cl->timeline && timeline_stage(t, cl->timeline, &p->row[cl->pick - 1], m, c, e))
+	if (cl->timeline && timeline_stage(t, cl->timeline, plan_row_get(p, cl->pick - 1, &pick), m, c, e))
 		goto done;
 	committed = outfile_commit(t, e) == 0;
 	if (cl->csv && show) /* ends (erases) the progress */
@@ -835,6 +850,7 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 {
 	const struct cluster *c = file_c; /* then the plans' */
 	struct plan *p[REPORT_COMPARE_MAX] = { 0 };
+	struct plan_row top[REPORT_COMPARE_MAX];
 	const struct plan_row *rows[REPORT_COMPARE_MAX];
 	struct err e = { "" };
 	int rc = EXIT_OK, n = 0;
@@ -853,7 +869,7 @@ static int run_compare(const struct cli *cl, struct model *m, const struct clust
 			n++;
 			goto done;
 		}
-		rows[n] = &p[n]->row[0];
+		rows[n] = plan_row_get(p[n], 0, &top[n]);
 		c = p[n]->cluster; /* the same mixed groups for each */
 	}
 	printf("%s on %s (%d GPUs), global batch %d x %d tokens\n", m->name, c->name,
@@ -892,6 +908,7 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 {
 	const struct cluster *c = file_c; /* then the plan's */
 	struct plan *p = NULL;
+	struct plan_row row;
 	struct err e = { "" };
 	int gbs = cl->opts.gbs ? cl->opts.gbs : m->gbs, rc = EXIT_OK;
 	bool what_if = plan_opts_what_if(&cl->opts);
@@ -935,23 +952,24 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 
 		one.n_row = one.n_feasible = 1;
 		report_table(out, &one, m, c, 1);
-		report_explain(out, &p->row[0], m, c);
-		if (p->row[0].why[0])
-			fprintf(out, "%s%s\n", p->row[0].r.fits ? "" : "does not fit: ", p->row[0].why);
+		report_explain(out, plan_row_get(p, 0, &row), m, c);
+		if (row.why[0])
+			fprintf(out, "%s%s\n", row.r.fits ? "" : "does not fit: ", row.why);
 	} else {
 		report_table(out, p, m, c, cl->top);
 		for (int i = 0; cl->explain && i < p->n_feasible && i < 3 && i < cl->top; i++) {
 			fprintf(out, "\n#%d\n", i + 1);
-			report_explain(out, &p->row[i], m, c);
+			report_explain(out, plan_row_get(p, i, &row), m, c);
 		}
 	}
 	for (int i = p->n_feasible; i < p->n_row && !what_if && cl->opts.keep_infeasible; i++) {
+		const struct strategy *s = &plan_row_get(p, i, &row)->s;
+
 		if (i == p->n_feasible)
 			fprintf(out, "\nstrategies that do not fit:\n");
-		fprintf(out, "  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", p->row[i].s.tp,
-			p->row[i].s.pp, p->row[i].s.dp, p->row[i].s.cp, p->row[i].s.ep, p->row[i].s.mbs,
-			schedule_name(p->row[i].s.schedule), recompute_name(p->row[i].s.recompute),
-			p->row[i].s.zero, p->row[i].why);
+		fprintf(out, "  TP %d PP %d DP %d CP %d EP %d mbs %d %s %s ZeRO %d: %s\n", s->tp, s->pp,
+			s->dp, s->cp, s->ep, s->mbs, schedule_name(s->schedule),
+			recompute_name(s->recompute), s->zero, row.why);
 	}
 	if (!p->evaluated && cl->opts.uneven == 1) {
 		err_set(&e, "'%s': no strategy on '%s' has uneven micro-batches (--uneven-batches on): they need a pipeline rank whose DP replicas lie on GPU types of different speed, and a split that beats the even one",
@@ -961,16 +979,16 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",
 			cl->model, c->total_gpus, cl->cluster);
 		rc = EXIT_INPUT;
-	} else if (what_if && p->n_row && p->row[0].r.fits && !p->n_feasible) {
+	} else if (what_if && p->n_row && plan_row_get(p, 0, &row)->r.fits && !p->n_feasible) {
 		char why[256];
 
-		if (!trainer_refusal((enum trainer)cl->opts.trainer, m, c, &p->row[0].s, why, sizeof why))
-			snprintf(why, sizeof why, "%s", p->row[0].why);
+		if (!trainer_refusal((enum trainer)cl->opts.trainer, m, c, &row.s, why, sizeof why))
+			snprintf(why, sizeof why, "%s", row.why);
 		err_set(&e, "%s", why);
 		rc = EXIT_INPUT;
 	} else if (!p->n_feasible) {
 		char why[256];
-		const struct plan_row *near = closest_row(p);
+		const struct plan_row *near = closest_row(p, &row);
 		/* asked for: the strategies that do not fit go to the CSV and
 		 * JSON all the same (never the launch files), and exit 1 */
 		struct cli data_only = *cl;

@@ -15,20 +15,18 @@
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
-/* A new zeroed row in S->p, tagged with the tuple and the work it had done
- * before this strategy (struct row_tag; merged by pool.c). */
-static struct plan_row *push_row(struct search *S)
+/* Adds row to S->p, tagged with the tuple and the work it had done before
+ * this strategy (struct row_tag; merged by pool.c). */
+static void push_row(struct search *S, const struct plan_row *row)
 {
 	struct plan *p = S->p;
 
 	if (p->n_row == S->cap_rows) {
 		S->cap_rows = S->cap_rows ? 2 * S->cap_rows : 256;
-		p->row = xreallocarray(p->row, (size_t)S->cap_rows, sizeof *p->row);
 		S->tag = xreallocarray(S->tag, (size_t)S->cap_rows, sizeof *S->tag);
 	}
-	memset(&p->row[p->n_row], 0, sizeof p->row[0]);
 	S->tag[p->n_row] = (struct row_tag){ S->tuple, S->count - 1 };
-	return &p->row[p->n_row++];
+	plan_row_add(p, row);
 }
 
 /* The reason of a row that does not fit (its result evaluated, r->fits
@@ -121,11 +119,10 @@ static bool default_fallback(struct search *S, struct strategy *s, struct strate
 		*best = *s;
 		*r = x;
 	} else if (S->o->keep_infeasible) {
-		struct plan_row *row = push_row(S);
+		struct plan_row row = { .s = *s, .r = x };
 
-		row->s = *s;
-		row->r = x;
-		why_not(S, row);
+		why_not(S, &row);
+		push_row(S, &row);
 		return false;
 	}
 	return true;
@@ -138,26 +135,21 @@ static bool default_fallback(struct search *S, struct strategy *s, struct strate
 static void record_fit(struct search *S, const struct strategy *best,
 		       const struct cost_result *r, bool small)
 {
-	struct plan_row *row;
+	struct plan_row row = { .s = *best, .r = *r };
 
 	if (S->o->trainer >= 0 &&
 	    trainer_check((enum trainer)S->o->trainer, S->m, S->c, best, NULL)) {
 		if (plan_opts_what_if(S->o) && S->o->keep_infeasible) {
-			size_t n;
+			size_t n = (size_t)snprintf(row.why, sizeof row.why, "the trainer cannot run it: ");
 
-			row = push_row(S);
-			row->s = *best;
-			row->r = *r;
-			n = (size_t)snprintf(row->why, sizeof row->why, "the trainer cannot run it: ");
-			trainer_refusal((enum trainer)S->o->trainer, S->m, S->c, best,
-					row->why + n, sizeof row->why - n);
+			trainer_refusal((enum trainer)S->o->trainer, S->m, S->c, best, row.why + n,
+					sizeof row.why - n);
+			push_row(S, &row);
 		}
 		return;
 	}
-	row = push_row(S);
-	row->s = *best;
-	row->r = *r;
-	row->gap_pct = gap(S, best, r, small);
+	row.gap_pct = gap(S, best, r, small);
+	push_row(S, &row);
 }
 
 /* One strategy: the placers (place_strategy); where none fits, with

@@ -7,7 +7,10 @@
 #include "plan.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cluster.h"
@@ -26,10 +29,229 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Rows that fit first, and of them those a trainer runs. */
-static int launch_order(const struct plan_row *x, const struct plan_row *y)
+/* The strategy's scalar fields: the bytes before its stage arrays, which
+ * end it (first, then group). */
+#define HEAD_BYTES offsetof(struct strategy, first)
+_Static_assert(offsetof(struct strategy, group) ==
+			       HEAD_BYTES + sizeof(((struct strategy *)0)->first) &&
+		       sizeof(struct strategy) - offsetof(struct strategy, group) - MAX_STAGES <
+			       _Alignof(struct strategy),
+	       "strategy ends with first[] and group[]");
+
+/* Bytes of the chunks that hold the records. */
+#define PLAN_CHUNK (1u << 20)
+
+/* A row in compact form (struct plan_rec in plan.h): the fields of struct
+ * plan_row that sort and that trainer_rows sets in place, then in tail[]
+ * the strategy's nonzero head bytes (bit k of head: byte k is there, the
+ * others are 0; most are small integers, flags and zero options),
+ * first[0..n_stages], group[0..n_stages), and why with its NUL where it is
+ * not empty. size: the bytes of its room. */
+struct plan_rec {
+	struct cost_result r;
+	double gap_pct, usd_per_hour;
+	double trainer_s[TRAINER_COUNT];
+	unsigned trainer_feat[TRAINER_COUNT];
+	unsigned trainers;
+	unsigned short size;
+	bool why;
+	unsigned char head[(HEAD_BYTES + 7) / 8];
+	unsigned char tail[];
+};
+
+/* A chunk of records (used bytes of PLAN_CHUNK), and the room of a plan:
+ * its chunks (the first takes new records), the capacity of plan.row and
+ * the lock that plan_row_set takes for new room. */
+struct chunk {
+	struct chunk *next;
+	size_t used;
+	_Alignas(max_align_t) unsigned char data[];
+};
+
+struct plan_arena {
+	struct chunk *chunks;
+	int cap_row;
+	pthread_mutex_t lock;
+};
+
+/* The bytes of the record of row, its room rounded up to 8. */
+static size_t rec_size(const struct plan_row *row)
 {
-	bool fx = !x->why[0], fy = !y->why[0];
+	const unsigned char *h = (const unsigned char *)&row->s;
+	size_t n = offsetof(struct plan_rec, tail) + 3 * (size_t)row->s.n_stages + 2;
+
+	for (size_t k = 0; k < HEAD_BYTES; k++)
+		n += h[k] != 0;
+	if (row->why[0])
+		n += strlen(row->why) + 1;
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Writes row into x (its room from rec_size). */
+static void rec_fill(struct plan_rec *x, const struct plan_row *row)
+{
+	const unsigned char *h = (const unsigned char *)&row->s;
+	unsigned char *t = x->tail;
+	int n = row->s.n_stages;
+
+	x->r = row->r;
+	x->gap_pct = row->gap_pct;
+	x->usd_per_hour = row->usd_per_hour;
+	memcpy(x->trainer_s, row->trainer_s, sizeof x->trainer_s);
+	memcpy(x->trainer_feat, row->trainer_feat, sizeof x->trainer_feat);
+	x->trainers = row->trainers;
+	x->why = row->why[0] != '\0';
+	memset(x->head, 0, sizeof x->head);
+	for (size_t k = 0; k < HEAD_BYTES; k++)
+		if (h[k]) {
+			x->head[k / 8] |= (unsigned char)(1u << k % 8);
+			*t++ = h[k];
+		}
+	memcpy(t, row->s.first, sizeof *row->s.first * (size_t)(n + 1));
+	t += sizeof *row->s.first * (size_t)(n + 1);
+	memcpy(t, row->s.group, (size_t)n);
+	t += n;
+	if (x->why)
+		memcpy(t, row->why, strlen(row->why) + 1);
+}
+
+/* The scalar fields of x's strategy into *s (its stage arrays untouched);
+ * returns the tail past them. Without branches on the bits: the sort's
+ * ties read it. */
+static const unsigned char *rec_head(const struct plan_rec *x, struct strategy *s)
+{
+	unsigned char *h = (unsigned char *)s;
+	const unsigned char *t = x->tail; /* first[] follows: *t is in the record */
+
+	for (size_t k = 0; k < HEAD_BYTES; k++) {
+		unsigned bit = x->head[k / 8] >> k % 8 & 1;
+
+		h[k] = (unsigned char)(bit ? *t : 0);
+		t += bit;
+	}
+	return t;
+}
+
+/* The strategy of x into *s (0 past its stages); returns the tail past
+ * them. */
+static const unsigned char *rec_strategy(const struct plan_rec *x, struct strategy *s)
+{
+	const unsigned char *t = rec_head(x, s);
+	size_t n = (size_t)s->n_stages;
+
+	memcpy(s->first, t, sizeof *s->first * (n + 1));
+	memset(s->first + n + 1, 0, sizeof *s->first * (MAX_STAGES - n));
+	t += sizeof *s->first * (n + 1);
+	memcpy(s->group, t, n);
+	memset(s->group + n, 0, sizeof *s - offsetof(struct strategy, group) - n);
+	return t + n;
+}
+
+/* Room of n bytes (at most PLAN_CHUNK) in a's last chunk, or a new one. */
+static struct plan_rec *arena_alloc(struct plan_arena *a, size_t n)
+{
+	struct chunk *k = a->chunks;
+
+	if (!k || k->used + n > PLAN_CHUNK) {
+		k = xmalloc(offsetof(struct chunk, data) + PLAN_CHUNK);
+		k->next = a->chunks;
+		k->used = 0;
+		a->chunks = k;
+	}
+	k->used += n;
+	return (struct plan_rec *)(void *)(k->data + k->used - n);
+}
+
+/* p's arena, made where it has none. */
+static struct plan_arena *arena_of(struct plan *p)
+{
+	if (!p->arena) {
+		p->arena = xcalloc(1, sizeof *p->arena);
+		pthread_mutex_init(&p->arena->lock, NULL);
+	}
+	return p->arena;
+}
+
+/* A new record of row in p's arena. */
+static struct plan_rec *rec_new(struct plan *p, const struct plan_row *row)
+{
+	size_t n = rec_size(row);
+	struct plan_rec *x;
+
+	arena_of(p);
+	pthread_mutex_lock(&p->arena->lock);
+	x = arena_alloc(p->arena, n);
+	pthread_mutex_unlock(&p->arena->lock);
+	x->size = (unsigned short)n;
+	rec_fill(x, row);
+	return x;
+}
+
+struct plan_row *plan_row_get(const struct plan *p, int i, struct plan_row *buf)
+{
+	const struct plan_rec *x = p->row[i];
+	const unsigned char *t = rec_strategy(x, &buf->s);
+
+	buf->r = x->r;
+	if (x->why)
+		memcpy(buf->why, t, strlen((const char *)t) + 1);
+	else
+		buf->why[0] = '\0';
+	buf->gap_pct = x->gap_pct;
+	buf->usd_per_hour = x->usd_per_hour;
+	buf->trainers = x->trainers;
+	memcpy(buf->trainer_s, x->trainer_s, sizeof buf->trainer_s);
+	memcpy(buf->trainer_feat, x->trainer_feat, sizeof buf->trainer_feat);
+	return buf;
+}
+
+void plan_row_set(struct plan *p, int i, const struct plan_row *row)
+{
+	if (rec_size(row) <= p->row[i]->size)
+		rec_fill(p->row[i], row);
+	else
+		p->row[i] = rec_new(p, row);
+}
+
+void plan_row_add(struct plan *p, const struct plan_row *row)
+{
+	struct plan_rec *x = rec_new(p, row);
+
+	if (p->n_row >= p->arena->cap_row) {
+		p->arena->cap_row = p->n_row < 128 ? 256 : 2 * p->n_row;
+		p->row = xreallocarray(p->row, (size_t)p->arena->cap_row, sizeof *p->row);
+	}
+	p->row[p->n_row++] = x;
+}
+
+bool plan_row_fits(const struct plan *p, int i)
+{
+	return !p->row[i]->why;
+}
+
+double plan_row_gap(const struct plan *p, int i)
+{
+	return p->row[i]->gap_pct;
+}
+
+void plan_rows_adopt(struct plan *to, struct plan *from)
+{
+	struct chunk **end;
+
+	if (!from->arena)
+		return;
+	/* after to's chunks: its first takes the new records */
+	for (end = &arena_of(to)->chunks; *end; end = &(*end)->next)
+		;
+	*end = from->arena->chunks;
+	from->arena->chunks = NULL;
+	to->arena->cap_row = to->n_row;
+}
+
+/* Rows that fit first, and of them those a trainer runs. */
+static int launch_order(const struct plan_rec *x, const struct plan_rec *y)
+{
+	bool fx = !x->why, fy = !y->why;
 
 	if (fx != fy)
 		return fx ? -1 : 1;
@@ -38,9 +260,11 @@ static int launch_order(const struct plan_row *x, const struct plan_row *y)
 	return 0;
 }
 
+/* Sorts plan.row (records). */
 static int by_throughput(const void *a, const void *b)
 {
-	const struct plan_row *x = a, *y = b;
+	const struct plan_rec *x = *(struct plan_rec *const *)a, *y = *(struct plan_rec *const *)b;
+	struct strategy sx, sy;
 	int o = launch_order(x, y);
 
 	if (o)
@@ -50,13 +274,15 @@ static int by_throughput(const void *a, const void *b)
 	if (x->r.peak_bytes != y->r.peak_bytes)
 		return x->r.peak_bytes < y->r.peak_bytes ? -1 : 1;
 	/* an exact tie: the simpler first (README "Ties") */
-	if ((o = strategy_simpler(&x->s, &y->s)))
+	rec_head(x, &sx);
+	rec_head(y, &sy);
+	if ((o = strategy_simpler(&sx, &sy)))
 		return o;
 	/* then the choices, so that the order never depends on the threads */
-	const int kx[] = { x->s.tp, x->s.cp, x->s.pp, x->s.dp, x->s.ep, x->s.mbs,
-			   x->s.schedule, x->s.vp, x->s.recompute, x->s.zero, x->s.fp8 };
-	const int ky[] = { y->s.tp, y->s.cp, y->s.pp, y->s.dp, y->s.ep, y->s.mbs,
-			   y->s.schedule, y->s.vp, y->s.recompute, y->s.zero, y->s.fp8 };
+	const int kx[] = { sx.tp, sx.cp, sx.pp, sx.dp, sx.ep, sx.mbs,
+			   sx.schedule, sx.vp, sx.recompute, sx.zero, sx.fp8 };
+	const int ky[] = { sy.tp, sy.cp, sy.pp, sy.dp, sy.ep, sy.mbs,
+			   sy.schedule, sy.vp, sy.recompute, sy.zero, sy.fp8 };
 	for (size_t i = 0; i < sizeof kx / sizeof *kx; i++)
 		if (kx[i] != ky[i])
 			return kx[i] < ky[i] ? -1 : 1;
@@ -69,7 +295,7 @@ static int by_throughput(const void *a, const void *b)
  * first; every row has a price (plan_opts_check). */
 static int by_cost(const void *a, const void *b)
 {
-	const struct plan_row *x = a, *y = b;
+	const struct plan_rec *x = *(struct plan_rec *const *)a, *y = *(struct plan_rec *const *)b;
 	double cx = x->usd_per_hour * x->r.iter_s, cy = y->usd_per_hour * y->r.iter_s;
 	int o = launch_order(x, y);
 
@@ -140,8 +366,12 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 		return -1;
 	}
 	for (int i = 0; i < S.p->n_row; i++) {
-		S.p->row[i].usd_per_hour = cluster_price_per_hour(c, &S.p->row[i].s);
-		S.p->row[i].trainers = trainer_mask(m, c, &S.p->row[i].s);
+		struct plan_rec *x = S.p->row[i];
+		struct strategy rs;
+
+		rec_strategy(x, &rs);
+		x->usd_per_hour = cluster_price_per_hour(c, &rs);
+		x->trainers = trainer_mask(m, c, &rs);
 	}
 	if (S.p->n_row)
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
@@ -157,7 +387,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	if (rc)
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
-	while (S.p->n_feasible < S.p->n_row && !S.p->row[S.p->n_feasible].why[0])
+	while (S.p->n_feasible < S.p->n_row && plan_row_fits(S.p, S.p->n_feasible))
 		S.p->n_feasible++;
 	S.p->search_s = now() - t0;
 	*out = S.p;
@@ -178,9 +408,9 @@ static void subset_progress(double done, void *arg)
 	sp->o->progress((sp->i + done) / sp->n, sp->o->progress_arg);
 }
 
-/* Appends the rows of p, found on the subset mask of c's groups, to all,
+/* Moves the rows of p, found on the subset mask of c's groups, to all,
  * their node groups renumbered as in c, and adds up the counts. */
-static void add_subset(struct plan *all, const struct plan *p, const struct cluster *c,
+static void add_subset(struct plan *all, struct plan *p, const struct cluster *c,
 		       unsigned mask)
 {
 	int map[MAX_GROUPS], k = 0;
@@ -190,12 +420,15 @@ static void add_subset(struct plan *all, const struct plan *p, const struct clus
 			map[k++] = g;
 	all->row = xreallocarray(all->row, (size_t)(all->n_row + p->n_row), sizeof *all->row);
 	for (int i = 0; i < p->n_row; i++) {
-		struct plan_row *r = &all->row[all->n_row++];
+		struct plan_row r;
 
-		*r = p->row[i];
-		for (int j = 0; j < r->s.n_stages; j++)
-			r->s.group[j] = (unsigned char)map[r->s.group[j] < k ? r->s.group[j] : 0];
+		plan_row_get(p, i, &r);
+		for (int j = 0; j < r.s.n_stages; j++)
+			r.s.group[j] = (unsigned char)map[r.s.group[j] < k ? r.s.group[j] : 0];
+		plan_row_set(p, i, &r); /* in place: the same room */
+		all->row[all->n_row++] = p->row[i];
 	}
+	plan_rows_adopt(all, p);
 	all->evaluated += p->evaluated;
 	all->work += p->work;
 	if (p->budget)
@@ -334,8 +567,8 @@ static double best_launchable(const struct plan *p)
 	double best = INFINITY;
 
 	for (int i = 0; i < p->n_row; i++)
-		if (!p->row[i].why[0] && p->row[i].trainers && p->row[i].r.iter_s < best)
-			best = p->row[i].r.iter_s;
+		if (!p->row[i]->why && p->row[i]->trainers && p->row[i]->r.iter_s < best)
+			best = p->row[i]->r.iter_s;
 	return best;
 }
 
@@ -433,7 +666,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);
 	all->n_feasible = 0;
-	while (all->n_feasible < all->n_row && !all->row[all->n_feasible].why[0])
+	while (all->n_feasible < all->n_row && plan_row_fits(all, all->n_feasible))
 		all->n_feasible++;
 	all->search_s = now() - t0;
 	*out = all;
@@ -464,6 +697,14 @@ void plan_free(struct plan *p)
 	if (!p)
 		return;
 	cluster_free(p->cluster);
+	if (p->arena) {
+		for (struct chunk *k = p->arena->chunks, *next; k; k = next) {
+			next = k->next;
+			free(k);
+		}
+		pthread_mutex_destroy(&p->arena->lock);
+		free(p->arena);
+	}
 	free(p->row);
 	free(p);
 }

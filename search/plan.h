@@ -180,11 +180,12 @@ bool plan_opts_what_if(const struct plan_opts *o);
 int plan_layout_parse(const char *layout, const struct model *m, int n_stages,
 		      unsigned short *first, struct err *e);
 
-/* One evaluated strategy. why is "" for a strategy that fits, else the
- * reason it was dropped; its result then holds the numbers of the fixed
- * layout (plan_opts.layout) or of Megatron's default split (blocks spread
- * evenly over the stages, embedding first, head last) on the block
- * placement in the cluster's group order. */
+/* One evaluated strategy, as plan_row_get hands it out. why is "" for a
+ * strategy that fits, else the reason it was dropped; its result then
+ * holds the numbers of the fixed layout (plan_opts.layout) or of
+ * Megatron's default split (blocks spread evenly over the stages,
+ * embedding first, head last) on the block placement in the cluster's
+ * group order. */
 struct plan_row {
 	struct strategy s;
 	struct cost_result r;
@@ -211,13 +212,24 @@ struct plan_row {
 				   it runs the row with (trainer_feature_bits) */
 };
 
+/* A row as the ranking keeps it (plan.c): its cost_result, gap, price and
+ * trainer times, then the strategy's nonzero scalar bytes, its stages'
+ * first layers and node groups, and the reason only where there is one
+ * (about 430 bytes a row for Qwen3-30B-A3B on Selene, where a struct
+ * plan_row takes 1,464). */
+struct plan_rec;
+/* Where a plan's records live: chunks of 1 MiB (plan.c). */
+struct plan_arena;
+
 /* The ranking: rows[0..n_feasible) fit, best first: the rows some trainer
  * runs before the planning-only ones (a ZB-H1 row no trainer launches does
  * not come first), each by tokens/s descending, or USD per million tokens
  * ascending with PLAN_COST;
- * rows[n_feasible..n_row) do not fit (only with keep_infeasible). */
+ * rows[n_feasible..n_row) do not fit (only with keep_infeasible). Read a
+ * row with plan_row_get. */
 struct plan {
-	struct plan_row *row;
+	struct plan_rec **row;	  /* [n_row]: records in arena */
+	struct plan_arena *arena; /* owned: the records' room */
 	int n_row, n_feasible;
 	long evaluated;		       /* strategies costed */
 	long work;		       /* work units done (strategies costed plus
@@ -279,6 +291,28 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
  * part of such a mixed group. Bit g for c->group[g]; 0 where it uses every
  * group. */
 unsigned plan_row_idle(const struct cluster *c, const struct strategy *s);
+
+/* Expands row i of p (0 <= i < p->n_row) into *buf and returns buf. p is
+ * only read: several threads may call it at once. */
+struct plan_row *plan_row_get(const struct plan *p, int i, struct plan_row *buf);
+
+/* Replaces row i of p by row: in the room of the old record where it
+ * fits, else in new room (under the arena's lock), so that threads may
+ * set different rows at once. */
+void plan_row_set(struct plan *p, int i, const struct plan_row *row);
+
+/* Appends row to p's rows (n_row + 1); one thread at a time. */
+void plan_row_add(struct plan *p, const struct plan_row *row);
+
+/* Whether row i of p fits (its reason is empty), and its gap_pct, as
+ * plan_row_get would tell, without expanding it. */
+bool plan_row_fits(const struct plan *p, int i);
+double plan_row_gap(const struct plan *p, int i);
+
+/* Gives the room of from's records to to (pool.c's merge: to has taken
+ * from's row pointers); from keeps its row array, and plan_free(from)
+ * frees that alone. to's row array is taken as full. */
+void plan_rows_adopt(struct plan *to, struct plan *from);
 
 /* free(NULL)-safe. */
 void plan_free(struct plan *p);

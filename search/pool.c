@@ -260,6 +260,7 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple])
 				S->p->row[S->p->n_row + kept++] = p->row[k];
 		S->p->n_row += kept;
+		plan_rows_adopt(S->p, p);
 	}
 	if (P->truncated && pool->budget)
 		P->budget = pool->budget;

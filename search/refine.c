@@ -213,30 +213,37 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
 bool refine_rows(struct search *S, const struct cluster *c)
 {
 	struct plan *P = S->p;
+	struct plan_row first;
 	double top;
 	bool changed = false;
 	int descents = 0, exacts = 0;
 
-	if (!P->n_row || P->row[0].why[0] || S->fixed || S->o->exhaustive)
+	if (!P->n_row || !plan_row_fits(P, 0) || S->fixed || S->o->exhaustive)
 		return false;
-	top = P->row[0].r.iter_s;
-	for (int i = 0; i < P->n_row && !P->row[i].why[0]; i++) {
-		struct plan_row *row = &P->row[i];
-		struct strategy s = row->s, one = row->s;
+	top = plan_row_get(P, 0, &first)->r.iter_s;
+	for (int i = 0; i < P->n_row && plan_row_fits(P, i); i++) {
+		struct plan_row buf, *row;
+		struct strategy s, one;
 		struct search T = *S;
 		struct pipeline_frame f;
 		struct cost_result r;
 		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
-		double t = INFINITY, lb = row->r.iter_s * (1 - row->gap_pct / 100), rlb, work;
+		double t = INFINITY, lb, rlb, work;
 		bool exact = false, moved = false;
 
-		if (!(row->gap_pct > 0) || !(lb < top * (1 - 1e-12)))
+		if (!(plan_row_gap(P, i) > 0)) /* without expanding it */
+			continue;
+		row = plan_row_get(P, i, &buf);
+		s = one = row->s;
+		lb = row->r.iter_s * (1 - row->gap_pct / 100);
+		if (!(lb < top * (1 - 1e-12)))
 			continue;
 		if (s.vp != 1 || schedule_bidirectional(s.schedule)) {
 			if (exacts++ >= REFINE_EXACT_ROWS)
 				continue;
 			refine_exact(S, row, &lb, &moved);
 			changed |= settle(S, c, row, lb, moved, &top);
+			plan_row_set(P, i, row);
 			continue;
 		}
 		memset(T.ranks, 0, sizeof T.ranks);
@@ -300,6 +307,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		}
 		cost_layers_free(&T.lc);
 		changed |= settle(S, c, row, lb, moved, &top);
+		plan_row_set(P, i, row);
 	}
 	return changed;
 }

@@ -176,8 +176,11 @@ static void *rows_work(void *arg)
 	struct rows_job *j = arg;
 
 	for (int i = j->k; i < j->p->n_row && j->rc >= 0; i += j->n) {
-		int rc = trainer_row(&j->p->row[i], j->m, j->c, j->o, &j->e);
+		struct plan_row row;
+		int rc = trainer_row(plan_row_get(j->p, i, &row), j->m, j->c, j->o, &j->e);
 
+		if (rc >= 0)
+			plan_row_set(j->p, i, &row);
 		j->rc = rc < 0 ? -1 : j->rc | rc;
 	}
 	return NULL;

@@ -16,6 +16,9 @@
 #include "testutil.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 /* n_group node groups of nodes[g] nodes of gpn GPUs, each group its own GPU
@@ -69,7 +72,7 @@ static char *ranking_text(const struct plan *p)
 			      p->n_row, p->n_feasible, p->truncated, p->degrees,
 			      p->degrees_searched, p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
 	for (int i = 0; i < p->n_row; i++) {
-		const struct plan_row *r = &p->row[i];
+		const struct plan_row *r = &ROW(p, i);
 		const struct strategy *s = &r->s;
 
 		n += (size_t)snprintf(buf + n, cap - n, "%d %d %d %d %d %d %d %d %d %d %d %a %a %s |",
@@ -165,16 +168,16 @@ START_TEST(budget_keeps_what_was_found)
 	ck_assert_int_gt(cut->n_feasible, 0);
 	ck_assert_int_lt(cut->n_feasible, full->n_feasible);
 	for (int i = 0; i < cut->n_feasible; i++) {
-		const struct strategy *s = &cut->row[i].s;
+		const struct strategy *s = &ROW(cut, i).s;
 		bool found = false;
 
 		for (int j = 0; j < full->n_feasible && !found; j++) {
-			const struct strategy *f = &full->row[j].s;
+			const struct strategy *f = &ROW(full, j).s;
 
 			found = f->tp == s->tp && f->cp == s->cp && f->pp == s->pp && f->dp == s->dp &&
 				f->ep == s->ep && f->mbs == s->mbs && f->schedule == s->schedule &&
 				f->vp == s->vp && f->recompute == s->recompute && f->zero == s->zero &&
-				f->fp8 == s->fp8 && full->row[j].r.iter_s == cut->row[i].r.iter_s;
+				f->fp8 == s->fp8 && ROW(full, j).r.iter_s == ROW(cut, i).r.iter_s;
 		}
 		ck_assert_msg(found, "row %d of the cut search is not in the full one", i);
 	}
@@ -270,7 +273,7 @@ START_TEST(exhaustive_estimates_first)
 	ck_assert_msg(plan_search(&p, small, c1, &o, &e) == 0, "%s", e.msg);
 	fast = search(small, c1, 0, 1, false);
 	ck_assert_int_gt(p->n_feasible, 0);
-	ck_assert(p->row[0].r.iter_s <= fast->row[0].r.iter_s * (1 + 1e-9));
+	ck_assert(ROW(p, 0).r.iter_s <= ROW(fast, 0).r.iter_s * (1 + 1e-9));
 	plan_free(p);
 	plan_free(fast);
 	model_free(m);
@@ -362,7 +365,7 @@ START_TEST(climbed_search_deterministic)
 	int deep = 0;
 
 	for (int i = 0; i < one->n_feasible; i++)
-		deep += one->row[i].s.pp >= 8;
+		deep += ROW(one, i).s.pp >= 8;
 	ck_assert_int_gt(deep, 0);
 	ck_assert_int_eq(one->ilp_optimal + one->ilp_stopped + one->ilp_failed, 0);
 	ck_assert_str_eq(b, a);

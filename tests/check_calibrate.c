@@ -19,6 +19,9 @@
 #include "testutil.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 /* The synthetic runs: (tp, pp, dp) on 8 to 32 A100s of clusters/dgx-a100.json
  * (8 per node), micro-batch 1, global batch 64, fused-softmax attention (so
  * that no run exercises flash_efficiency). */
@@ -60,9 +63,9 @@ static double truth_run(struct model *m, const struct cluster *c, const struct p
 	t->total_gpus = t->group[0].nodes * t->group[0].gpus_per_node;
 	ck_assert_msg(plan_search(&p, m, t, o, &e) == 0, "%s", e.msg);
 	ck_assert_int_eq(p->n_row, 1);
-	s = p->row[0].r.iter_s;
+	s = ROW(p, 0).r.iter_s;
 	if (fullest)
-		*fullest = p->row[0].r.fullest_bytes;
+		*fullest = ROW(p, 0).r.fullest_bytes;
 	plan_free(p);
 	cluster_free(t);
 	return s;

@@ -698,7 +698,8 @@ static const char *const v2_columns[] = {
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)
 
-/* A ranking of two rows of the homogeneous plan: row 0 with the v2
+/* A ranking of two rows of the homogeneous plan (into p, zeroed; caller
+ * frees with plan_free): row 0 with the v2
  * choices set (unfused attention and norms, FP8, TP and parameter-gather
  * overlap, bf16 gradients accumulated in a pass of their own) and hidden communication 0.5, 0.25, 1.5 s; row
  * 1 the plain plan, not fitting, with a reason holding a comma. */
@@ -722,7 +723,9 @@ static void ranking(struct fix *f, struct plan *p, struct plan_row *rows)
 	rows[1].s = f->s;
 	rows[1].r.iter_s = 12;
 	snprintf(rows[1].why, sizeof rows[1].why, "does not fit, as a test");
-	*p = (struct plan){ .row = rows, .n_row = 2, .n_feasible = 1 };
+	plan_row_add(p, &rows[0]);
+	plan_row_add(p, &rows[1]);
+	p->n_feasible = 1;
 }
 
 /* libcsv: every field of every record. */
@@ -765,15 +768,15 @@ static const char *cell(const struct table *t, int r, const char *name)
 START_TEST(test_report_csv)
 {
 	struct fix f;
-	struct plan p;
+	struct plan *p = xcalloc(1, sizeof *p);
 	struct plan_row rows[2];
 	struct err e = { "" };
 	char *dir = tmpdir(), *path = path2(dir, "plans.csv"), *text;
 	struct csv_parser cp;
 	struct table t = { 0 };
 
-	ranking(&f, &p, rows);
-	ck_assert_msg(report_csv(path, &p, &f.m, &f.c, &e) == 0, "%s", e.msg);
+	ranking(&f, p, rows);
+	ck_assert_msg(report_csv(path, p, &f.m, &f.c, &e) == 0, "%s", e.msg);
 	text = read_file(path);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL), 0);
@@ -825,6 +828,7 @@ START_TEST(test_report_csv)
 	free(path);
 	rm_tree(dir);
 	free(dir);
+	plan_free(p);
 	free(f.m.layer);
 }
 END_TEST
@@ -833,13 +837,13 @@ END_TEST
 START_TEST(test_report_json)
 {
 	struct fix f;
-	struct plan p;
+	struct plan *p = xcalloc(1, sizeof *p);
 	struct plan_row rows[2];
 	struct err e = { "" };
 	char *dir = tmpdir(), *path = path2(dir, "plans.json"), *text;
 
-	ranking(&f, &p, rows);
-	ck_assert_msg(report_json(path, &p, &f.m, &f.c, &e) == 0, "%s", e.msg);
+	ranking(&f, p, rows);
+	ck_assert_msg(report_json(path, p, &f.m, &f.c, &e) == 0, "%s", e.msg);
 	text = read_file(path);
 	cJSON *doc = cJSON_Parse(text), *a = cJSON_GetObjectItemCaseSensitive(doc, "strategies");
 
@@ -887,6 +891,7 @@ START_TEST(test_report_json)
 	free(path);
 	rm_tree(dir);
 	free(dir);
+	plan_free(p);
 	free(f.m.layer);
 }
 END_TEST
@@ -896,13 +901,13 @@ END_TEST
 START_TEST(test_report_explain)
 {
 	struct fix f;
-	struct plan p;
+	struct plan *p = xcalloc(1, sizeof *p);
 	struct plan_row rows[2];
 	char *text = NULL;
 	size_t n = 0;
 	FILE *out = open_memstream(&text, &n);
 
-	ranking(&f, &p, rows);
+	ranking(&f, p, rows);
 	report_explain(out, &rows[0], &f.m, &f.c);
 	fclose(out);
 	const char *exposed = strstr(text, "\n    optimizer ");
@@ -920,11 +925,12 @@ START_TEST(test_report_explain)
 
 	text = NULL;
 	out = open_memstream(&text, &n);
-	report_table(out, &p, &f.m, &f.c, 10);
+	report_table(out, p, &f.m, &f.c, 10);
 	fclose(out);
 	ck_assert_ptr_nonnull(strstr(text, " ZeRO FP8 layers/stage "));
 	ck_assert_ptr_nonnull(strstr(text, "    1 yes E+16|16+L "));
 	free(text);
+	plan_free(p);
 	free(f.m.layer);
 }
 END_TEST

@@ -19,6 +19,9 @@
 #include "trainer.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 static unsigned rng;
@@ -132,8 +135,8 @@ static bool same_choice(const struct strategy *a, const struct strategy *b)
 static double time_of(const struct plan *p, const struct strategy *s)
 {
 	for (int i = 0; i < p->n_feasible; i++)
-		if (same_choice(&p->row[i].s, s))
-			return p->row[i].r.iter_s;
+		if (same_choice(&ROW(p, i).s, s))
+			return ROW(p, i).r.iter_s;
 	return -1;
 }
 
@@ -167,13 +170,13 @@ static int compare(unsigned seed, int sc)
 		      seed, fast->n_feasible, ref->n_feasible);
 	n = ref->n_feasible;
 	for (int i = 0; i < n; i++) {
-		const struct strategy *s = &ref->row[i].s;
-		double want = ref->row[i].r.iter_s, got = -1, gap = 0;
+		const struct strategy *s = &ROW(ref, i).s;
+		double want = ROW(ref, i).r.iter_s, got = -1, gap = 0;
 
 		for (int j = 0; j < fast->n_feasible && got < 0; j++)
-			if (same_choice(&fast->row[j].s, s)) {
-				got = fast->row[j].r.iter_s;
-				gap = fast->row[j].gap_pct;
+			if (same_choice(&ROW(fast, j).s, s)) {
+				got = ROW(fast, j).r.iter_s;
+				gap = ROW(fast, j).gap_pct;
 			}
 		/* never below the exhaustive optimum, never above it by more
 		 * than the proven gap, and equal to it where that gap is 0 */
@@ -220,17 +223,17 @@ static long never_better(unsigned seed, int sc, long place_dp_max, int *rows)
 	o.exhaustive = true;
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	for (int i = 0; i < fast->n_feasible; i++) {
-		double want = time_of(ref, &fast->row[i].s);
+		double want = time_of(ref, &ROW(fast, i).s);
 
-		ck_assert_msg(want > 0 && fast->row[i].r.iter_s >= want * (1 - 1e-9),
+		ck_assert_msg(want > 0 && ROW(fast, i).r.iter_s >= want * (1 - 1e-9),
 			      "seed %u: %.12g s beats the exhaustive %.12g s", seed,
-			      fast->row[i].r.iter_s, want);
-		ck_assert_msg(fast->row[i].gap_pct >= 0 &&
-				      fast->row[i].r.iter_s * (1 - fast->row[i].gap_pct / 100) <=
+			      ROW(fast, i).r.iter_s, want);
+		ck_assert_msg(ROW(fast, i).gap_pct >= 0 &&
+				      ROW(fast, i).r.iter_s * (1 - ROW(fast, i).gap_pct / 100) <=
 					      want * (1 + 1e-9),
 			      "seed %u: %.12g s with a gap of %g%% is above the exhaustive %.12g s",
-			      seed, fast->row[i].r.iter_s, fast->row[i].gap_pct, want);
-		gaps += fast->row[i].gap_pct > 0;
+			      seed, ROW(fast, i).r.iter_s, ROW(fast, i).gap_pct, want);
+		gaps += ROW(fast, i).gap_pct > 0;
 	}
 	ilp = fast->ilp_optimal + fast->ilp_stopped + fast->ilp_failed;
 	*rows += fast->n_feasible;
@@ -302,7 +305,7 @@ static struct cluster *mixed_cluster(const struct model *m)
 static int top_launchable(const struct plan *p)
 {
 	for (int i = 0; i < p->n_feasible; i++)
-		if (p->row[i].trainers)
+		if (ROW(p, i).trainers)
 			return i;
 	return -1;
 }
@@ -335,33 +338,34 @@ static void equals_exhaustive(unsigned seed, int sc, int *rows)
 	ck_assert_msg(fast->n_feasible == ref->n_feasible, "seed %u %s: %d fit, exhaustive %d",
 		      seed, schedule_name(sc), fast->n_feasible, ref->n_feasible);
 	for (int i = 0; i < ref->n_feasible; i++) {
-		const struct strategy *s = &ref->row[i].s;
+		const struct strategy *s = &ROW(ref, i).s;
 		const struct plan_row *got = NULL;
+		struct plan_row buf;
 
 		for (int j = 0; j < fast->n_feasible && !got; j++)
-			if (same_choice(&fast->row[j].s, s) && fast->row[j].s.fp8 == s->fp8)
-				got = &fast->row[j];
+			if (same_choice(&ROW(fast, j).s, s) && ROW(fast, j).s.fp8 == s->fp8)
+				got = plan_row_get(fast, j, &buf);
 		ck_assert_msg(got, "seed %u: tp %d pp %d vp %d dp %d mbs %d %s fits --exhaustive only",
 			      seed, s->tp, s->pp, s->vp, s->dp, s->mbs, schedule_name(s->schedule));
-		ck_assert_msg(fabs(got->r.iter_s / ref->row[i].r.iter_s - 1) < 1e-9 &&
+		ck_assert_msg(fabs(got->r.iter_s / ROW(ref, i).r.iter_s - 1) < 1e-9 &&
 				      got->gap_pct == 0,
 			      "seed %u: tp %d pp %d vp %d dp %d mbs %d %s: %.12g s, gap %g%%, exhaustive %.12g s",
 			      seed, s->tp, s->pp, s->vp, s->dp, s->mbs, schedule_name(s->schedule),
-			      got->r.iter_s, got->gap_pct, ref->row[i].r.iter_s);
+			      got->r.iter_s, got->gap_pct, ROW(ref, i).r.iter_s);
 	}
 	if (ref->n_feasible)
-		ck_assert_msg(fabs(fast->row[0].r.iter_s / ref->row[0].r.iter_s - 1) < 1e-9,
+		ck_assert_msg(fabs(ROW(fast, 0).r.iter_s / ROW(ref, 0).r.iter_s - 1) < 1e-9,
 			      "seed %u %s: top %.12g s (%s), exhaustive %.12g s (%s)", seed,
-			      schedule_name(sc), fast->row[0].r.iter_s,
-			      fast->row[0].trainers ? "launchable" : "planning only",
-			      ref->row[0].r.iter_s, ref->row[0].trainers ? "launchable" : "planning only");
+			      schedule_name(sc), ROW(fast, 0).r.iter_s,
+			      ROW(fast, 0).trainers ? "launchable" : "planning only",
+			      ROW(ref, 0).r.iter_s, ROW(ref, 0).trainers ? "launchable" : "planning only");
 	a = top_launchable(fast);
 	b = top_launchable(ref);
 	ck_assert_msg((a < 0) == (b < 0), "seed %u: top launchable %d, exhaustive %d", seed, a, b);
 	if (a >= 0)
-		ck_assert_msg(fabs(fast->row[a].r.iter_s / ref->row[b].r.iter_s - 1) < 1e-9,
+		ck_assert_msg(fabs(ROW(fast, a).r.iter_s / ROW(ref, b).r.iter_s - 1) < 1e-9,
 			      "seed %u %s: top launchable %.12g s, exhaustive %.12g s", seed,
-			      schedule_name(sc), fast->row[a].r.iter_s, ref->row[b].r.iter_s);
+			      schedule_name(sc), ROW(fast, a).r.iter_s, ROW(ref, b).r.iter_s);
 	*rows += ref->n_feasible;
 	plan_free(fast);
 	plan_free(ref);
@@ -459,12 +463,13 @@ static int deep_within_gap(unsigned seed, int sc)
 	o.place_dp_max = 1e12;
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	for (int i = 0; i < ref->n_feasible; i++) {
-		const struct plan_row *want = &ref->row[i];
+		const struct plan_row *want = &ROW(ref, i);
 		const struct plan_row *got = NULL;
+		struct plan_row buf;
 
 		for (int j = 0; j < fast->n_feasible && !got; j++)
-			if (same_choice(&fast->row[j].s, &want->s))
-				got = &fast->row[j];
+			if (same_choice(&ROW(fast, j).s, &want->s))
+				got = plan_row_get(fast, j, &buf);
 		ck_assert_msg(got, "seed %u: pp %d dp %d mbs %d %s fits the reference, not the search",
 			      seed, want->s.pp, want->s.dp, want->s.mbs, schedule_name(want->s.schedule));
 		/* each bound below the other's time: want (1 - gap) <=
@@ -533,7 +538,7 @@ static bool top_is_exhaustive(unsigned seed, int sc, int *n)
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	ck_assert_int_eq(fast->n_row, ref->n_row);
 	for (int i = 0; i < fast->n_row; i++) {
-		const struct plan_row *x = &fast->row[i], *y = &ref->row[i];
+		const struct plan_row *x = &ROW(fast, i), *y = &ROW(ref, i);
 
 		ck_assert_msg(same_choice(&x->s, &y->s) &&
 				      !memcmp(x->s.group, y->s.group, sizeof x->s.group) &&
@@ -547,13 +552,13 @@ static bool top_is_exhaustive(unsigned seed, int sc, int *n)
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	ck_assert_int_eq(fast->n_feasible, ref->n_feasible);
 	if (fast->n_feasible) {
-		const struct plan_row *top = &fast->row[0];
+		const struct plan_row *top = &ROW(fast, 0);
 
 		(*n)++;
-		same = top->r.iter_s <= ref->row[0].r.iter_s * (1 + 1e-9);
+		same = top->r.iter_s <= ROW(ref, 0).r.iter_s * (1 + 1e-9);
 		ck_assert_msg(same || top->gap_pct > 0,
 			      "seed %u: top %.12g s with no gap, exhaustive best %.12g s", seed,
-			      top->r.iter_s, ref->row[0].r.iter_s);
+			      top->r.iter_s, ROW(ref, 0).r.iter_s);
 	}
 	plan_free(fast);
 	plan_free(ref);
@@ -730,18 +735,18 @@ START_TEST(mixed_replicas_never_refused)
 				 * other strategies */
 				int i = 0, j = 0;
 
-				while (i < p->n_feasible && plan_row_idle(p->cluster, &p->row[i].s))
+				while (i < p->n_feasible && plan_row_idle(p->cluster, &ROW(p, i).s))
 					i++;
-				while (j < ref->n_feasible && plan_row_idle(ref->cluster, &ref->row[j].s))
+				while (j < ref->n_feasible && plan_row_idle(ref->cluster, &ROW(ref, j).s))
 					j++;
 				ck_assert_int_lt(i, p->n_feasible);
 				ck_assert_int_lt(j, ref->n_feasible);
-				double f = p->row[i].r.iter_s, r = ref->row[j].r.iter_s;
+				double f = ROW(p, i).r.iter_s, r = ROW(ref, j).r.iter_s;
 
 				ck_assert_msg(f >= r * (1 - 1e-9), "pp %d: search %g beats the reference %g", pp, f, r);
-				ck_assert_msg(f <= r * (1 + 1e-9) + f * p->row[i].gap_pct / 100,
+				ck_assert_msg(f <= r * (1 + 1e-9) + f * ROW(p, i).gap_pct / 100,
 					      "trial %d pp %d: search %g, reference %g, gap %g%%", trial, pp, f, r,
-					      p->row[i].gap_pct);
+					      ROW(p, i).gap_pct);
 			}
 			plan_free(p);
 			plan_free(ref);
@@ -798,23 +803,23 @@ START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
 	o.keep_infeasible = true;
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
 	ck_assert_int_eq(p->n_feasible, 1);
-	ck_assert_int_eq(p->row[0].r.heaviest_rank, 0);
-	ck_assert(p->row[0].r.peak_bytes > 60 * GiB && p->row[0].r.peak_bytes < 100 * GiB);
+	ck_assert_int_eq(ROW(p, 0).r.heaviest_rank, 0);
+	ck_assert(ROW(p, 0).r.peak_bytes > 60 * GiB && ROW(p, 0).r.peak_bytes < 100 * GiB);
 	/* and at the cost of the best partition (exact_place), no more than
 	 * the default split's */
 	o.exhaustive = true;
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
 	o.exhaustive = false;
 	ck_assert_int_eq(ref->n_feasible, 1);
-	ck_assert(fabs(p->row[0].r.iter_s / ref->row[0].r.iter_s - 1) < 1e-9);
-	s = p->row[0].s;
+	ck_assert(fabs(ROW(p, 0).r.iter_s / ROW(ref, 0).r.iter_s - 1) < 1e-9);
+	s = ROW(p, 0).s;
 	memcpy(s.first, want, sizeof want);
 	ck_assert_int_eq(cost_layers(&lc, m, c, &s, NULL, &e), 0);
 	{
 		struct cost_result r;
 
 		cost_evaluate(&r, m, c, &s, &lc);
-		ck_assert(r.fits && p->row[0].r.iter_s <= r.iter_s * (1 + 1e-12));
+		ck_assert(r.fits && ROW(p, 0).r.iter_s <= r.iter_s * (1 + 1e-12));
 	}
 	cost_layers_free(&lc);
 	plan_free(ref);
@@ -825,13 +830,13 @@ START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
 	ck_assert_int_eq(p->n_feasible, 0);
 	ck_assert_int_eq(p->n_row, 1);
 	for (int k = 0; k <= 4; k++)
-		ck_assert_int_eq(p->row[0].s.first[k], want[k]);
-	ck_assert_msg(strstr(p->row[0].why, "default split"), "%s", p->row[0].why);
-	ck_assert_msg(strstr(p->row[0].why, "on rank 0 (gpu, 40 GiB)"), "%s", p->row[0].why);
-	at = strstr(p->row[0].why, "needs ");
+		ck_assert_int_eq(ROW(p, 0).s.first[k], want[k]);
+	ck_assert_msg(strstr(ROW(p, 0).why, "default split"), "%s", ROW(p, 0).why);
+	ck_assert_msg(strstr(ROW(p, 0).why, "on rank 0 (gpu, 40 GiB)"), "%s", ROW(p, 0).why);
+	at = strstr(ROW(p, 0).why, "needs ");
 	ck_assert_ptr_nonnull(at);
 	ck_assert_int_eq(sscanf(at, "needs %lf GiB", &need), 1);
-	ck_assert_msg(need > 60 && need < 64, "%s", p->row[0].why);
+	ck_assert_msg(need > 60 && need < 64, "%s", ROW(p, 0).why);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);
@@ -902,7 +907,7 @@ static long costed(const struct plan_opts *o, bool fp8_gpu, int *with_fp8)
 	ck_assert_int_eq(plan_search(&p, m, c, o, &e), 0);
 	*with_fp8 = 0;
 	for (int i = 0; i < p->n_row; i++)
-		*with_fp8 += p->row[i].s.fp8;
+		*with_fp8 += ROW(p, i).s.fp8;
 	n = p->evaluated;
 	plan_free(p);
 	model_free(m);
@@ -959,11 +964,11 @@ START_TEST(overlaps_on_where_allowed)
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
 	ck_assert_int_gt(p->n_feasible, 10);
 	for (int i = 0; i < p->n_feasible; i++) {
-		const struct strategy *s = &p->row[i].s;
+		const struct strategy *s = &ROW(p, i).s;
 
 		/* a row only DeepSpeed or torchtitan runs carries their features
 		   (trainer_rows); the rows Megatron runs its own */
-		if (!(p->row[i].trainers & 1u << TRAINER_MEGATRON))
+		if (!(ROW(p, i).trainers & 1u << TRAINER_MEGATRON))
 			continue;
 		tp2 += s->tp > 1;
 		z1 += s->zero >= 1;
@@ -983,7 +988,7 @@ START_TEST(overlaps_on_where_allowed)
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
 	ck_assert_int_gt(p->n_feasible, 10);
 	for (int i = 0; i < p->n_feasible; i++) {
-		const struct strategy *s = &p->row[i].s;
+		const struct strategy *s = &ROW(p, i).s;
 
 		ck_assert(!s->tp_overlap);
 		ck_assert_int_eq(s->grad_overlap, s->zero >= 1);
@@ -1004,7 +1009,7 @@ START_TEST(overlaps_on_where_allowed)
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
 	ck_assert_int_gt(p->n_feasible, 10);
 	for (int i = 0; i < p->n_feasible; i++) {
-		const struct strategy *s = &p->row[i].s;
+		const struct strategy *s = &ROW(p, i).s;
 
 		ck_assert(!s->sp && !s->tp_overlap && !s->grad_overlap && s->param_overlap);
 		ck_assert_int_eq(s->grad_bytes, 2);

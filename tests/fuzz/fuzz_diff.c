@@ -32,6 +32,9 @@
 #include "strategy.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 static char *model_path, *cluster_path, *json_path;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,11 +92,11 @@ static void check_json(const struct plan *p)
 		const cJSON *pp = cJSON_GetObjectItemCaseSensitive(row, "pp");
 		const cJSON *it = cJSON_GetObjectItemCaseSensitive(row, "iteration_s");
 
-		FUZZ_ASSERT(cJSON_IsNumber(tp) && tp->valuedouble == p->row[r].s.tp);
-		FUZZ_ASSERT(cJSON_IsNumber(pp) && pp->valuedouble == p->row[r].s.pp);
+		FUZZ_ASSERT(cJSON_IsNumber(tp) && tp->valuedouble == ROW(p, r).s.tp);
+		FUZZ_ASSERT(cJSON_IsNumber(pp) && pp->valuedouble == ROW(p, r).s.pp);
 		/* written with 6 significant digits (report_columns.c put_num) */
 		FUZZ_ASSERT(cJSON_IsNumber(it) &&
-			    fabs(it->valuedouble - p->row[r].r.iter_s) <= 5e-6 * fabs(p->row[r].r.iter_s));
+			    fabs(it->valuedouble - ROW(p, r).r.iter_s) <= 5e-6 * fabs(ROW(p, r).r.iter_s));
 	}
 	cJSON_Delete(doc);
 	free(text);
@@ -136,13 +139,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(!fast->truncated && !ref->truncated);
 	FUZZ_ASSERT(fast->n_feasible == ref->n_feasible);
 	for (int i = 0; i < ref->n_feasible; i++) {
-		const struct strategy *s = &ref->row[i].s;
-		double want = ref->row[i].r.iter_s, got = -1, gap = 0;
+		const struct strategy *s = &ROW(ref, i).s;
+		double want = ROW(ref, i).r.iter_s, got = -1, gap = 0;
 
 		for (int j = 0; j < fast->n_feasible && got < 0; j++)
-			if (same_choice(&fast->row[j].s, s)) {
-				got = fast->row[j].r.iter_s;
-				gap = fast->row[j].gap_pct;
+			if (same_choice(&ROW(fast, j).s, s)) {
+				got = ROW(fast, j).r.iter_s;
+				gap = ROW(fast, j).gap_pct;
 			}
 		if (got < 0 || got < want * (1 - 1e-9) || gap < 0 ||
 		    got * (1 - gap / 100) > want * (1 + 1e-9) || (gap == 0 && got > want * (1 + 1e-9))) {

@@ -25,6 +25,9 @@
 #include "report.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 static const char one_group_cluster[] =
 	"{\"name\": \"fuzz one node\", \"gpu_types\": {\n"
 	"  \"A100-40GB\": {\"peak_bf16_tflops\": 312, \"memory_GiB\": 40, \"hbm_GBps\": 1555,\n"
@@ -134,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(cJSON_IsArray(rows) && cJSON_GetArraySize(rows) == p->n_row);
 	for (int r = 0; r < p->n_row && r < 8; r++) {
 		const cJSON *row = cJSON_GetArrayItem(rows, r);
-		const struct strategy *s = &p->row[r].s;
+		const struct strategy *s = &ROW(p, r).s;
 		const cJSON *stages = cJSON_GetObjectItemCaseSensitive(row, "stages");
 
 		FUZZ_ASSERT(num(row, "tp") == s->tp && num(row, "pp") == s->pp);
@@ -143,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(num(row, "global_batch_seqs") == s->gbs);
 		FUZZ_ASSERT(cJSON_IsArray(stages) && cJSON_GetArraySize(stages) == s->n_stages);
 		if (r < p->n_feasible)
-			FUZZ_ASSERT(isfinite(p->row[r].r.tokens_per_s) && p->row[r].r.tokens_per_s > 0);
+			FUZZ_ASSERT(isfinite(ROW(p, r).r.tokens_per_s) && ROW(p, r).r.tokens_per_s > 0);
 	}
 	cJSON_Delete(doc);
 	free(text);

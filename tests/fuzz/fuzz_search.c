@@ -21,6 +21,9 @@
 #include "profile.h"
 #include "util.h"
 
+/* Row i of plan p, expanded into a temporary of the enclosing block. */
+#define ROW(p, i) (*plan_row_get((p), (i), &(struct plan_row){ 0 }))
+
 #define MAX_FUZZ_GPUS 64
 
 static char *model_path, *cluster_path;
@@ -62,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	FUZZ_ASSERT(p->n_feasible >= 0 && p->n_feasible <= p->n_row);
 	for (int r = 0; r < p->n_row; r++) {
-		const struct plan_row *row = &p->row[r];
+		const struct plan_row *row = &ROW(p, r);
 		const struct strategy *s = &row->s;
 
 		FUZZ_ASSERT((r < p->n_feasible) == (row->why[0] == '\0'));
@@ -83,9 +86,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(isfinite(row->r.tokens_per_s) && row->r.tokens_per_s > 0);
 			/* the rows a trainer runs first, then by throughput */
 			if (r > 0)
-				FUZZ_ASSERT(!p->row[r - 1].trainers < !row->trainers ||
-					    (!p->row[r - 1].trainers == !row->trainers &&
-					     p->row[r - 1].r.tokens_per_s >= row->r.tokens_per_s));
+				FUZZ_ASSERT(!ROW(p, r - 1).trainers < !row->trainers ||
+					    (!ROW(p, r - 1).trainers == !row->trainers &&
+					     ROW(p, r - 1).r.tokens_per_s >= row->r.tokens_per_s));
 		}
 	}
 done:
