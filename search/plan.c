@@ -38,8 +38,12 @@ _Static_assert(offsetof(struct strategy, group) ==
 			       _Alignof(struct strategy),
 	       "strategy ends with first[] and group[]");
 
-/* Bytes of the chunks that hold the records. */
-#define PLAN_CHUNK (1u << 20)
+/* Bytes of the chunks that hold the records: the first PLAN_CHUNK_MIN,
+ * each next twice the last, at most PLAN_CHUNK (a plan of a few rows, as
+ * a what-if's, takes a small block of the heap, not a mapping of its
+ * own). */
+#define PLAN_CHUNK_MIN (1u << 14)
+#define PLAN_CHUNK     (1u << 20)
 
 /* A row in compact form (struct plan_rec in plan.h): the fields of struct
  * plan_row that sort and that trainer_rows sets in place, then in tail[]
@@ -59,12 +63,12 @@ struct plan_rec {
 	unsigned char tail[];
 };
 
-/* A chunk of records (used bytes of PLAN_CHUNK), and the room of a plan:
+/* A chunk of records (used bytes of cap), and the room of a plan:
  * its chunks (the first takes new records), the capacity of plan.row and
  * the lock that plan_row_set takes for new room. */
 struct chunk {
 	struct chunk *next;
-	size_t used;
+	size_t used, cap;
 	_Alignas(max_align_t) unsigned char data[];
 };
 
@@ -147,15 +151,19 @@ static const unsigned char *rec_strategy(const struct plan_rec *x, struct strate
 	return t + n;
 }
 
-/* Room of n bytes (at most PLAN_CHUNK) in a's last chunk, or a new one. */
+/* Room of n bytes (at most PLAN_CHUNK_MIN) in a's last chunk, or a new
+ * one. */
 static struct plan_rec *arena_alloc(struct plan_arena *a, size_t n)
 {
 	struct chunk *k = a->chunks;
 
-	if (!k || k->used + n > PLAN_CHUNK) {
-		k = xmalloc(offsetof(struct chunk, data) + PLAN_CHUNK);
+	if (!k || k->used + n > k->cap) {
+		size_t cap = !k ? PLAN_CHUNK_MIN : k->cap < PLAN_CHUNK ? 2 * k->cap : PLAN_CHUNK;
+
+		k = xmalloc(offsetof(struct chunk, data) + cap);
 		k->next = a->chunks;
 		k->used = 0;
+		k->cap = cap;
 		a->chunks = k;
 	}
 	k->used += n;
