@@ -582,18 +582,73 @@ void place_cluster_order(const struct search *S, struct strategy *s)
 	block_placement(S, s, order, n);
 }
 
+/* Whether a trainer launches s as the search ranks it (its row's trainer
+ * mask, search/plan.c, within plan_opts.trainer where that is set). */
+static bool launchable(const struct search *S, const struct strategy *s)
+{
+	unsigned mask;
+
+	if (search_plan_kind(s) >= 0)
+		return false;
+	mask = trainer_mask(S->m, S->c, s);
+	if (S->o->trainer >= 0)
+		mask &= 1u << S->o->trainer;
+	return mask != 0;
+}
+
+/* Whether place_strategy drops planning-only variant s (S->bound_plan):
+ * beyond the instances --exhaustive takes (EXACT_MAX_LAYERS,
+ * EXACT_MAX_GPUS; on those the search keeps every row it does), where no
+ * placement and partition of s can beat the tuple's fastest launchable
+ * placement so far (S->launch_best), nor the fastest row of its kind
+ * (S->plan_best: so the best row of each kind, which the table's
+ * "planning only" lines name, stays): partition_place_bound with the
+ * vocabulary share at its least, the lower bound of evaluate.c's gap().
+ * A row dropped so would rank below a plan that a trainer launches (whose
+ * time refine_rows only lowers), and none launches s itself. */
+static bool plan_only_beaten(struct search *S, const struct strategy *s)
+{
+	struct pipeline_frame f;
+	double lb, vmin = INFINITY;
+
+	if (!S->bound_plan || !(S->launch_best < INFINITY) || s->vp != 1 || S->o->exhaustive ||
+	    S->o->keep_infeasible || S->fixed ||
+	    (S->lc.n_layer <= EXACT_MAX_LAYERS && S->c->total_gpus <= EXACT_MAX_GPUS))
+		return false;
+	cost_frame(&f, S->m, S->c, s, &S->lc);
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
+		return false;
+	for (int g = 0; g < S->c->n_group; g++)
+		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
+			vmin = S->lc.vocab_time[g];
+	if (vmin < INFINITY)
+		lb += (f.a + f.b * s->pp) * vmin;
+	return lb >= S->launch_best && lb > S->plan_best[search_plan_kind(s)];
+}
+
 void place_strategy(struct search *S, struct strategy *s, bool small,
 		    struct strategy *best, struct cost_result *r)
 {
 	struct place_ctx c = { .S = S, .s = s, .best = best, .r = r, .small = small };
+	int kind;
+
+	S->exact = false;
+	if (plan_only_beaten(S, s))
+		return;
 
 	for (int g = 0; g < S->c->n_group; g++)
 		if (S->ranks[g])
 			c.order[c.n++] = g;
 	block_placement(S, s, c.order, c.n);
-	S->exact = false;
 	for (size_t i = 0; i < sizeof placers / sizeof *placers; i++)
 		if (placers[i].place(&c))
 			break;
 	place_exact(&c);
+	if (!r->fits)
+		return;
+	kind = search_plan_kind(best);
+	if (kind >= 0 && r->iter_s < S->plan_best[kind])
+		S->plan_best[kind] = r->iter_s;
+	else if (kind < 0 && r->iter_s < S->launch_best && launchable(S, best))
+		S->launch_best = r->iter_s;
 }

@@ -3,6 +3,7 @@
  * merge of the threads' rows that keeps the result independent of the
  * threads (search_int.h). */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -140,6 +141,10 @@ static void *work(void *arg)
 		w->s.sp = w->s.tp > 1 && S->o->sp != 0;
 		S->ilp_state = 0;
 		S->climbed = false;
+		S->launch_best = INFINITY;
+		for (int k = 0; k < SEARCH_PLAN_KINDS; k++)
+			S->plan_best[k] = INFINITY;
+		S->bound_plan = false;
 		S->tuple = i;
 		S->count = S->reported = 0;
 		S->cells = 0;
