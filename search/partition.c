@@ -6,6 +6,7 @@
 #include "partition.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,23 @@
 #include "util.h"
 
 _Thread_local double partition_cells;
+
+/* The tables that the forced-placement DPs of one strategy share (see
+ * partition.h): built from lc alone, or kept per stage and cap met. */
+struct partition_memo {
+	const struct layer_costs *lc;
+	int n, G, K, masks;
+	double *pre;		 /* [G][n + 1] as struct dp's */
+	double *sums;		 /* [3][n + 1] fill_jm's memory sums */
+	double *rem;		 /* [masks][n + 1] as struct dp's (slot 0:
+					   every group), each mask once read */
+	unsigned char *have_rem; /* [masks] */
+	int n_jm[MAX_STAGES];	 /* jm rows kept for each stage, at most G */
+	double cap[MAX_STAGES][MAX_GROUPS], inf[MAX_STAGES][MAX_GROUPS];
+	unsigned short *jm;	 /* [K][G][n + 1]: row x of stage k at
+					   (k G + x)(n + 1), for cap[k][x] and
+					   inf[k][x] */
+};
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
  * is the stage index k and stage k's group is f->group[k]; in free mode it
@@ -24,6 +42,8 @@ struct dp {
 					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
+	struct partition_memo *memo; /* forced placement: shared tables, or
+					   NULL */
 	int radix[MAX_GROUPS];
 	int *stage_of;	       /* [ncnt] stages placed = sum of counts */
 	int *order;	       /* [ncnt] count indices by stage */
@@ -38,6 +58,8 @@ struct dp {
 	void *arena;	       /* every table above and below, one block */
 	unsigned short *jm;    /* [K][G][n + 1] last end that fits
 					   ([K][n + 1] forced: jrow()) */
+	const unsigned short **jmr; /* [jrow()] each row's: in jm or in
+					   memo->jm */
 	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */
@@ -170,11 +192,9 @@ static int forced_mask(const struct dp *d, int mask)
 
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
  * and leave a layer for each later stage (i when none fits). */
-static void fill_jm(struct dp *d)
+static void fill_sums_of(const struct layer_costs *lc, int n, double *ps)
 {
-	const struct layer_costs *lc = d->lc;
-	int n = d->n, K = d->K;
-	double *ps = d->sums, *pa = ps + n + 1, *pe = pa + n + 1;
+	double *pa = ps + n + 1, *pe = pa + n + 1;
 
 	ps[0] = pa[0] = pe[0] = 0;
 	for (int l = 0; l < n; l++) {
@@ -182,17 +202,52 @@ static void fill_jm(struct dp *d)
 		pa[l + 1] = pa[l] + lc->act_bytes[l];
 		pe[l + 1] = pe[l] + lc->extra_bytes[l];
 	}
+}
 
+/* With a memo, the row of stage k for (cap, inf): the one kept, or a new
+ * one computed there (*fill set); NULL where the stage has G rows
+ * already. */
+static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, double inf,
+				bool *fill)
+{
+	int x = 0;
+
+	while (x < mm->n_jm[k] && !(mm->cap[k][x] == cap && mm->inf[k][x] == inf))
+		x++;
+	*fill = x == mm->n_jm[k];
+	if (x == mm->G)
+		return NULL;
+	if (*fill) {
+		mm->cap[k][x] = cap;
+		mm->inf[k][x] = inf;
+		mm->n_jm[k]++;
+	}
+	return mm->jm + ((size_t)k * mm->G + (size_t)x) * (size_t)(mm->n + 1);
+}
+
+static void fill_jm(struct dp *d)
+{
+	int n = d->n, K = d->K;
+	double *ps = d->memo ? d->memo->sums : d->sums, *pa = ps + n + 1, *pe = pa + n + 1;
+
+	if (!d->memo)
+		fill_sums_of(d->lc, n, ps);
 	for (int k = 0; k < K; k++) {
 		int g0, g1;
 
 		groups_of(d, k, &g0, &g1);
 		for (int g = g0; g < g1; g++) {
-			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1);
+			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1), *kept;
 			int lim = n - (K - 1 - k);
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
+			bool fill = true;
 
+			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill)))
+				jm = kept;
+			d->jmr[jrow(d, k, g)] = jm;
+			if (!fill)
+				continue;
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -212,7 +267,7 @@ static int last_end(const struct dp *d, int k, int g, int i)
 {
 	if (i < k || i > d->n - (d->K - k))
 		return i;
-	return d->jm[jrow(d, k, g) * (size_t)(d->n + 1) + (size_t)i];
+	return d->jmr[jrow(d, k, g)][i];
 }
 
 /* The test of a relaxation at bound u: stages may be empty. For each count
@@ -434,7 +489,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			int nc, left, need;
 			size_t nrow;
 			const double *p = d->pre + (size_t)g * n1, *mono;
-			const unsigned short *jm = d->jm + jrow(d, k, g) * n1;
+			const unsigned short *jm = d->jmr[jrow(d, k, g)];
 			double *cur;
 
 			if (!allowed(d, cnt, k, g))
@@ -655,40 +710,61 @@ static void index_counts(struct dp *d)
 		d->order[start[d->stage_of[c]]++] = c;
 }
 
-/* The time sums: pre[] per group, left[] per count index and rem[] per
- * mask of groups (every stage costs at least its layers on their fastest
- * group among those that may host it; rem[mask 0] is unused (0)). */
-static void fill_sums(struct dp *d)
+/* rem[] of mask (every group where masks is 1) into r[0..n]: the time of
+ * layers [i, n) each on its fastest group of the mask. */
+static void rem_of(const struct layer_costs *lc, int n, int G, int masks, int mask, double *r)
 {
-	int n = d->n, G = d->G;
+	r[n] = 0;
+	for (int l = n - 1; l >= 0; l--) {
+		double fastest = INFINITY;
 
+		for (int g = 0; g < G; g++)
+			if ((masks == 1 || mask >> g & 1) && lc->time[(size_t)g * n + l] < fastest)
+				fastest = lc->time[(size_t)g * n + l];
+		r[l] = r[l + 1] + fastest;
+	}
+}
+
+static void pre_of(const struct layer_costs *lc, int n, int G, double *pre)
+{
 	for (int g = 0; g < G; g++) {
-		double *p = d->pre + (size_t)g * (n + 1);
+		double *p = pre + (size_t)g * (n + 1);
 
 		p[0] = 0;
 		for (int l = 0; l < n; l++)
-			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
+			p[l + 1] = p[l] + lc->time[(size_t)g * n + l];
 	}
+}
+
+/* The time sums: pre[] per group, left[] per count index and rem[] per
+ * mask of groups (every stage costs at least its layers on their fastest
+ * group among those that may host it; rem[0] holds every group's), from
+ * d->memo where it has them. */
+static void fill_sums(struct dp *d)
+{
+	int n = d->n, G = d->G;
+	struct partition_memo *mm = d->memo;
+
 	for (int c = d->ncnt - 1; c >= 0; c--)
 		d->left[c] = left_mask(d, c);
-	memset(d->rem, 0, (size_t)d->masks * (n + 1) * sizeof *d->rem);
+	if (mm) {
+		d->pre = mm->pre;
+		d->rem = mm->rem;
+		for (int mask = 1; mask < d->masks - 1; mask++)
+			if (!mm->have_rem[mask] && forced_mask(d, mask)) {
+				rem_of(d->lc, n, G, d->masks, mask, mm->rem + (size_t)mask * (n + 1));
+				mm->have_rem[mask] = 1;
+			}
+		return;
+	}
+	pre_of(d->lc, n, G, d->pre);
 	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
-		double *r = d->rem + (size_t)mask * (n + 1);
-
 		if (!d->ranks && d->masks > 1 && mask < d->masks - 1 && !forced_mask(d, mask))
 			continue; /* no pass reads it */
-		for (int l = n - 1; l >= 0; l--) {
-			double fastest = INFINITY;
-
-			for (int g = 0; g < G; g++)
-				if ((d->masks == 1 || mask >> g & 1) &&
-				    d->lc->time[(size_t)g * n + l] < fastest)
-					fastest = d->lc->time[(size_t)g * n + l];
-			r[l] = r[l + 1] + fastest;
-		}
+		rem_of(d->lc, n, G, d->masks, mask, d->rem + (size_t)mask * (n + 1));
 	}
 	if (d->masks > 1) /* rem[i] of every group, as the prunes expect */
-		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
+		memcpy(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
 }
 
 /* Every table of d in one block (d->arena; free_tables frees it): the
@@ -703,9 +779,10 @@ static void alloc_tables(struct dp *d)
 	size_t ns = njm * n1 + states * n1 + n1;
 	char *b;
 
-	b = d->arena = xmalloc(nd * sizeof(double) + ni * sizeof(int) + ns * sizeof(unsigned short) +
-			       states * n1);
-	d->pre = (double *)b;
+	b = d->arena = xmalloc(njm * sizeof(*d->jmr) + nd * sizeof(double) + ni * sizeof(int) +
+			       ns * sizeof(unsigned short) + states * n1);
+	d->jmr = (const unsigned short **)b;
+	d->pre = (double *)(d->jmr + njm);
 	d->sums = d->pre + (size_t)d->G * n1;
 	d->rem = d->sums + 3 * n1;
 	d->val = d->rem + (size_t)d->masks * n1;
@@ -827,23 +904,68 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
  * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 1.4 to
  * 4 passes per partition. */
-int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
-			  double cut, unsigned short *first, double *t)
+int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_frame *f,
+			 double cut, struct partition_memo *memo, unsigned short *first, double *t)
 {
 	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
 
 	if (!valid(lc, f))
 		return -1;
+	if (memo && memo->lc == lc && memo->n == d.n && memo->G == d.G && memo->K == d.K)
+		d.memo = memo;
 	for (int k = 0; k < f->n_stages; k++)
 		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
 			return -1;
 	return solve(&d, NULL, first, t);
 }
 
+int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  double cut, unsigned short *first, double *t)
+{
+	return partition_solve_memo(lc, f, cut, NULL, first, t);
+}
+
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t)
 {
 	return partition_solve_below(lc, f, INFINITY, first, t);
+}
+
+struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n_stages)
+{
+	struct partition_memo *mm = xcalloc(1, sizeof *mm);
+	int n = lc->n_layer, G = lc->n_group;
+	size_t n1 = (size_t)n + 1;
+
+	mm->lc = lc;
+	mm->n = n;
+	mm->G = G;
+	mm->K = n_stages > 0 && n_stages <= MAX_STAGES ? n_stages : 0;
+	mm->masks = G <= 6 ? 1 << G : 1;
+	mm->pre = xmalloc(((size_t)G + 3 + (size_t)mm->masks) * n1 * sizeof *mm->pre);
+	mm->sums = mm->pre + (size_t)G * n1;
+	mm->rem = mm->sums + 3 * n1;
+	mm->have_rem = xcalloc((size_t)mm->masks, 1);
+	mm->jm = xmalloc((size_t)mm->K * (size_t)G * n1 * sizeof *mm->jm);
+	pre_of(lc, n, G, mm->pre);
+	fill_sums_of(lc, n, mm->sums);
+	/* every group's, in slot 0 and (with masks) in its own */
+	rem_of(lc, n, G, mm->masks, mm->masks - 1, mm->rem);
+	if (mm->masks > 1) {
+		memcpy(mm->rem + (size_t)(mm->masks - 1) * n1, mm->rem, n1 * sizeof *mm->rem);
+		mm->have_rem[mm->masks - 1] = 1;
+	}
+	return mm;
+}
+
+void partition_memo_free(struct partition_memo *mm)
+{
+	if (!mm)
+		return;
+	free(mm->pre);
+	free(mm->have_rem);
+	free(mm->jm);
+	free(mm);
 }
 
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages)

@@ -111,9 +111,9 @@ static double try_placement(struct search *S, struct strategy *s,
 		memcpy(s->first, S->layout, sizeof s->first);
 	} else {
 		cost_frame(&f, S->m, S->c, s, &S->lc);
-		if (partition_solve_below(&S->lc, &f,
-					  s->vp == 1 && best_r->fits ? best_r->iter_s : INFINITY,
-					  s->first, &t)) {
+		if (partition_solve_memo(&S->lc, &f,
+					 s->vp == 1 && best_r->fits ? best_r->iter_s : INFINITY,
+					 S->memo, s->first, &t)) {
 			if (s->vp == 1)
 				return INFINITY;
 			place_default_split(s, S->m->n_layer);
@@ -142,15 +142,37 @@ static void block_placement(const struct search *S, struct strategy *s, const in
 			s->group[r++] = (unsigned char)order[i];
 }
 
+/* Gives S the partition DP's memo for the placements of s about to be
+ * tried (the layer costs fixed); returns whether it made it (the caller
+ * frees it then, by memo_end). */
+static bool memo_begin(struct search *S, const struct strategy *s)
+{
+	if (S->memo || S->fixed)
+		return false;
+	S->memo = partition_memo_create(&S->lc, s->n_stages);
+	return true;
+}
+
+static void memo_end(struct search *S, bool made)
+{
+	if (!made)
+		return;
+	partition_memo_free(S->memo);
+	S->memo = NULL;
+}
+
 /* try_placement() on the block placements of the n groups of order[] in
  * every order up to 4 groups, else in the order given (permutes order). */
 static void try_blocks(struct search *S, struct strategy *s, int *order, int n,
 		       struct strategy *best, struct cost_result *best_r)
 {
+	bool made = n <= 4 && memo_begin(S, s);
+
 	do {
 		block_placement(S, s, order, n);
 		try_placement(S, s, best, best_r);
 	} while (n <= 4 && next_perm(order, n));
+	memo_end(S, made);
 }
 
 /* Hill climbing over the block placements of the n groups of order[] (n
@@ -163,7 +185,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			   struct strategy *best, struct cost_result *best_r)
 {
 	double t = INFINITY;
-	bool moved = true;
+	bool moved = true, made = memo_begin(S, s);
 	int start[MAX_GROUPS], cand[MAX_GROUPS];
 
 	/* start: the best rotation of order[], forwards or reversed (which
@@ -198,6 +220,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			}
 		}
 	}
+	memo_end(S, made);
 	return t;
 }
 

@@ -15,6 +15,7 @@
 struct cluster;
 struct err;
 struct model;
+struct partition_memo;
 struct pool;
 
 /* Whether a trainer can launch a placement as placed: its per-stage
@@ -76,6 +77,9 @@ struct search {
 			       variant that may be dropped where no placement
 			       can beat launch_best nor its kind's plan_best
 			       (place_strategy) */
+	struct partition_memo *memo; /* the partition DP's tables of the
+					placements being tried (try_blocks;
+					NULL: none) */
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
 	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP), in
