@@ -42,8 +42,8 @@ struct dp {
 					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
-	struct partition_memo *memo; /* forced placement: shared tables, or
-					   NULL */
+	/* forced placement: the tables shared with other calls, or NULL */
+	struct partition_memo *memo;
 	int radix[MAX_GROUPS];
 	int *stage_of;	       /* [ncnt] stages placed = sum of counts */
 	int *order;	       /* [ncnt] count indices by stage */
@@ -58,8 +58,8 @@ struct dp {
 	void *arena;	       /* every table above and below, one block */
 	unsigned short *jm;    /* [K][G][n + 1] last end that fits
 					   ([K][n + 1] forced: jrow()) */
-	const unsigned short **jmr; /* [jrow()] each row's: in jm or in
-					   memo->jm */
+	/* [jrow()] each row of the memory limits: in jm or in memo->jm */
+	const unsigned short **jmr;
 	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */

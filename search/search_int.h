@@ -66,20 +66,18 @@ struct search {
 	int climb_order[MAX_GROUPS];
 	bool fp8_ok;			       /* the search may try FP8 */
 	/* Planning-only variants (vocabulary parallelism, SlimPipe slices,
-	 * uneven batches) against the tuple's launchable plans: */
-	double launch_best; /* the fastest placement found so far in this
-			       tuple that a trainer launches (seconds;
-			       INFINITY: none) */
-	double plan_best[SEARCH_PLAN_KINDS]; /* the fastest row of each
-			       planning-only kind so far in this tuple
-			       (search_plan_kind; INFINITY: none) */
-	bool bound_plan;    /* the strategy being costed is a planning-only
-			       variant that may be dropped where no placement
-			       can beat launch_best nor its kind's plan_best
-			       (place_strategy) */
-	struct partition_memo *memo; /* the partition DP's tables of the
-					placements being tried (try_blocks;
-					NULL: none) */
+	 * uneven batches) against the tuple's launchable plans: the fastest
+	 * placement found so far in this tuple that a trainer launches, and
+	 * the fastest row of each planning-only kind (search_plan_kind), in
+	 * seconds (INFINITY: none); bound_plan: the strategy being costed is
+	 * a planning-only variant that may be dropped where no placement can
+	 * beat both (place_strategy). */
+	double launch_best;
+	double plan_best[SEARCH_PLAN_KINDS];
+	bool bound_plan;
+	/* The partition DP's tables of the placements being tried
+	 * (try_blocks; NULL: none). */
+	struct partition_memo *memo;
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
 	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP), in
