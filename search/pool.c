@@ -259,11 +259,24 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		struct plan *p = w[t].S.p;
 		int kept = 0;
 
-		S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row) + 1,
-					  sizeof *S->p->row);
+		if (!S->p->n_row && p->n_row) {
+			/* the first rows: taken whole, not copied (they are
+			 * large, and fresh pages cost as much as the copy) */
+			free(S->p->row);
+			S->p->row = p->row;
+			p->row = NULL;
+		} else {
+			S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row) + 1,
+						  sizeof *S->p->row);
+		}
 		for (int k = 0; k < p->n_row; k++)
-			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple])
-				S->p->row[S->p->n_row + kept++] = p->row[k];
+			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple]) {
+				if (p->row)
+					S->p->row[S->p->n_row + kept] = p->row[k];
+				else if (kept != k)
+					S->p->row[kept] = S->p->row[k];
+				kept++;
+			}
 		S->p->n_row += kept;
 	}
 	if (P->truncated && pool->budget)
