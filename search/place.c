@@ -628,7 +628,9 @@ static bool launchable(const struct search *S, const struct strategy *s)
  * "planning only" lines name, stays): partition_place_bound with the
  * vocabulary share at its least, the lower bound of evaluate.c's gap().
  * A row dropped so would rank below a plan that a trainer launches (whose
- * time refine_rows only lowers), and none launches s itself. */
+ * time refine_rows only lowers), and none launches s itself. Never with
+ * --exhaustive, --show-infeasible (evaluate.c would cost the default
+ * split instead) or a fixed layout. */
 static bool plan_only_beaten(struct search *S, const struct strategy *s)
 {
 	struct pipeline_frame f;
