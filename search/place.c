@@ -15,6 +15,7 @@
 #include "partition.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 /* Megatron's default split (no layout flags): the B blocks spread as
@@ -605,18 +606,26 @@ void place_cluster_order(const struct search *S, struct strategy *s)
 	block_placement(S, s, order, n);
 }
 
-/* Whether a trainer launches s as the search ranks it (its row's trainer
- * mask, search/plan.c, within plan_opts.trainer where that is set). */
+/* Whether a trainer (plan_opts.trainer where that is set) launches s at
+ * the time the search gives it: it runs s (trainer_check) and its own
+ * features are the search's, so that trainer_times keeps the row's time
+ * and lists it (a row whose trainers set other features is costed again
+ * there, and may end slower). */
 static bool launchable(const struct search *S, const struct strategy *s)
 {
-	unsigned mask;
-
 	if (search_plan_kind(s) >= 0)
 		return false;
-	mask = trainer_mask(S->m, S->c, s);
-	if (S->o->trainer >= 0)
-		mask &= 1u << S->o->trainer;
-	return mask != 0;
+	for (int t = 0; t < TRAINER_COUNT; t++) {
+		struct strategy v = *s;
+
+		if ((S->o->trainer >= 0 && t != S->o->trainer) ||
+		    trainer_check((enum trainer)t, S->m, S->c, s, NULL))
+			continue;
+		trainer_features(t, &v, S->m, S->o);
+		if (!memcmp(&v, s, sizeof v))
+			return true;
+	}
+	return false;
 }
 
 /* Whether place_strategy drops planning-only variant s (S->bound_plan):
