@@ -113,16 +113,22 @@ int coll_per_node(const struct node_group *g, int n, int stride)
  * nccl-tests' multi-node bus bandwidth is about the node's aggregate NIC
  * bandwidth when all its GPUs take part. All-gather is the mirror image,
  * all-reduce twice the reduce-scatter. */
-double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S)
+/* coll_hier_reducescatter with its links given: nv = link_span(g, 1),
+ * net1 = link_inter(g, 1), netn = link_inter(g, gpus_per_node). */
+static double hier_reducescatter(const struct node_group *g, struct link nv, struct link net1,
+				 struct link netn, int n, int k, double S)
 {
-	struct link nv = link_span(g, 1);
-
 	if (n <= 1 || S <= 0)
 		return 0;
 	if (k >= n)
-		return coll_reducescatter(n, S, n <= g->gpus_per_node ? nv : link_inter(g, 1));
-	return coll_reducescatter(k, S, nv) +
-	       coll_reducescatter(n / k, S / k, link_inter(g, g->gpus_per_node));
+		return coll_reducescatter(n, S, n <= g->gpus_per_node ? nv : net1);
+	return coll_reducescatter(k, S, nv) + coll_reducescatter(n / k, S / k, netn);
+}
+
+double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S)
+{
+	return hier_reducescatter(g, link_span(g, 1), link_inter(g, 1),
+				  link_inter(g, g->gpus_per_node), n, k, S);
 }
 
 double coll_hier_allreduce(const struct node_group *g, int n, int k, double S)
@@ -495,26 +501,52 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
  * ranks (strategy_edp).
  * ZeRO-2 reduces once per iteration here, as ZeRO-1 (DeepSpeed reduces per
  * micro-batch under gradient accumulation: optimistic for m > 1). */
+void comm_dp_plan(struct comm_dp_plan *p, const struct cluster *c, int g,
+		  const struct strategy *s)
+{
+	const struct node_group *G = &c->group[g];
+
+	p->g = G;
+	p->nv = link_span(G, 1);
+	p->net1 = link_inter(G, 1);
+	p->netn = link_inter(G, G->gpus_per_node);
+	dp_sizes(G, s, &p->n, &p->n_e, &p->k, &p->k_e);
+	p->grad_bytes = memory_grad_bytes(s);
+	p->zero = s->zero;
+	p->gathers = !strategy_layer_gathers(s);
+}
+
+void comm_dp_with(const struct comm_dp_plan *p, double dense_params, double expert_params,
+		  double *reduce, double *gather)
+{
+	double gb = p->grad_bytes;
+
+	*gather = 0;
+	if (p->zero == 0) {
+		*reduce = 2 * hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n, p->k,
+						 dense_params * gb) +
+			  2 * hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n_e, p->k_e,
+						 expert_params * gb);
+		return;
+	}
+	*reduce = hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n, p->k, dense_params * gb) +
+		  hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n_e, p->k_e,
+				     expert_params * gb);
+	if (p->gathers)
+		*gather = hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n, p->k,
+					     dense_params * MEM_WEIGHT_BYTES) +
+			  hier_reducescatter(p->g, p->nv, p->net1, p->netn, p->n_e, p->k_e,
+					     expert_params * MEM_WEIGHT_BYTES);
+}
+
 void comm_dp(const struct cluster *c, int g, const struct strategy *s,
 	     double dense_params, double expert_params, double *reduce,
 	     double *gather)
 {
-	const struct node_group *G = &c->group[g];
-	double gb = memory_grad_bytes(s);
-	int n, n_e, k, k_e;
+	struct comm_dp_plan p;
 
-	dp_sizes(G, s, &n, &n_e, &k, &k_e);
-	*gather = 0;
-	if (s->zero == 0) {
-		*reduce = coll_hier_allreduce(G, n, k, dense_params * gb) +
-			  coll_hier_allreduce(G, n_e, k_e, expert_params * gb);
-		return;
-	}
-	*reduce = coll_hier_reducescatter(G, n, k, dense_params * gb) +
-		  coll_hier_reducescatter(G, n_e, k_e, expert_params * gb);
-	if (!strategy_layer_gathers(s))
-		*gather = coll_hier_reducescatter(G, n, k, dense_params * MEM_WEIGHT_BYTES) +
-			  coll_hier_reducescatter(G, n_e, k_e, expert_params * MEM_WEIGHT_BYTES);
+	comm_dp_plan(&p, c, g, s);
+	comm_dp_with(&p, dense_params, expert_params, reduce, gather);
 }
 
 /* Vocabulary parallelism (Yeung et al. 2024 Sec. 3) per micro-batch per

@@ -111,4 +111,25 @@ void comm_dp(const struct cluster *c, int g, const struct strategy *s,
 	     double dense_params, double expert_params, double *reduce,
 	     double *gather);
 
+/* What comm_dp computes on group g for strategy s before the parameter
+ * counts: the DP group sizes, the links and the kind of reduction, for
+ * callers that cost many ranks of one group (comm_dp_with). */
+struct comm_dp_plan {
+	const struct node_group *g;
+	struct link nv, net1, netn; /* link_span(g, 1), link_inter(g, 1),
+				       link_inter(g, gpus_per_node) */
+	int n, n_e, k, k_e;	    /* dp_sizes */
+	double grad_bytes;
+	int zero;
+	int gathers; /* ZeRO-1/2's parameter all-gather closes the
+			iteration */
+};
+
+void comm_dp_plan(struct comm_dp_plan *p, const struct cluster *c, int g,
+		  const struct strategy *s);
+
+/* comm_dp on the plan p: the same result. */
+void comm_dp_with(const struct comm_dp_plan *p, double dense_params, double expert_params,
+		  double *reduce, double *gather);
+
 #endif

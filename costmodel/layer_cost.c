@@ -572,9 +572,9 @@ double cost_tied_dense(const struct model *m, const struct strategy *s)
  *   first bucket's share;
  * - the optimizer step over the rank's ZeRO shard (compute_optimizer).
  * *dp: exposed seconds, *hidden: overlapped ones, *opt: the step. */
-static void stage_tail(double *dp, double *hidden, double *opt, const struct cluster *c,
-		       const struct strategy *s, int g, double D, double E, double fwd,
-		       double bwd)
+static void stage_tail_with(double *dp, double *hidden, double *opt, const struct cluster *c,
+			    const struct strategy *s, int g, const struct comm_dp_plan *plan,
+			    double D, double E, double fwd, double bwd)
 {
 	double reduce, gather, n = (double)s->dp * s->cp, x_r, x_g;
 	double n_e = strategy_edp(s);
@@ -583,13 +583,24 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 				: COST_BUCKET_PARAMS_PER_DP * n;
 	double share = D + E > bucket ? bucket / (D + E) : 1;
 
-	comm_dp(c, g, s, D, E, &reduce, &gather);
+	comm_dp_with(plan, D, E, &reduce, &gather);
 	x_r = s->grad_overlap ? bucketed(reduce, bwd, share) : reduce;
 	x_g = s->param_overlap ? bucketed(gather, fwd, share) : gather;
 	*dp = x_r + x_g;
 	*hidden = reduce + gather - *dp;
 	*opt = compute_optimizer(&c->gpu[c->group[g].gpu],
 				 s->zero >= 1 ? D / n + E / n_e : D + E, memory_moment_bytes(s));
+}
+
+/* stage_tail_with, its comm_dp plan made here. */
+static void stage_tail(double *dp, double *hidden, double *opt, const struct cluster *c,
+		       const struct strategy *s, int g, double D, double E, double fwd,
+		       double bwd)
+{
+	struct comm_dp_plan plan;
+
+	comm_dp_plan(&plan, c, g, s);
+	stage_tail_with(dp, hidden, opt, c, s, g, &plan, D, E, fwd, bwd);
 }
 
 /* The tail of pipeline rank r over all its chunks. */
@@ -627,12 +638,14 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 		double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
 		double bwd = lc->vocab_time[g] - lc->vocab_fwd[g], dp, hid, opt;
 		double *t = lc->tail0 + (size_t)g * (L + 1);
+		struct comm_dp_plan plan;
 
 		if (ranks && !ranks[g]) {
 			for (int j = 0; j <= L; j++)
 				t[j] = INFINITY;
 			continue;
 		}
+		comm_dp_plan(&plan, c, g, s);
 		t[0] = 0;
 		for (int l = 0; l < L; l++) {
 			double d, x;
@@ -642,8 +655,8 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 			E += x;
 			fwd += lc->fwd[(size_t)g * L + l];
 			bwd += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
-			stage_tail(&dp, &hid, &opt, c, s, g, l + 1 == L ? D - cost_tied_dense(m, s) : D,
-				   E, fwd, bwd);
+			stage_tail_with(&dp, &hid, &opt, c, s, g, &plan,
+					l + 1 == L ? D - cost_tied_dense(m, s) : D, E, fwd, bwd);
 			t[l + 1] = dp + opt;
 		}
 	}

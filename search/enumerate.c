@@ -158,6 +158,23 @@ static bool choose_cp_comm(const struct search *S, struct strategy *s)
 	return best < INFINITY;
 }
 
+int search_plan_kind(const struct strategy *s)
+{
+	int n = strategy_slices(s), k = 0;
+
+	if (s->vocab_par)
+		return 0;
+	if (strategy_uneven(s))
+		return SEARCH_PLAN_KINDS - 1;
+	if (n <= 1)
+		return -1;
+	while (n > 1 && k < SEARCH_PLAN_KINDS - 2) {
+		n /= 2;
+		k++;
+	}
+	return k;
+}
+
 /* Whether s (degrees and micro-batches set) is tried with vocabulary
  * parallelism v (0, 1) and n SlimPipe slices (1: none): as fixed by the
  * options, else plain, and with a pipeline (pp > 1) vocabulary
@@ -211,7 +228,12 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 					*rc = -1;
 					return;
 				}
+				/* a planning-only variant once a strategy of this
+				 * micro-batch fits: dropping it then leaves the
+				 * micro-batch pruning below as it was */
+				S->bound_plan = fits && (v || n > 1);
 				fits |= each_schedule(S, s);
+				S->bound_plan = false;
 				cost_layers_free(&S->lc);
 			}
 		s->vocab_par = false;
@@ -232,7 +254,9 @@ static void each_mbs(struct search *S, struct strategy *s, struct err *e, int *r
 				return;
 			}
 			if (u > 0) {
+				S->bound_plan = fits;
 				fits |= each_schedule(S, s);
+				S->bound_plan = false;
 				cost_layers_free(&S->lc);
 			}
 			memset(s->uneven, 0, sizeof s->uneven);

@@ -6,6 +6,7 @@
 #include "partition.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,23 @@
 #include "util.h"
 
 _Thread_local double partition_cells;
+
+/* The tables that the forced-placement DPs of one strategy share (see
+ * partition.h): built from lc alone, or kept per stage and cap met. */
+struct partition_memo {
+	const struct layer_costs *lc;
+	int n, G, K, masks;
+	double *pre;		 /* [G][n + 1] as struct dp's */
+	double *sums;		 /* [3][n + 1] fill_jm's memory sums */
+	double *rem;		 /* [masks][n + 1] as struct dp's (slot 0:
+					   every group), each mask once read */
+	unsigned char *have_rem; /* [masks] */
+	int n_jm[MAX_STAGES];	 /* jm rows kept for each stage, at most G */
+	double cap[MAX_STAGES][MAX_GROUPS], inf[MAX_STAGES][MAX_GROUPS];
+	unsigned short *jm;	 /* [K][G][n + 1]: row x of stage k at
+					   (k G + x)(n + 1), for cap[k][x] and
+					   inf[k][x] */
+};
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
  * is the stage index k and stage k's group is f->group[k]; in free mode it
@@ -24,21 +42,28 @@ struct dp {
 					   the groups g with cls[g] == seq[k] */
 	const struct layer_costs *lc;
 	const struct pipeline_frame *f;
+	/* forced placement: the tables shared with other calls, or NULL */
+	struct partition_memo *memo;
 	int radix[MAX_GROUPS];
 	int *stage_of;	       /* [ncnt] stages placed = sum of counts */
 	int *order;	       /* [ncnt] count indices by stage */
 	int *left;	       /* [ncnt] left_mask() of each */
-	int *reach;	       /* [ncnt][G] of greedy() */
+	int *reach;	       /* [rows()] of greedy() */
 	int *back;	       /* [ncnt] of fill_back() */
 	unsigned *full;	       /* [ncnt] free mode: bit g where group g
 					   hosts all its ranks */
-	double *neck;	       /* [ncnt][G] of greedy() */
+	double *neck;	       /* [rows()] of greedy() */
 	double *pre;	       /* [G][n + 1] time prefix sums */
-	unsigned short *jm;    /* [K][G][n + 1] last end that fits */
-	double *val;	       /* [ncnt][G][n + 1] least value */
+	double *sums;	       /* [3][n + 1] fill_jm's memory prefix sums */
+	void *arena;	       /* every table above and below, one block */
+	unsigned short *jm;    /* [K][G][n + 1] last end that fits
+					   ([K][n + 1] forced: jrow()) */
+	/* [jrow()] each row of the memory limits: in jm or in memo->jm */
+	const unsigned short **jmr;
+	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */
-	int *lo, *hi;	       /* [ncnt][G]: the ends a row holds (see widen) */
+	int *lo, *hi;	       /* [rows()]: the ends a row holds (see widen) */
 	unsigned short *dq;    /* [n + 1] the sliding window of pass() */
 	double *dkey;	       /* [n + 1] its keys */
 	double *rem;	       /* [masks][n + 1]: time of layers [i, n)
@@ -55,9 +80,25 @@ struct dp {
 	int group[MAX_STAGES];
 };
 
+/* The row of the tables (val, par_*, lo, hi, reach, neck) of count index
+ * cnt and group g of the last stage: cnt x G + g in free mode; cnt with
+ * the placement forced, where each count has the one group of its last
+ * stage (rows() of them). */
+static size_t srow(const struct dp *d, int cnt, int g)
+{
+	return d->ranks ? (size_t)cnt * (size_t)d->G + (size_t)g : (size_t)cnt;
+}
+
+/* The jm row of stage k on group g: one per stage with the placement
+ * forced. */
+static size_t jrow(const struct dp *d, int k, int g)
+{
+	return d->ranks ? (size_t)k * (size_t)d->G + (size_t)g : (size_t)k;
+}
+
 static size_t at(const struct dp *d, int cnt, int g, int j)
 {
-	return ((size_t)cnt * (size_t)d->G + (size_t)g) * (size_t)(d->n + 1) + (size_t)j;
+	return srow(d, cnt, g) * (size_t)(d->n + 1) + (size_t)j;
 }
 
 /* Whether stage k may run on group g, one of groups_of(k), after the
@@ -89,19 +130,12 @@ static void groups_before(const struct dp *d, int k, int *lo, int *hi)
 	}
 }
 
-/* The x-th row (count index x G + group) that a pass or greedy() may
- * write, of rows(d): every row in free mode; with the placement forced,
- * count k's row on the group of stage k - 1 (count 0: group 0). */
+/* The rows of the tables (srow): count index x G + group in free mode;
+ * with the placement forced, one per count (count k's on the group of
+ * stage k - 1, count 0 on group 0). */
 static size_t rows(const struct dp *d)
 {
 	return d->ranks ? (size_t)d->ncnt * d->G : (size_t)d->ncnt;
-}
-
-static size_t row_at(const struct dp *d, size_t x)
-{
-	if (d->ranks)
-		return x;
-	return x * d->G + (x ? (size_t)d->f->group[x - 1] : 0);
 }
 
 static int next_count(const struct dp *d, int cnt, int g)
@@ -158,11 +192,9 @@ static int forced_mask(const struct dp *d, int mask)
 
 /* jm[k][g][i]: the largest j such that layers [i, j) fit stage k on group g
  * and leave a layer for each later stage (i when none fits). */
-static void fill_jm(struct dp *d)
+static void fill_sums_of(const struct layer_costs *lc, int n, double *ps)
 {
-	const struct layer_costs *lc = d->lc;
-	int n = d->n, K = d->K;
-	double *ps = xmalloc(3 * (size_t)(n + 1) * sizeof *ps), *pa = ps + n + 1, *pe = pa + n + 1;
+	double *pa = ps + n + 1, *pe = pa + n + 1;
 
 	ps[0] = pa[0] = pe[0] = 0;
 	for (int l = 0; l < n; l++) {
@@ -170,17 +202,52 @@ static void fill_jm(struct dp *d)
 		pa[l + 1] = pa[l] + lc->act_bytes[l];
 		pe[l + 1] = pe[l] + lc->extra_bytes[l];
 	}
+}
 
+/* With a memo, the row of stage k for (cap, inf): the one kept, or a new
+ * one computed there (*fill set); NULL where the stage has G rows
+ * already. */
+static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, double inf,
+				bool *fill)
+{
+	int x = 0;
+
+	while (x < mm->n_jm[k] && !(mm->cap[k][x] == cap && mm->inf[k][x] == inf))
+		x++;
+	*fill = x == mm->n_jm[k];
+	if (x == mm->G)
+		return NULL;
+	if (*fill) {
+		mm->cap[k][x] = cap;
+		mm->inf[k][x] = inf;
+		mm->n_jm[k]++;
+	}
+	return mm->jm + ((size_t)k * mm->G + (size_t)x) * (size_t)(mm->n + 1);
+}
+
+static void fill_jm(struct dp *d)
+{
+	int n = d->n, K = d->K;
+	double *ps = d->memo ? d->memo->sums : d->sums, *pa = ps + n + 1, *pe = pa + n + 1;
+
+	if (!d->memo)
+		fill_sums_of(d->lc, n, ps);
 	for (int k = 0; k < K; k++) {
 		int g0, g1;
 
 		groups_of(d, k, &g0, &g1);
 		for (int g = g0; g < g1; g++) {
-			unsigned short *jm = d->jm + ((size_t)k * d->G + g) * (size_t)(n + 1);
+			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1), *kept;
 			int lim = n - (K - 1 - k);
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
+			bool fill = true;
 
+			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill)))
+				jm = kept;
+			d->jmr[jrow(d, k, g)] = jm;
+			if (!fill)
+				continue;
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -192,7 +259,6 @@ static void fill_jm(struct dp *d)
 			}
 		}
 	}
-	free(ps);
 }
 
 /* The last end of stage k on group g from start i: jm[], or i where no
@@ -201,7 +267,7 @@ static int last_end(const struct dp *d, int k, int g, int i)
 {
 	if (i < k || i > d->n - (d->K - k))
 		return i;
-	return d->jm[((size_t)k * d->G + g) * (size_t)(d->n + 1) + (size_t)i];
+	return d->jmr[jrow(d, k, g)][i];
 }
 
 /* The test of a relaxation at bound u: stages may be empty. For each count
@@ -219,11 +285,13 @@ static int last_end(const struct dp *d, int k, int g, int i)
  * stage length): O(n + K) with the placement forced. */
 static int greedy(const struct dp *d, double u, double *m, double *nx)
 {
-	int n = d->n, G = d->G;
+	int n = d->n;
+	double ml = INFINITY, nxl = INFINITY; /* *m, *nx (locals: no alias) */
+	int *reach = d->reach;
+	double *neckv = d->neck;
 
 	for (size_t x = 0; x < rows(d); x++)
-		d->reach[row_at(d, x)] = -1;
-	*m = *nx = INFINITY;
+		reach[x] = -1;
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt], h0, h1, g0 = 0, g1 = 0;
 
@@ -231,21 +299,21 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 		if (k < d->K)
 			groups_of(d, k, &g0, &g1);
 		for (int h = h0; h < h1; h++) {
-			size_t row = (size_t)cnt * G + h;
-			int i = k ? d->reach[row] : 0;
-			double neck = k ? d->neck[row] : 0;
+			size_t row = srow(d, cnt, h);
+			int i = k ? reach[row] : 0;
+			double neck = k ? neckv[row] : 0;
 
 			if (i < 0)
 				continue;
 			if (k == d->K) {
-				if (i == n && neck < *m)
-					*m = neck;
+				if (i == n && neck < ml)
+					ml = neck;
 				continue;
 			}
 			for (int g = g0; g < g1; g++) {
 				const double *p = d->pre + (size_t)g * (n + 1);
 				double sd = send(d, k, h, g), c;
-				size_t next = (size_t)next_count(d, cnt, g) * G + g;
+				size_t next = srow(d, next_count(d, cnt, g), g);
 				int j = i, jmax;
 
 				if (!allowed(d, cnt, k, g))
@@ -253,17 +321,19 @@ static int greedy(const struct dp *d, double u, double *m, double *nx)
 				jmax = last_end(d, k, g, i);
 				while (j < jmax && p[j + 1] - p[i] + sd <= u)
 					j++;
-				if (j < jmax && p[j + 1] - p[i] + sd < *nx)
-					*nx = p[j + 1] - p[i] + sd;
+				if (j < jmax && p[j + 1] - p[i] + sd < nxl)
+					nxl = p[j + 1] - p[i] + sd;
 				c = j > i && p[j] - p[i] + sd > neck ? p[j] - p[i] + sd : neck;
-				if (j > d->reach[next] || (j == d->reach[next] && c < d->neck[next])) {
-					d->reach[next] = j;
-					d->neck[next] = c;
+				if (j > reach[next] || (j == reach[next] && c < neckv[next])) {
+					reach[next] = j;
+					neckv[next] = c;
 				}
 			}
 		}
 	}
-	return *m < INFINITY;
+	*m = ml;
+	*nx = nxl;
+	return ml < INFINITY;
 }
 
 /* The least bottleneck of the relaxation greedy() tests, by bisection on
@@ -357,14 +427,14 @@ static void fill_back(struct dp *d, double u, double *nx)
  * its count index. Returns the group of its last stage, or -1. */
 static int pass_end(struct dp *d, double *value)
 {
-	int n = d->n, G = d->G, last = -1, g0, g1;
+	int n = d->n, last = -1, g0, g1;
 	size_t n1 = (size_t)n + 1;
 
 	*value = INFINITY;
 	groups_before(d, d->K, &g0, &g1);
 	for (int o = d->ncnt - 1; o >= 0 && d->stage_of[d->order[o]] == d->K; o--)
 		for (int g = g0; g < g1; g++) {
-			size_t row = (size_t)d->order[o] * G + g;
+			size_t row = srow(d, d->order[o], g);
 
 			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
 				*value = d->val[row * n1 + n];
@@ -395,14 +465,19 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	double a = d->f->a, b = d->f->b;
 	unsigned short *dq = d->dq;
 	double *dkey = d->dkey;
+	/* read in the inner loop: kept in locals, since its stores through
+	 * val[] might alias d */
+	const double af = a * d->floor, best = d->best;
+	unsigned short *par_i = d->par_i;
+	unsigned char *par_h = d->par_h;
+	double nxl = INFINITY;
 
 	partition_cells += (double)rows(d) * G * (double)n1;
 	for (size_t x = 0; x < rows(d); x++) {
-		d->lo[row_at(d, x)] = n + 1;
-		d->hi[row_at(d, x)] = -1;
+		d->lo[x] = n + 1;
+		d->hi[x] = -1;
 	}
-	*nx = INFINITY;
-	fill_back(d, u, nx);
+	fill_back(d, u, &nxl);
 	for (int o = 0; o < d->ncnt; o++) {
 		int cnt = d->order[o], k = d->stage_of[cnt], h0, h1;
 
@@ -414,19 +489,19 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			int nc, left, need;
 			size_t nrow;
 			const double *p = d->pre + (size_t)g * n1, *mono;
-			const unsigned short *jm = d->jm + ((size_t)k * G + g) * n1;
+			const unsigned short *jm = d->jmr[jrow(d, k, g)];
 			double *cur;
 
 			if (!allowed(d, cnt, k, g))
 				continue;
 			nc = next_count(d, cnt, g);
-			nrow = (size_t)nc * G + g;
+			nrow = srow(d, nc, g);
 			need = d->back[nc];
 			cur = d->val + nrow * n1;
 			left = d->left[nc];
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
 			for (int h = h0; h < h1; h++) {
-				size_t row = (size_t)cnt * G + h;
+				size_t row = srow(d, cnt, h);
 				const double *prev = d->val + row * n1;
 				double sd = send(d, k, h, g);
 				int ilo = k ? d->lo[row] : 0, ihi = k ? d->hi[row] : 0;
@@ -445,8 +520,8 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 						/* the first end at which the stage from
 						 * lu costs more than u: its next bound */
 						if (lu <= ihi && (k ? prev[lu] < INFINITY : lu == 0) &&
-						    j <= jm[lu] && p[j] - p[lu] + sd < *nx)
-							*nx = p[j] - p[lu] + sd;
+						    j <= jm[lu] && p[j] - p[lu] + sd < nxl)
+							nxl = p[j] - p[lu] + sd;
 						lu++;
 					}
 					if (lm > ihi || lu > ihi)
@@ -474,18 +549,19 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					 * no window */
 					v = (k ? prev[i] : 0) + b * (p[j] - p[i] + sd) +
 					    (k ? 0 : tail(d, g, j));
-					if (a * d->floor + v + b * mono[j] >= d->best)
+					if (af + v + b * mono[j] >= best)
 						continue;
 					if (j < d->lo[nrow] || j > d->hi[nrow] || v < cur[j]) {
 						widen(d, nrow, j);
 						cur[j] = v;
-						d->par_i[nrow * n1 + j] = (unsigned short)i;
-						d->par_h[nrow * n1 + j] = (unsigned char)h;
+						par_i[nrow * n1 + j] = (unsigned short)i;
+						par_h[nrow * n1 + j] = (unsigned char)h;
 					}
 				}
 			}
 		}
 	}
+	*nx = nxl;
 	return pass_end(d, value);
 }
 
@@ -602,13 +678,11 @@ static int may_fit(const struct dp *d)
 }
 
 /* stage_of[], full[] and order[] (the count vectors by stage, a counting
- * sort) of d's count indices; allocates the per-count arrays (stage_of
- * holds them all: free_tables frees it). */
+ * sort) of d's count indices (alloc_tables allocated them). */
 static void index_counts(struct dp *d)
 {
 	int start[MAX_STAGES + 2] = { 0 };
 
-	d->stage_of = xmalloc((size_t)d->ncnt * 5 * sizeof(int));
 	d->order = d->stage_of + d->ncnt;
 	d->left = d->order + d->ncnt;
 	d->back = d->left + d->ncnt;
@@ -636,78 +710,101 @@ static void index_counts(struct dp *d)
 		d->order[start[d->stage_of[c]]++] = c;
 }
 
-/* The time sums: pre[] per group, left[] per count index and rem[] per
- * mask of groups (every stage costs at least its layers on their fastest
- * group among those that may host it; rem[mask 0] is unused (0)). */
-static void fill_sums(struct dp *d)
+/* rem[] of mask (every group where masks is 1) into r[0..n]: the time of
+ * layers [i, n) each on its fastest group of the mask. */
+static void rem_of(const struct layer_costs *lc, int n, int G, int masks, int mask, double *r)
 {
-	int n = d->n, G = d->G;
+	r[n] = 0;
+	for (int l = n - 1; l >= 0; l--) {
+		double fastest = INFINITY;
 
-	d->pre = xmalloc((size_t)G * (n + 1) * sizeof *d->pre);
+		for (int g = 0; g < G; g++)
+			if ((masks == 1 || mask >> g & 1) && lc->time[(size_t)g * n + l] < fastest)
+				fastest = lc->time[(size_t)g * n + l];
+		r[l] = r[l + 1] + fastest;
+	}
+}
+
+static void pre_of(const struct layer_costs *lc, int n, int G, double *pre)
+{
 	for (int g = 0; g < G; g++) {
-		double *p = d->pre + (size_t)g * (n + 1);
+		double *p = pre + (size_t)g * (n + 1);
 
 		p[0] = 0;
 		for (int l = 0; l < n; l++)
-			p[l + 1] = p[l] + d->lc->time[(size_t)g * n + l];
+			p[l + 1] = p[l] + lc->time[(size_t)g * n + l];
 	}
-	d->masks = G <= 6 ? 1 << G : 1;
-	for (int c = d->ncnt - 1; c >= 0; c--)
-		d->left[c] = left_mask(d, c);
-	d->rem = xcalloc((size_t)d->masks * (n + 1), sizeof *d->rem);
-	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
-		double *r = d->rem + (size_t)mask * (n + 1);
-
-		if (!d->ranks && d->masks > 1 && mask < d->masks - 1 && !forced_mask(d, mask))
-			continue; /* no pass reads it */
-		for (int l = n - 1; l >= 0; l--) {
-			double fastest = INFINITY;
-
-			for (int g = 0; g < G; g++)
-				if ((d->masks == 1 || mask >> g & 1) &&
-				    d->lc->time[(size_t)g * n + l] < fastest)
-					fastest = d->lc->time[(size_t)g * n + l];
-			r[l] = r[l + 1] + fastest;
-		}
-	}
-	if (d->masks > 1) /* rem[i] of every group, as the prunes expect */
-		memmove(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
 }
 
-/* The memory limits (jm, fill_jm) and the tables of the passes and of
- * greedy(). */
+/* The time sums: pre[] per group, left[] per count index and rem[] per
+ * mask of groups (every stage costs at least its layers on their fastest
+ * group among those that may host it; rem[0] holds every group's), from
+ * d->memo where it has them. */
+static void fill_sums(struct dp *d)
+{
+	int n = d->n, G = d->G;
+	struct partition_memo *mm = d->memo;
+
+	for (int c = d->ncnt - 1; c >= 0; c--)
+		d->left[c] = left_mask(d, c);
+	if (mm) {
+		d->pre = mm->pre;
+		d->rem = mm->rem;
+		for (int mask = 1; mask < d->masks - 1; mask++)
+			if (!mm->have_rem[mask] && forced_mask(d, mask)) {
+				rem_of(d->lc, n, G, d->masks, mask, mm->rem + (size_t)mask * (n + 1));
+				mm->have_rem[mask] = 1;
+			}
+		return;
+	}
+	pre_of(d->lc, n, G, d->pre);
+	for (int mask = d->masks == 1 ? 0 : 1; mask < d->masks; mask++) {
+		if (!d->ranks && d->masks > 1 && mask < d->masks - 1 && !forced_mask(d, mask))
+			continue; /* no pass reads it */
+		rem_of(d->lc, n, G, d->masks, mask, d->rem + (size_t)mask * (n + 1));
+	}
+	if (d->masks > 1) /* rem[i] of every group, as the prunes expect */
+		memcpy(d->rem, d->rem + (size_t)(d->masks - 1) * (n + 1), (n + 1) * sizeof *d->rem);
+}
+
+/* Every table of d in one block (d->arena; free_tables frees it): the
+ * per-count arrays, the sums, the memory limits and the tables of the
+ * passes and of greedy(). */
 static void alloc_tables(struct dp *d)
 {
-	size_t n1 = (size_t)d->n + 1, states = (size_t)d->ncnt * d->G;
+	size_t n1 = (size_t)d->n + 1, states = rows(d), nc = (size_t)d->ncnt;
+	size_t njm = d->ranks ? (size_t)d->K * d->G : (size_t)d->K;
+	size_t nd = (size_t)d->G * n1 + 3 * n1 + (size_t)d->masks * n1 + states * n1 + n1 + states;
+	size_t ni = nc * 5 + states * 2 + states;
+	size_t ns = njm * n1 + states * n1 + n1;
+	char *b;
 
-	d->jm = xmalloc((size_t)d->K * d->G * n1 * sizeof *d->jm);
-	partition_cells += (double)d->K * d->G * (d->n + 1);
-	fill_jm(d);
-	d->val = xmalloc(states * n1 * sizeof *d->val);
-	d->par_i = xmalloc(states * n1 * sizeof *d->par_i);
-	d->par_h = xmalloc(states * n1);
-	d->lo = xmalloc(states * 2 * sizeof *d->lo);
-	d->dq = xmalloc(n1 * sizeof *d->dq);
-	d->dkey = xmalloc(n1 * sizeof *d->dkey);
+	b = d->arena = xmalloc(njm * sizeof(*d->jmr) + nd * sizeof(double) + ni * sizeof(int) +
+			       ns * sizeof(unsigned short) + states * n1);
+	d->jmr = (const unsigned short **)b;
+	d->pre = (double *)(d->jmr + njm);
+	d->sums = d->pre + (size_t)d->G * n1;
+	d->rem = d->sums + 3 * n1;
+	d->val = d->rem + (size_t)d->masks * n1;
+	d->dkey = d->val + states * n1;
+	d->neck = d->dkey + n1;
+	d->stage_of = (int *)(d->neck + states);
+	d->order = d->stage_of + nc;
+	d->left = d->order + nc;
+	d->back = d->left + nc;
+	d->full = (unsigned *)(d->back + nc);
+	d->lo = (int *)(d->full + nc);
 	d->hi = d->lo + states;
-	d->reach = xmalloc(states * sizeof *d->reach);
-	d->neck = xmalloc(states * sizeof *d->neck);
+	d->reach = d->hi + states;
+	d->jm = (unsigned short *)(d->reach + states);
+	d->par_i = d->jm + njm * n1;
+	d->dq = d->par_i + states * n1;
+	d->par_h = (unsigned char *)(d->dq + n1);
 }
 
 static void free_tables(struct dp *d)
 {
-	free(d->stage_of);
-	free(d->pre);
-	free(d->jm);
-	free(d->val);
-	free(d->par_i);
-	free(d->par_h);
-	free(d->lo);
-	free(d->dq);
-	free(d->dkey);
-	free(d->reach);
-	free(d->neck);
-	free(d->rem);
+	free(d->arena);
 }
 
 /* A bound no stage costs more than: every layer on the slowest group plus
@@ -758,9 +855,12 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 
 	if (!may_fit(d))
 		return -1;
+	d->masks = d->G <= 6 ? 1 << d->G : 1;
+	alloc_tables(d);
 	index_counts(d);
 	fill_sums(d);
-	alloc_tables(d);
+	partition_cells += (double)d->K * d->G * (d->n + 1);
+	fill_jm(d);
 	top = stage_top(d);
 	/* No bottleneck is below the relaxation's, nor below the stages'
 	 * mean on the fastest groups; where the relaxation covers nothing,
@@ -804,23 +904,68 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
  * vectors x n_group^2 x n): n_stages + 1 count vectors when forced,
  * prod_g (ranks[g] + 1) when free; the Llama-3-70B bench averages 1.4 to
  * 4 passes per partition. */
-int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
-			  double cut, unsigned short *first, double *t)
+int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_frame *f,
+			 double cut, struct partition_memo *memo, unsigned short *first, double *t)
 {
 	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
 
 	if (!valid(lc, f))
 		return -1;
+	if (memo && memo->lc == lc && memo->n == d.n && memo->G == d.G && memo->K == d.K)
+		d.memo = memo;
 	for (int k = 0; k < f->n_stages; k++)
 		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
 			return -1;
 	return solve(&d, NULL, first, t);
 }
 
+int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
+			  double cut, unsigned short *first, double *t)
+{
+	return partition_solve_memo(lc, f, cut, NULL, first, t);
+}
+
 int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f,
 		    unsigned short *first, double *t)
 {
 	return partition_solve_below(lc, f, INFINITY, first, t);
+}
+
+struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n_stages)
+{
+	struct partition_memo *mm = xcalloc(1, sizeof *mm);
+	int n = lc->n_layer, G = lc->n_group;
+	size_t n1 = (size_t)n + 1;
+
+	mm->lc = lc;
+	mm->n = n;
+	mm->G = G;
+	mm->K = n_stages > 0 && n_stages <= MAX_STAGES ? n_stages : 0;
+	mm->masks = G <= 6 ? 1 << G : 1;
+	mm->pre = xmalloc(((size_t)G + 3 + (size_t)mm->masks) * n1 * sizeof *mm->pre);
+	mm->sums = mm->pre + (size_t)G * n1;
+	mm->rem = mm->sums + 3 * n1;
+	mm->have_rem = xcalloc((size_t)mm->masks, 1);
+	mm->jm = xmalloc((size_t)mm->K * (size_t)G * n1 * sizeof *mm->jm);
+	pre_of(lc, n, G, mm->pre);
+	fill_sums_of(lc, n, mm->sums);
+	/* every group's, in slot 0 and (with masks) in its own */
+	rem_of(lc, n, G, mm->masks, mm->masks - 1, mm->rem);
+	if (mm->masks > 1) {
+		memcpy(mm->rem + (size_t)(mm->masks - 1) * n1, mm->rem, n1 * sizeof *mm->rem);
+		mm->have_rem[mm->masks - 1] = 1;
+	}
+	return mm;
+}
+
+void partition_memo_free(struct partition_memo *mm)
+{
+	if (!mm)
+		return;
+	free(mm->pre);
+	free(mm->have_rem);
+	free(mm->jm);
+	free(mm);
 }
 
 double partition_place_work(const int *ranks, int n_group, int n_layer, int n_stages)

@@ -36,6 +36,22 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 int partition_solve_below(const struct layer_costs *lc, const struct pipeline_frame *f,
 			  double cut, unsigned short *first, double *t);
 
+/* Tables that the forced-placement DPs of one strategy share, for layer
+ * costs lc that do not change while it lives and n_stages stages: the time
+ * and memory sums, and each stage's memory limits for each cap met. */
+struct partition_memo;
+
+/* A memo for lc (kept by pointer) and n_stages stages: free it with
+ * partition_memo_free (NULL: a no-op). */
+struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n_stages);
+void partition_memo_free(struct partition_memo *memo);
+
+/* partition_solve_below with the tables of memo (NULL, or one made for
+ * another lc or stage count: as partition_solve_below); the same result.
+ * Adds the tables it computes to memo. */
+int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_frame *f,
+			 double cut, struct partition_memo *memo, unsigned short *first, double *t);
+
 /* Places and partitions jointly: node group g hosts exactly ranks[g] of the
  * stages (sum = f->n_stages; f->vp must be 1), c_k uses f->link[g][h] and
  * f->cap_of[g]. Exact over every placement and partition. Returns 0 with

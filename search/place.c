@@ -15,6 +15,7 @@
 #include "partition.h"
 #include "search_int.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 /* Megatron's default split (no layout flags): the B blocks spread as
@@ -111,9 +112,9 @@ static double try_placement(struct search *S, struct strategy *s,
 		memcpy(s->first, S->layout, sizeof s->first);
 	} else {
 		cost_frame(&f, S->m, S->c, s, &S->lc);
-		if (partition_solve_below(&S->lc, &f,
-					  s->vp == 1 && best_r->fits ? best_r->iter_s : INFINITY,
-					  s->first, &t)) {
+		if (partition_solve_memo(&S->lc, &f,
+					 s->vp == 1 && best_r->fits ? best_r->iter_s : INFINITY,
+					 S->memo, s->first, &t)) {
 			if (s->vp == 1)
 				return INFINITY;
 			place_default_split(s, S->m->n_layer);
@@ -142,15 +143,37 @@ static void block_placement(const struct search *S, struct strategy *s, const in
 			s->group[r++] = (unsigned char)order[i];
 }
 
+/* Gives S the partition DP's memo for the placements of s about to be
+ * tried (the layer costs fixed); returns whether it made it (the caller
+ * frees it then, by memo_end). */
+static bool memo_begin(struct search *S, const struct strategy *s)
+{
+	if (S->memo || S->fixed)
+		return false;
+	S->memo = partition_memo_create(&S->lc, s->n_stages);
+	return true;
+}
+
+static void memo_end(struct search *S, bool made)
+{
+	if (!made)
+		return;
+	partition_memo_free(S->memo);
+	S->memo = NULL;
+}
+
 /* try_placement() on the block placements of the n groups of order[] in
  * every order up to 4 groups, else in the order given (permutes order). */
 static void try_blocks(struct search *S, struct strategy *s, int *order, int n,
 		       struct strategy *best, struct cost_result *best_r)
 {
+	bool made = n <= 4 && memo_begin(S, s);
+
 	do {
 		block_placement(S, s, order, n);
 		try_placement(S, s, best, best_r);
 	} while (n <= 4 && next_perm(order, n));
+	memo_end(S, made);
 }
 
 /* Hill climbing over the block placements of the n groups of order[] (n
@@ -163,7 +186,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			   struct strategy *best, struct cost_result *best_r)
 {
 	double t = INFINITY;
-	bool moved = true;
+	bool moved = true, made = memo_begin(S, s);
 	int start[MAX_GROUPS], cand[MAX_GROUPS];
 
 	/* start: the best rotation of order[], forwards or reversed (which
@@ -198,6 +221,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			}
 		}
 	}
+	memo_end(S, made);
 	return t;
 }
 
@@ -582,18 +606,83 @@ void place_cluster_order(const struct search *S, struct strategy *s)
 	block_placement(S, s, order, n);
 }
 
+/* Whether a trainer (plan_opts.trainer where that is set) launches s at
+ * the time the search gives it: it runs s (trainer_check) and its own
+ * features are the search's, so that trainer_times keeps the row's time
+ * and lists it (a row whose trainers set other features is costed again
+ * there, and may end slower). */
+static bool launchable(const struct search *S, const struct strategy *s)
+{
+	if (search_plan_kind(s) >= 0)
+		return false;
+	for (int t = 0; t < TRAINER_COUNT; t++) {
+		struct strategy v = *s;
+
+		if ((S->o->trainer >= 0 && t != S->o->trainer) ||
+		    trainer_check((enum trainer)t, S->m, S->c, s, NULL))
+			continue;
+		trainer_features(t, &v, S->m, S->o);
+		if (!memcmp(&v, s, sizeof v))
+			return true;
+	}
+	return false;
+}
+
+/* Whether place_strategy drops planning-only variant s (S->bound_plan):
+ * beyond the instances --exhaustive takes (EXACT_MAX_LAYERS,
+ * EXACT_MAX_GPUS; on those the search keeps every row it does), where no
+ * placement and partition of s can beat the tuple's fastest launchable
+ * placement so far (S->launch_best), nor the fastest row of its kind
+ * (S->plan_best: so the best row of each kind, which the table's
+ * "planning only" lines name, stays): partition_place_bound with the
+ * vocabulary share at its least, the lower bound of evaluate.c's gap().
+ * A row dropped so would rank below a plan that a trainer launches (whose
+ * time refine_rows only lowers), and none launches s itself. Never with
+ * --exhaustive, --show-infeasible (evaluate.c would cost the default
+ * split instead) or a fixed layout. */
+static bool plan_only_beaten(struct search *S, const struct strategy *s)
+{
+	struct pipeline_frame f;
+	double lb, vmin = INFINITY;
+
+	if (!S->bound_plan || !(S->launch_best < INFINITY) || s->vp != 1 || S->o->exhaustive ||
+	    S->o->keep_infeasible || S->fixed ||
+	    (S->lc.n_layer <= EXACT_MAX_LAYERS && S->c->total_gpus <= EXACT_MAX_GPUS))
+		return false;
+	cost_frame(&f, S->m, S->c, s, &S->lc);
+	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
+		return false;
+	for (int g = 0; g < S->c->n_group; g++)
+		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
+			vmin = S->lc.vocab_time[g];
+	if (vmin < INFINITY)
+		lb += (f.a + f.b * s->pp) * vmin;
+	return lb >= S->launch_best && lb > S->plan_best[search_plan_kind(s)];
+}
+
 void place_strategy(struct search *S, struct strategy *s, bool small,
 		    struct strategy *best, struct cost_result *r)
 {
 	struct place_ctx c = { .S = S, .s = s, .best = best, .r = r, .small = small };
+	int kind;
+
+	S->exact = false;
+	if (plan_only_beaten(S, s))
+		return;
 
 	for (int g = 0; g < S->c->n_group; g++)
 		if (S->ranks[g])
 			c.order[c.n++] = g;
 	block_placement(S, s, c.order, c.n);
-	S->exact = false;
 	for (size_t i = 0; i < sizeof placers / sizeof *placers; i++)
 		if (placers[i].place(&c))
 			break;
 	place_exact(&c);
+	if (!r->fits)
+		return;
+	kind = search_plan_kind(best);
+	if (kind >= 0 && r->iter_s < S->plan_best[kind])
+		S->plan_best[kind] = r->iter_s;
+	else if (kind < 0 && r->iter_s < S->launch_best && launchable(S, best))
+		S->launch_best = r->iter_s;
 }

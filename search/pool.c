@@ -3,6 +3,7 @@
  * merge of the threads' rows that keeps the result independent of the
  * threads (search_int.h). */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -140,6 +141,10 @@ static void *work(void *arg)
 		w->s.sp = w->s.tp > 1 && S->o->sp != 0;
 		S->ilp_state = 0;
 		S->climbed = false;
+		S->launch_best = INFINITY;
+		for (int k = 0; k < SEARCH_PLAN_KINDS; k++)
+			S->plan_best[k] = INFINITY;
+		S->bound_plan = false;
 		S->tuple = i;
 		S->count = S->reported = 0;
 		S->cells = 0;
@@ -254,11 +259,24 @@ static int merge(struct search *S, struct pool *pool, struct worker *w, int nt,
 		struct plan *p = w[t].S.p;
 		int kept = 0;
 
-		S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row) + 1,
-					  sizeof *S->p->row);
+		if (!S->p->n_row && p->n_row) {
+			/* the first rows: taken whole, not copied (they are
+			 * large, and fresh pages cost as much as the copy) */
+			free(S->p->row);
+			S->p->row = p->row;
+			p->row = NULL;
+		} else {
+			S->p->row = xreallocarray(S->p->row, (size_t)(S->p->n_row + p->n_row) + 1,
+						  sizeof *S->p->row);
+		}
 		for (int k = 0; k < p->n_row; k++)
-			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple])
-				S->p->row[S->p->n_row + kept++] = p->row[k];
+			if (w[t].S.tag[k].at < share[w[t].S.tag[k].tuple]) {
+				if (p->row)
+					S->p->row[S->p->n_row + kept] = p->row[k];
+				else if (kept != k)
+					S->p->row[kept] = S->p->row[k];
+				kept++;
+			}
 		S->p->n_row += kept;
 		plan_rows_adopt(S->p, p);
 	}

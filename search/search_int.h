@@ -15,6 +15,7 @@
 struct cluster;
 struct err;
 struct model;
+struct partition_memo;
 struct pool;
 
 /* Whether a trainer can launch a placement as placed: its per-stage
@@ -31,6 +32,10 @@ bool placement_settable(const struct cluster *c, const struct strategy *s);
 bool placement_better(const struct cluster *c, const struct strategy *s,
 		      const struct cost_result *r, const struct strategy *best,
 		      const struct cost_result *rb);
+
+/* The planning-only kinds of search_plan_kind: vocabulary parallelism,
+ * SlimPipe's 2 to 2^(SEARCH_PLAN_KINDS - 3) slices, uneven batches. */
+#define SEARCH_PLAN_KINDS 8
 
 /* The search state shared by the enumeration loops: one per search thread
  * (pool.c copies the caller's), each with its own rows. */
@@ -60,6 +65,19 @@ struct search {
 					   order of this (TP, CP, PP, DP) */
 	int climb_order[MAX_GROUPS];
 	bool fp8_ok;			       /* the search may try FP8 */
+	/* Planning-only variants (vocabulary parallelism, SlimPipe slices,
+	 * uneven batches) against the tuple's launchable plans: the fastest
+	 * placement found so far in this tuple that a trainer launches, and
+	 * the fastest row of each planning-only kind (search_plan_kind), in
+	 * seconds (INFINITY: none); bound_plan: the strategy being costed is
+	 * a planning-only variant that may be dropped where no placement can
+	 * beat both (place_strategy). */
+	double launch_best;
+	double plan_best[SEARCH_PLAN_KINDS];
+	bool bound_plan;
+	/* The partition DP's tables of the placements being tried
+	 * (try_blocks; NULL: none). */
+	struct partition_memo *memo;
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
 	/* The work budget (plan_opts.work_budget), per (TP, CP, PP, DP), in
@@ -157,6 +175,11 @@ struct degree *search_degrees(struct search *S, const struct strategy *s, int *n
  * fills e where the layer costs fail (S->err_at the count then). */
 void search_tuple(struct search *S, struct strategy *s, struct err *e, int *rc);
 
+/* The planning-only kind of s (SEARCH_PLAN_KINDS): 0 vocabulary
+ * parallelism, log2 of SlimPipe's slices (2 and more), the last uneven
+ * batches; -1 where a trainer may launch s. */
+int search_plan_kind(const struct strategy *s);
+
 /* pool.c */
 
 /* Runs the search of every (TP, CP, PP, DP) on the threads (plan_opts.
@@ -183,7 +206,10 @@ bool pool_spent(struct search *S);
  * the fastest that fits in *best and *r (r->fits false where none does;
  * *best untouched then). small: the joint placement DP's work is within
  * plan_opts.place_dp_max. s's groups and layer split are left as the last
- * placer tried left them. */
+ * placer tried left them. A planning-only variant (S->bound_plan) that
+ * cannot beat the tuple's launchable plans is dropped unplaced (r->fits
+ * false; place.c says when); S->launch_best and S->plan_best take the
+ * result. */
 void place_strategy(struct search *S, struct strategy *s, bool small,
 		    struct strategy *best, struct cost_result *r);
 
