@@ -244,6 +244,9 @@ struct plan {
 	double search_s;	       /* wall seconds of the search */
 	bool truncated;		       /* the work budget ended the search: the
 				   ranking holds what was found until then */
+	int refine_cut;		       /* rows the refinement after the search
+				   (refine.c) could not refine in full, as
+				   the work budget had no room left */
 	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */
