@@ -231,13 +231,16 @@ static double solve_cells(const struct search *S, const struct strategy *s)
  * the block orders, each order up to 4 groups; beyond 4 groups of
  * different GPU types or node sizes the ILP's placement and, where this
  * (TP, CP, PP, DP) has no climbed order yet, climb_blocks' partitions
- * (CLIMB_TABLES_PER_PART tables each). Where nothing fits the partitions
- * end after their tables: where the bound's relaxation
- * (partition_place_bound) holds no partition, 0; before a climb, the
- * blocks in the cluster's order are partitioned (the climb's first
- * rotation, counted as the strategy's work), and where nothing fits them
- * the climb is taken to find nothing either: its rotations and a sweep,
- * a table each. The joint DP within place_dp_max (small), the exhaustive
+ * (CLIMB_TABLES_PER_PART tables each). Where the layers' memory exceeds
+ * the stages' caps together (at the fewest micro-batches in flight: the
+ * partition DP's first test, the same for every placement of the ranks),
+ * every partition ends before its table: 0. Before a climb, the blocks in
+ * the cluster's order are partitioned (the climb's first rotation, counted
+ * as the strategy's work), and where nothing fits them the climb is taken
+ * to find nothing either: its rotations and a sweep, a table each. (The
+ * bound's relaxation, partition_place_bound, would rule out more, but
+ * costs groups^2 x layers per strategy, seconds in all on 10^4 layers and
+ * 16 groups.) The joint DP within place_dp_max (small), the exhaustive
  * search and a fixed layout: 0 (their work is small, or not the partition
  * DP's). An estimate, not a bound: a climb ends where no swap helps, its
  * partitions take 1 to 4 passes or more, a rotation may fit where the
@@ -250,7 +253,7 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
 	struct strategy w = *s;
 	int n = 0, first = -1;
 	bool alike = true;
-	double perms = 1, lb, t;
+	double perms = 1, t, need = 0, act = 0, room = 0, fewest = INFINITY;
 
 	if (S->o->exhaustive || S->fixed || (s->vp == 1 && small))
 		return 0;
@@ -263,17 +266,24 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
 			 c->group[g].gpus_per_node == c->group[first].gpus_per_node && !c->group[g].n_part;
 		perms *= ++n;
 	}
+	place_cluster_order(S, &w);
+	cost_frame(&f, S->m, c, &w, &S->lc);
+	for (int l = 0; l < S->lc.n_layer; l++) {
+		need += S->lc.state_bytes[l] + S->lc.extra_bytes[l];
+		act += S->lc.act_bytes[l];
+	}
+	for (int k = 0; k < s->n_stages; k++) {
+		room += f.cap[k];
+		fewest = f.inflight[k] < fewest ? f.inflight[k] : fewest;
+	}
+	if (need + fewest * act > room)
+		return 0;
 	if (n <= 1 || S->have_v1)
 		return solve_cells(S, s) * (n > 1 && s->vp > 1 && small ? 1 + perms : 1);
-	cost_frame(&f, S->m, c, s, &S->lc);
-	if (partition_place_bound(&S->lc, &f, S->ranks, s->vp > 1 ? f.ra : f.a, s->vp > 1 ? f.rb : f.b, &lb))
-		return 0;
 	if (n <= 4 || alike)
 		return solve_cells(S, s) * (n <= 4 ? perms : 1);
 	if (S->climbed)
 		return solve_cells(S, s) * (2 + (s->pp * n <= ILP_MAX_CELLS));
-	place_cluster_order(S, &w);
-	cost_frame(&f, S->m, c, &w, &S->lc);
 	if (partition_solve(&S->lc, &f, w.first, &t))
 		return solve_cells(S, s) * (3 * n - 1);
 	return solve_cells(S, s) * CLIMB_TABLES_PER_PART * (2 * n + n * (n - 1.0));
