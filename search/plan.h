@@ -234,7 +234,8 @@ struct plan {
 	long evaluated;		       /* strategies costed */
 	long work;		       /* work units done (strategies costed plus
 					   partition DP cells / 16384; README
-					   "Limits and errors") */
+					   "Limits and errors"), the refinement's
+					   after the search included */
 	long budget;		       /* where the work budget ended the search
 					   (truncated): the budget, the default
 					   (work_budget 0) or the option's */

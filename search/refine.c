@@ -210,11 +210,16 @@ static double place_cost(struct search *T, struct strategy *s, struct cost_resul
 	return r->fits ? r->iter_s : INFINITY;
 }
 
+/* Caps tables per partition of a swap in descend: its table and about
+ * seven passes, as evaluate.c takes a partition of the block orders'
+ * climb. */
+#define REFINE_TABLES_PER_SWAP 8.0
+
 /* Swap descent from s's placement: swaps two pipeline ranks on different
  * groups where that lowers the iteration time, in a fixed order, at most
  * REFINE_DESCENT_SWEEPS sweeps, each only where its partitions
- * (solve_cells each) fit in refine_rows' share of the budget (S; else
- * *cut); then place_climb_tail. s and r take the result (r->fits false if
+ * (REFINE_TABLES_PER_SWAP caps tables each) fit in refine_rows' share of
+ * the budget (S; else *cut); then place_climb_tail. s and r take the result (r->fits false if
  * s's placement fits nothing and no swap helps). */
 static void descend(struct search *S, struct search *T, struct strategy *s, struct cost_result *r,
 		    bool *cut)
@@ -224,11 +229,10 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 	bool moved = true;
 
 	charge(S, c0, e0, solve_cells(S, s));
-
 	for (int x = 0; x < s->pp; x++)
 		for (int y = x + 1; y < s->pp; y++)
 			sweep_cells += s->group[x] != s->group[y];
-	sweep_cells *= solve_cells(S, s);
+	sweep_cells *= solve_cells(S, s) * REFINE_TABLES_PER_SWAP;
 	for (int sweep = 0; sweep < REFINE_DESCENT_SWEEPS && moved; sweep++) {
 		if (!afford(S, sweep_cells)) {
 			*cut = true;
