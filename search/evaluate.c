@@ -225,6 +225,12 @@ static double solve_cells(const struct search *S, const struct strategy *s)
  * partition.c: 1.4 to 4 on the Llama-3-70B bench). */
 #define CLIMB_TABLES_PER_PART 8.0
 
+/* strategy_cells' estimates taken without its memory test and climb
+ * partition (a frame of groups^2 links each): 4 units, at most 64 us of
+ * work charged where nothing fits (+20% CPU on the 16-group bench with
+ * the tests on every strategy). */
+#define STRATEGY_SMALL_CELLS (4 * SEARCH_UNIT_CELLS)
+
 /* The partition DP cells that place_strategy is expected to spend on s,
  * before it runs: the caps table (solve_cells) of each placement that the
  * placers of place.c partition: 1 on one group or with 1F1B's placement;
@@ -240,20 +246,21 @@ static double solve_cells(const struct search *S, const struct strategy *s)
  * to find nothing either: its rotations and a sweep, a table each. (The
  * bound's relaxation, partition_place_bound, would rule out more, but
  * costs groups^2 x layers per strategy, seconds in all on 10^4 layers and
- * 16 groups.) The joint DP within place_dp_max (small), the exhaustive
- * search and a fixed layout: 0 (their work is small, or not the partition
- * DP's). An estimate, not a bound: a climb ends where no swap helps, its
- * partitions take 1 to 4 passes or more, a rotation may fit where the
- * cluster's order does not, and place_climb_tail's evaluations are
- * counted only as they run. */
+ * 16 groups.) Estimates below STRATEGY_SMALL_CELLS are taken as they
+ * are, without those tests. The joint DP within place_dp_max (small), the
+ * exhaustive search and a fixed layout: 0 (their work is small, or not the
+ * partition DP's). An estimate, not a bound: a climb ends where no swap
+ * helps, its partitions take 1 to 7 passes or more, a rotation may fit
+ * where the cluster's order does not, and place_climb_tail's evaluations
+ * are counted only as they run. */
 static double strategy_cells(struct search *S, const struct strategy *s, bool small)
 {
 	const struct cluster *c = S->c;
 	struct pipeline_frame f;
 	struct strategy w = *s;
 	int n = 0, first = -1;
-	bool alike = true;
-	double perms = 1, t, need = 0, act = 0, room = 0, fewest = INFINITY;
+	bool alike = true, climb = false;
+	double perms = 1, t, est, need = 0, act = 0, room = 0, fewest = INFINITY;
 
 	if (S->o->exhaustive || S->fixed || (s->vp == 1 && small))
 		return 0;
@@ -266,6 +273,18 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
 			 c->group[g].gpus_per_node == c->group[first].gpus_per_node && !c->group[g].n_part;
 		perms *= ++n;
 	}
+	if (n <= 1 || S->have_v1)
+		est = solve_cells(S, s) * (n > 1 && s->vp > 1 && small ? 1 + perms : 1);
+	else if (n <= 4 || alike)
+		est = solve_cells(S, s) * (n <= 4 ? perms : 1);
+	else if (S->climbed)
+		est = solve_cells(S, s) * (2 + (s->pp * n <= ILP_MAX_CELLS));
+	else {
+		est = solve_cells(S, s) * CLIMB_TABLES_PER_PART * (2 * n + n * (n - 1.0));
+		climb = true;
+	}
+	if (est < STRATEGY_SMALL_CELLS)
+		return est;
 	place_cluster_order(S, &w);
 	cost_frame(&f, S->m, c, &w, &S->lc);
 	for (int l = 0; l < S->lc.n_layer; l++) {
@@ -278,15 +297,9 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
 	}
 	if (need + fewest * act > room)
 		return 0;
-	if (n <= 1 || S->have_v1)
-		return solve_cells(S, s) * (n > 1 && s->vp > 1 && small ? 1 + perms : 1);
-	if (n <= 4 || alike)
-		return solve_cells(S, s) * (n <= 4 ? perms : 1);
-	if (S->climbed)
-		return solve_cells(S, s) * (2 + (s->pp * n <= ILP_MAX_CELLS));
-	if (partition_solve(&S->lc, &f, w.first, &t))
+	if (climb && partition_solve(&S->lc, &f, w.first, &t))
 		return solve_cells(S, s) * (3 * n - 1);
-	return solve_cells(S, s) * CLIMB_TABLES_PER_PART * (2 * n + n * (n - 1.0));
+	return est;
 }
 
 bool search_evaluate(struct search *S, struct strategy *s)
