@@ -650,6 +650,9 @@ static void print_summary(FILE *out, const struct plan *p, const struct model *m
 	if (p->ilp_optimal + p->ilp_stopped + p->ilp_failed)
 		fprintf(out, "ILP placements: %ld optimal, %ld stopped at the node limit (best found used), %ld failed (block placements used)\n",
 			p->ilp_optimal, p->ilp_stopped, p->ilp_failed);
+	if (p->refine_cut)
+		fprintf(out, "the work budget (%ld units) left no room to refine %d of the top rows in full: their placements and gaps are the search's\n",
+			p->budget, p->refine_cut);
 	if (p->truncated)
 		fprintf(out, "search ended by the work budget (%ld units%s) after %ld strategies: %d of %d (TP, CP, PP, DP) searched in full; the ranking holds what was found\n",
 			p->budget, p->budget == PLAN_WORK_BUDGET ? ", the default: --work-budget N to change" : "",
@@ -904,6 +907,12 @@ done:
 	return rc;
 }
 
+/* Where nothing fits, the second search that names the closest strategy
+ * takes what the first left of the work budget, and at least this
+ * fraction of it (1 / REASONS_SHARE): the two searches together take at
+ * most 1.1 times the budget. */
+#define REASONS_SHARE 10
+
 static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 {
 	const struct cluster *c = file_c; /* then the plan's */
@@ -926,16 +935,28 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 		return usage("%s", e.msg);
 	c = p->cluster; /* with the mixed groups the rows may use */
 	if (!p->n_feasible && p->evaluated && !cl->opts.keep_infeasible) {
-		/* nothing fits: search again keeping the reasons, to name one */
+		/* nothing fits: search again keeping the reasons, to name one,
+		 * on what the first search left of the budget, at least
+		 * 1 / REASONS_SHARE of it (without --exhaustive) */
 		struct plan_opts o = cl->opts;
+		long budget = o.work_budget > 0 ? o.work_budget : PLAN_WORK_BUDGET, work = p->work;
 
 		progress_init(&search_progress, "searching again for the reasons", NULL,
 			      search_progress.bar);
 		plan_free(p);
 		o.keep_infeasible = true;
+		if (!o.exhaustive) {
+			long share = budget - work > budget / REASONS_SHARE ? budget - work : budget / REASONS_SHARE;
+
+			o.work_budget = share > 0 ? share : 1;
+		}
 		if (plan_search(&p, m, file_c, &o, &e))
 			return usage("%s", e.msg);
 		c = p->cluster;
+		/* the summary gives the whole run's work against the budget */
+		p->work += work;
+		if (p->truncated && !o.exhaustive)
+			p->budget = budget;
 	}
 	if ((cl->emit || cl->timeline) && p->n_feasible && cl->pick > p->n_feasible) {
 		snprintf(e.msg, sizeof e.msg, "--pick %d, but only %d strategies fit", cl->pick,
@@ -974,6 +995,10 @@ static int run(struct cli *cl, struct model *m, const struct cluster *file_c)
 	if (!p->evaluated && cl->opts.uneven == 1) {
 		err_set(&e, "'%s': no strategy on '%s' has uneven micro-batches (--uneven-batches on): they need a pipeline rank whose DP replicas lie on GPU types of different speed, and a split that beats the even one",
 			cl->model, cl->cluster);
+		rc = EXIT_INPUT;
+	} else if (!p->evaluated && p->truncated) {
+		err_set(&e, "the work budget (%ld units) ended the search before a strategy of '%s' on '%s' was costed: each needs more (--work-budget N to raise it)",
+			p->budget, cl->model, cl->cluster);
 		rc = EXIT_INPUT;
 	} else if (!p->evaluated) {
 		err_set(&e, "'%s': no strategy can use the %d GPUs of '%s' (the node groups cannot be split into equal pipeline stages, or TP/CP/batch constraints exclude every degree)",

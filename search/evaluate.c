@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "ilp.h"
 #include "model.h"
 #include "partition.h"
 #include "search_int.h"
@@ -152,19 +153,18 @@ static void record_fit(struct search *S, const struct strategy *best,
 	push_row(S, &row);
 }
 
-/* One strategy: the placers (place_strategy); where none fits, with
+/* One strategy: the placers (place_strategy; small: the joint placement
+ * DP's work is at most plan_opts.place_dp_max); where none fits, with
  * virtual stages on several groups or to keep the row, default_fallback
  * (without virtual stages the joint DP is exact, so is the exhaustive
  * search, and on one group try_placement has costed the default split
  * already). The first placement that fits without virtual stages is the
  * one the later schedules of the strategy take (S->v1_group). */
-static bool evaluate(struct search *S, struct strategy *s)
+static bool evaluate(struct search *S, struct strategy *s, bool small)
 {
 	struct strategy best = *s;
 	struct cost_result r = { 0 };
 	int n = 0;
-	bool small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <=
-		     S->o->place_dp_max;
 
 	S->dp_value = INFINITY;
 	for (int g = 0; g < S->c->n_group; g++)
@@ -208,30 +208,138 @@ static double candidates(const struct search *S, const struct strategy *s)
 	return k <= n ? fact * f[pp] * split : 0;
 }
 
+/* The partition DP cells of one partition of s on a fixed placement
+ * (partition_solve) at least: its caps table, K stages x groups x (layers
+ * + 1) (partition.c counts it so; each pass adds (K + 1) x groups x
+ * (layers + 1) more, and one where nothing fits may end before its
+ * first). */
+static double solve_cells(const struct search *S, const struct strategy *s)
+{
+	return (double)s->n_stages * S->c->n_group * (S->m->n_layer + 1.0);
+}
+
+/* Caps tables per partition of the climb of the block orders (place.c
+ * climb_blocks: 2n rotations and n sweeps of n - 1 swaps): its table and
+ * about seven passes, the most measured (a climb of 600 layers on 6 groups
+ * took about 7 passes a partition, of 10^4 layers on 16 groups about 3;
+ * partition.c: 1.4 to 4 on the Llama-3-70B bench). */
+#define CLIMB_TABLES_PER_PART 8.0
+
+/* strategy_cells' estimates taken without its memory test and climb
+ * partition (a frame of groups^2 links each): 4 units, at most 64 us of
+ * work charged where nothing fits (+20% CPU on the 16-group bench with
+ * the tests on every strategy). */
+#define STRATEGY_SMALL_CELLS (4 * SEARCH_UNIT_CELLS)
+
+/* The partition DP cells that place_strategy is expected to spend on s,
+ * before it runs: the caps table (solve_cells) of each placement that the
+ * placers of place.c partition: 1 on one group or with 1F1B's placement;
+ * the block orders, each order up to 4 groups; beyond 4 groups of
+ * different GPU types or node sizes the ILP's placement and, where this
+ * (TP, CP, PP, DP) has no climbed order yet, climb_blocks' partitions
+ * (CLIMB_TABLES_PER_PART tables each). Where the layers' memory exceeds
+ * the stages' caps together (at the fewest micro-batches in flight: the
+ * partition DP's first test, the same for every placement of the ranks),
+ * every partition ends before its table: 0. Before a climb, the blocks in
+ * the cluster's order are partitioned (the climb's first rotation, counted
+ * as the strategy's work), and where nothing fits them the climb is taken
+ * to find nothing either: its rotations and a sweep, a table each. (The
+ * bound's relaxation, partition_place_bound, would rule out more, but
+ * costs groups^2 x layers per strategy, seconds in all on 10^4 layers and
+ * 16 groups.) Estimates below STRATEGY_SMALL_CELLS are taken as they
+ * are, without those tests. The joint DP within place_dp_max (small), the
+ * exhaustive search and a fixed layout: 0 (their work is small, or not the
+ * partition DP's). An estimate, not a bound: a climb ends where no swap
+ * helps, its partitions take 1 to 7 passes or more, a rotation may fit
+ * where the cluster's order does not, and place_climb_tail's evaluations
+ * are counted only as they run. */
+static double strategy_cells(struct search *S, const struct strategy *s, bool small)
+{
+	const struct cluster *c = S->c;
+	struct pipeline_frame f;
+	struct strategy w = *s;
+	int n = 0, first = -1;
+	bool alike = true, climb = false;
+	double perms = 1, t, est, need = 0, act = 0, room = 0, fewest = INFINITY;
+
+	if (S->o->exhaustive || S->fixed || (s->vp == 1 && small))
+		return 0;
+	for (int g = 0; g < c->n_group; g++) {
+		if (!S->ranks[g])
+			continue;
+		if (first < 0)
+			first = g;
+		alike &= c->group[g].gpu == c->group[first].gpu &&
+			 c->group[g].gpus_per_node == c->group[first].gpus_per_node && !c->group[g].n_part;
+		perms *= ++n;
+	}
+	if (n <= 1 || S->have_v1)
+		est = solve_cells(S, s) * (n > 1 && s->vp > 1 && small ? 1 + perms : 1);
+	else if (n <= 4 || alike)
+		est = solve_cells(S, s) * (n <= 4 ? perms : 1);
+	else if (S->climbed)
+		est = solve_cells(S, s) * (2 + (s->pp * n <= ILP_MAX_CELLS));
+	else {
+		est = solve_cells(S, s) * CLIMB_TABLES_PER_PART * (2 * n + n * (n - 1.0));
+		climb = true;
+	}
+	if (est < STRATEGY_SMALL_CELLS)
+		return est;
+	place_cluster_order(S, &w);
+	cost_frame(&f, S->m, c, &w, &S->lc);
+	for (int l = 0; l < S->lc.n_layer; l++) {
+		need += S->lc.state_bytes[l] + S->lc.extra_bytes[l];
+		act += S->lc.act_bytes[l];
+	}
+	for (int k = 0; k < s->n_stages; k++) {
+		room += f.cap[k];
+		fewest = f.inflight[k] < fewest ? f.inflight[k] : fewest;
+	}
+	if (need + fewest * act > room)
+		return 0;
+	if (climb && partition_solve(&S->lc, &f, w.first, &t))
+		return solve_cells(S, s) * (3 * n - 1);
+	return est;
+}
+
 bool search_evaluate(struct search *S, struct strategy *s)
 {
-	double cells = partition_cells;
-	long evals = cost_evaluations, n_layer = S->m->n_layer;
-	bool fits;
+	double cells = partition_cells, est;
+	long evals = cost_evaluations, n_layer = S->m->n_layer, end;
+	bool fits, small;
 
 	if (S->dry) {
 		S->n_start++;
 		S->cells += candidates(S, s);
 		return true;
 	}
+	small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <= S->o->place_dp_max;
+	/* the strategy's layer costs and expected DP cells: it starts only
+	 * where the count it is expected to end at is within the cap, and
+	 * it is charged at least that, so that which strategies fall within
+	 * a tuple's share (pool.c) does not depend on the cap a thread had */
+	est = strategy_cells(S, s, small) + (double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+	end = S->n_start + 1 + (long)((S->cells + est) / SEARCH_UNIT_CELLS);
+	if (end > S->cap) {
+		S->count = end;
+		S->stop = true;
+		return false;
+	}
 	if (S->n_start == S->cap_start) {
 		S->cap_start = S->cap_start ? 2 * S->cap_start : 256;
 		S->start = xreallocarray(S->start, (size_t)S->cap_start, sizeof *S->start);
 	}
-	S->start[S->n_start++] = S->count;
-	S->count++;
+	/* its start, as its rows and ILP are tagged (S->count - 1): the
+	 * count before its expected end */
+	S->start[S->n_start++] = end - 1;
+	S->count = end;
 	/* every 16 strategies, and after 64 units (1 ms or so) */
 	if (S->n_start % 16 == 0 || S->count - S->reported >= 64)
 		pool_refresh(S);
-	fits = evaluate(S, s);
-	S->cells += partition_cells - cells +
-		    (double)(cost_evaluations - evals) * SEARCH_EVAL_CELLS * (n_layer + 2) +
-		    (double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+	fits = evaluate(S, s, small);
+	cells = partition_cells - cells + (double)(cost_evaluations - evals) * SEARCH_EVAL_CELLS * (n_layer + 2) +
+		(double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+	S->cells += cells > est ? cells : est;
 	S->count = S->n_start + (long)(S->cells / SEARCH_UNIT_CELLS);
 	return fits;
 }

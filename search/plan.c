@@ -384,8 +384,15 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	if (S.p->n_row)
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row,
 		      opts.objective == PLAN_COST ? by_cost : by_throughput);
+	/* the refinement draws on what the search left of the budget */
+	S.cap = (opts.work_budget > 0 ? opts.work_budget : PLAN_WORK_BUDGET) - S.p->work;
+	S.count = 0;
+	S.cells = 0;
 	if (opts.objective == PLAN_THROUGHPUT && refine_rows(&S, c))
 		qsort(S.p->row, (size_t)S.p->n_row, sizeof *S.p->row, by_throughput);
+	S.p->work += S.count;
+	if (S.p->refine_cut)
+		S.p->budget = opts.work_budget > 0 ? opts.work_budget : PLAN_WORK_BUDGET;
 	/* each trainer's time; a row only a slower trainer runs becomes its */
 	rc = trainer_rows(S.p, m, c, o, e);
 	if (rc < 0) {
@@ -445,6 +452,7 @@ static void add_subset(struct plan *all, struct plan *p, const struct cluster *c
 	all->ilp_stopped += p->ilp_stopped;
 	all->ilp_failed += p->ilp_failed;
 	all->truncated |= p->truncated;
+	all->refine_cut += p->refine_cut;
 	all->degrees += p->degrees;
 	all->degrees_searched += p->degrees_searched;
 }
@@ -669,7 +677,7 @@ int plan_search(struct plan **out, struct model *m, const struct cluster *c,
 	}
 	if (o->progress)
 		o->progress(1.0, o->progress_arg); /* where the last subset was ruled out */
-	if (all->truncated)
+	if (all->truncated || all->refine_cut)
 		all->budget = budget;
 	if (added && all->n_row)
 		qsort(all->row, (size_t)all->n_row, sizeof *all->row, cost ? by_cost : by_throughput);

@@ -234,7 +234,8 @@ struct plan {
 	long evaluated;		       /* strategies costed */
 	long work;		       /* work units done (strategies costed plus
 					   partition DP cells / 16384; README
-					   "Limits and errors") */
+					   "Limits and errors"), the refinement's
+					   after the search included */
 	long budget;		       /* where the work budget ended the search
 					   (truncated): the budget, the default
 					   (work_budget 0) or the option's */
@@ -244,6 +245,9 @@ struct plan {
 	double search_s;	       /* wall seconds of the search */
 	bool truncated;		       /* the work budget ended the search: the
 				   ranking holds what was found until then */
+	int refine_cut;		       /* rows the refinement after the search
+				   (refine.c) could not refine in full, as
+				   the work budget had no room left */
 	int degrees;		       /* (TP, CP, PP, DP) tuples to search */
 	int degrees_searched;	       /* of them searched in full, in the search's
 				   order (degrees unless truncated) */

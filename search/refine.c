@@ -6,9 +6,52 @@
 
 #include "cluster.h"
 #include "exact.h"
+#include "model.h"
 #include "partition.h"
 #include "search_int.h"
 #include "trainer.h"
+
+/* refine_rows' share of the work budget: S->cap work units (what the
+ * search left of it), S->cells the cells charged so far (as
+ * search_evaluate counts them: DP cells, cost_evaluate calls x
+ * SEARCH_EVAL_CELLS x layers, layer costs), S->count their units. A step
+ * runs only where its expected cells fit in what is left, and is charged
+ * the larger of its cells and that estimate: one thread, in rank order,
+ * so deterministic. */
+
+/* Whether est more cells fit in refine_rows' share. */
+static bool afford(const struct search *S, double est)
+{
+	return floor((S->cells + est) / SEARCH_UNIT_CELLS) <= (double)S->cap;
+}
+
+/* Charges the step that started at the calling thread's partition_cells
+ * c0 and cost_evaluations e0, expected at est cells. */
+static void charge(struct search *S, double c0, long e0, double est)
+{
+	double cells = partition_cells - c0 + (double)(cost_evaluations - e0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2);
+
+	S->cells += cells > est ? cells : est;
+	S->count = (long)(S->cells / SEARCH_UNIT_CELLS);
+}
+
+/* The cells of a row's layer costs (cost_layers), as the search counts
+ * them. */
+static double layer_cells(const struct search *S)
+{
+	return (double)S->m->n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+}
+
+/* The cells of one partition_solve of s at least: its caps table, K
+ * stages x groups x (layers + 1) (as evaluate.c estimates it). */
+static double solve_cells(const struct search *S, const struct strategy *s)
+{
+	return (double)s->n_stages * S->c->n_group * (S->m->n_layer + 1.0);
+}
+
+/* The cells charged per branch of exact_place (O(1) each; its candidates
+ * costed are counted as cost_evaluate calls). */
+#define REFINE_EXACT_BRANCH_CELLS 1.0
 
 /* Most work (partition_place_work) of one exact joint placement DP, or of
  * its relaxation, in refine_rows. */
@@ -94,19 +137,26 @@ static double exact_space(const int *ranks, int n_group, int n, int K)
  * and partition as the incumbent, on the layer costs the search gave it
  * (1F1B's, or its own under DualPipe(V) with EP: enumerate.c); the row takes
  * a faster result. Returns whether exact_place finished (*lb then its
- * optimum), and sets *moved where the row changed. */
-static bool refine_exact(struct search *S, struct plan_row *row, double *lb, bool *moved)
+ * optimum), and sets *moved where the row changed; *cut where the work
+ * budget left no room for it. */
+static bool refine_exact(struct search *S, struct plan_row *row, double *lb, bool *moved, bool *cut)
 {
 	struct strategy s = row->s, one = row->s, best = row->s;
 	struct cost_result r = row->r;
 	struct layer_costs lc;
 	int ranks[MAX_GROUPS] = { 0 };
+	double c0 = partition_cells, est = layer_cells(S) + REFINE_EXACT_NODES * REFINE_EXACT_BRANCH_CELLS;
+	long e0 = cost_evaluations;
 	bool done;
 
 	for (int k = 0; k < s.pp; k++)
 		ranks[s.group[k]]++;
 	if (exact_space(ranks, S->c->n_group, s.first[s.n_stages], s.n_stages) > REFINE_EXACT_SPACE)
 		return false;
+	if (!afford(S, est)) {
+		*cut = true;
+		return false;
+	}
 	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
 		one.schedule = SCHED_1F1B;
 		one.vp = 1;
@@ -115,6 +165,7 @@ static bool refine_exact(struct search *S, struct plan_row *row, double *lb, boo
 		return false;
 	done = exact_place(&best, &r, &s, ranks, S->m, S->c, &lc, REFINE_EXACT_NODES);
 	cost_layers_free(&lc);
+	charge(S, c0, e0, est);
 	if (r.iter_s < row->r.iter_s) {
 		row->s = best;
 		row->r = r;
@@ -159,16 +210,36 @@ static double place_cost(struct search *T, struct strategy *s, struct cost_resul
 	return r->fits ? r->iter_s : INFINITY;
 }
 
+/* Caps tables per partition of a swap in descend: its table and about
+ * seven passes, as evaluate.c takes a partition of the block orders'
+ * climb. */
+#define REFINE_TABLES_PER_SWAP 8.0
+
 /* Swap descent from s's placement: swaps two pipeline ranks on different
  * groups where that lowers the iteration time, in a fixed order, at most
- * REFINE_DESCENT_SWEEPS sweeps; then place_climb_tail. s and r take the
- * result (r->fits false if s's placement fits nothing and no swap helps). */
-static void descend(struct search *T, struct strategy *s, struct cost_result *r)
+ * REFINE_DESCENT_SWEEPS sweeps, each only where its partitions
+ * (REFINE_TABLES_PER_SWAP caps tables each) fit in refine_rows' share of
+ * the budget (S; else *cut); then place_climb_tail. s and r take the result (r->fits false if
+ * s's placement fits nothing and no swap helps). */
+static void descend(struct search *S, struct search *T, struct strategy *s, struct cost_result *r,
+		    bool *cut)
 {
-	double t, cur = place_cost(T, s, r, &t), best_t = t;
+	double c0 = partition_cells, t, cur = place_cost(T, s, r, &t), best_t = t, sweep_cells = 0;
+	long e0 = cost_evaluations;
 	bool moved = true;
 
+	charge(S, c0, e0, solve_cells(S, s));
+	for (int x = 0; x < s->pp; x++)
+		for (int y = x + 1; y < s->pp; y++)
+			sweep_cells += s->group[x] != s->group[y];
+	sweep_cells *= solve_cells(S, s) * REFINE_TABLES_PER_SWAP;
 	for (int sweep = 0; sweep < REFINE_DESCENT_SWEEPS && moved; sweep++) {
+		if (!afford(S, sweep_cells)) {
+			*cut = true;
+			break;
+		}
+		c0 = partition_cells;
+		e0 = cost_evaluations;
 		moved = false;
 		for (int x = 0; x < s->pp; x++)
 			for (int y = x + 1; y < s->pp; y++) {
@@ -189,9 +260,26 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
 					moved = true;
 				}
 			}
+		charge(S, c0, e0, sweep_cells);
 	}
+	c0 = partition_cells;
+	e0 = cost_evaluations;
 	if (cur < INFINITY)
 		place_climb_tail(T, s, r, best_t);
+	charge(S, c0, e0, 0);
+}
+
+/* The cells of one pass of the joint placement DP over ranks[] (the groups
+ * with ranks only: count vectors x groups x groups x (layers + 1), its
+ * rows x groups x (layers + 1) in partition.c) and its caps table (K
+ * stages x groups x (layers + 1)). */
+static double place_cells(const int *ranks, int n_group, int n_layer, int K)
+{
+	int hosts = 0;
+
+	for (int g = 0; g < n_group; g++)
+		hosts += ranks[g] > 0;
+	return place_states(ranks, n_group, n_layer) * hosts + (double)K * hosts * (n_layer + 1);
 }
 
 /* After the search, on the ranked rows: each row without virtual stages
@@ -207,8 +295,12 @@ static void descend(struct search *T, struct strategy *s, struct cost_result *r)
  * (partition_place_relaxed), whose placement by type partition_place_seq
  * (or seq_blocks) also tries; and the first REFINE_DESCENT_ROWS rows not
  * placed exactly are polished by swap descent. A row takes a placement
- * only where it is faster. Runs once, in rank order, on one thread:
- * deterministic. c is the cluster of the trainer masks.
+ * only where it is faster. Each step runs only where its expected cells
+ * fit in what is left of S->cap work units (afford; the caller sets S->cap
+ * to what the search left of the budget and S->cells, S->count to 0) and
+ * is charged at least them (charge): S->count the units spent, P->refine_cut
+ * the rows a step of which did not fit. Runs once, in rank order, on one
+ * thread: deterministic. c is the cluster of the trainer masks.
  * Returns whether a row changed. */
 bool refine_rows(struct search *S, const struct cluster *c)
 {
@@ -228,8 +320,9 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		struct pipeline_frame f;
 		struct cost_result r;
 		int group[MAX_STAGES], cls[MAX_GROUPS], seq[MAX_STAGES];
-		double t = INFINITY, lb, rlb, work;
-		bool exact = false, moved = false;
+		double t = INFINITY, lb, rlb, work, est, c0 = partition_cells;
+		long e0 = cost_evaluations;
+		bool exact = false, moved = false, cut = false;
 
 		if (!(plan_row_gap(P, i) > 0)) /* without expanding it */
 			continue;
@@ -241,9 +334,15 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		if (s.vp != 1 || schedule_bidirectional(s.schedule)) {
 			if (exacts++ >= REFINE_EXACT_ROWS)
 				continue;
-			refine_exact(S, row, &lb, &moved);
+			refine_exact(S, row, &lb, &moved, &cut);
+			P->refine_cut += cut;
 			changed |= settle(S, c, row, lb, moved, &top);
 			plan_row_set(P, i, row);
+			continue;
+		}
+		if (!afford(S, layer_cells(S) + solve_cells(S, &s))) {
+			/* not even its layer costs and one partition */
+			P->refine_cut++;
 			continue;
 		}
 		memset(T.ranks, 0, sizeof T.ranks);
@@ -253,37 +352,53 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		one.schedule = SCHED_1F1B;
 		if (cost_layers(&T.lc, S->m, S->c, &one, T.ranks, NULL))
 			continue;
+		charge(S, c0, e0, layer_cells(S));
+		c0 = partition_cells;
+		e0 = cost_evaluations;
 		cost_frame(&f, S->m, S->c, &s, &T.lc);
 		for (int g = 0; g < S->c->n_group; g++)
 			cls[g] = S->c->group[g].gpu;
 		work = partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp);
-		if (work <= REFINE_DP_MAX) {
-			if (!partition_place(&T.lc, &f, T.ranks, group, s.first, &t)) {
+		est = place_cells(T.ranks, S->c->n_group, T.lc.n_layer, s.pp);
+		if (work <= REFINE_DP_MAX || place_states(T.ranks, S->c->n_group, T.lc.n_layer) <= REFINE_CUT_STATES) {
+			if (!afford(S, est)) {
+				cut = true;
+			} else if (work <= REFINE_DP_MAX) {
+				if (!partition_place(&T.lc, &f, T.ranks, group, s.first, &t)) {
+					exact = true;
+					lb = t;
+				}
+			} else {
+				/* exact below the top: where nothing is, the
+				 * top's time bounds the row */
 				exact = true;
-				lb = t;
+				if (!partition_place_below(&T.lc, &f, T.ranks, top, group, s.first, &t))
+					lb = t;
+				else if (top > lb)
+					lb = top;
 			}
-		} else if (place_states(T.ranks, S->c->n_group, T.lc.n_layer) <= REFINE_CUT_STATES) {
-			/* exact below the top: where nothing is, the top's
-			 * time bounds the row */
-			exact = true;
-			if (!partition_place_below(&T.lc, &f, T.ranks, top, group, s.first, &t))
-				lb = t;
-			else if (top > lb)
-				lb = top;
-		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_RELAX_MAX &&
-			   !partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
-			if (rlb > lb)
-				lb = rlb;
-			if (partition_place_work(T.ranks, S->c->n_group, T.lc.n_layer, s.pp) >
-				    REFINE_SEQ_MAX ||
-			    partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t)) {
-				t = INFINITY;
-				if (!seq_blocks(S->c, T.ranks, cls, seq, s.pp, group)) {
-					for (int k = 0; k < s.pp; k++)
-						s.group[k] = (unsigned char)group[k];
-					place_cost(&T, &s, &r, &t);
+		} else if (partition_relaxed_work(&T.lc, &f, T.ranks, cls) <= REFINE_RELAX_MAX) {
+			/* the relaxation, then its placement by type or its
+			 * blocks partitioned */
+			est = partition_relaxed_work(&T.lc, &f, T.ranks, cls) + solve_cells(S, &s) +
+			      (work > REFINE_SEQ_MAX ? 0 : work);
+			if (!afford(S, est)) {
+				cut = true;
+			} else if (!partition_place_relaxed(&T.lc, &f, T.ranks, cls, &rlb, seq)) {
+				if (rlb > lb)
+					lb = rlb;
+				if (work > REFINE_SEQ_MAX ||
+				    partition_place_seq(&T.lc, &f, T.ranks, cls, seq, group, s.first, &t)) {
+					t = INFINITY;
+					if (!seq_blocks(S->c, T.ranks, cls, seq, s.pp, group)) {
+						for (int k = 0; k < s.pp; k++)
+							s.group[k] = (unsigned char)group[k];
+						place_cost(&T, &s, &r, &t);
+					}
 				}
 			}
+		} else {
+			est = 0;
 		}
 		if (t < INFINITY) {
 			for (int k = 0; k < s.pp; k++)
@@ -296,16 +411,22 @@ bool refine_rows(struct search *S, const struct cluster *c)
 				moved = true;
 			}
 		}
+		charge(S, c0, e0, cut ? 0 : est);
 		if (!exact && descents++ < REFINE_DESCENT_ROWS) {
 			s = row->s;
-			descend(&T, &s, &r);
-			if (r.fits && r.iter_s < row->r.iter_s) {
-				row->s = s;
-				row->r = r;
-				moved = true;
+			if (afford(S, solve_cells(S, &s))) {
+				descend(S, &T, &s, &r, &cut);
+				if (r.fits && r.iter_s < row->r.iter_s) {
+					row->s = s;
+					row->r = r;
+					moved = true;
+				}
+			} else {
+				cut = true;
 			}
 		}
 		cost_layers_free(&T.lc);
+		P->refine_cut += cut;
 		changed |= settle(S, c, row, lb, moved, &top);
 		plan_row_set(P, i, row);
 	}

@@ -12,6 +12,7 @@
 #include "cluster.h"
 #include "cost.h"
 #include "model.h"
+#include "partition.h"
 #include "plan.h"
 #include "testutil.h"
 #include "util.h"
@@ -226,8 +227,9 @@ END_TEST
  * over 150 s, as it counted strategies and each one's DPs and layer costs
  * over 10^4 layers took up to seconds. The budget counts their work: the
  * first strategy alone is 1 unit and 10,002 layers x 16 groups x 32 cells
- * of layer costs (312.6 units), past the budget, so it is the only one
- * costed (100 before). */
+ * of layer costs (312.6 units), past the budget before it starts, so none
+ * is costed (100 at first, then 1 that ran past the budget): the budget is
+ * spent and the search ended by it. */
 START_TEST(budget_counts_the_work_of_each_strategy)
 {
 	int nodes[16];
@@ -241,10 +243,170 @@ START_TEST(budget_counts_the_work_of_each_strategy)
 	p = search(m, c, 100, 0, false);
 	ck_assert(p->truncated);
 	ck_assert_int_eq(p->work, 100);
-	ck_assert_int_eq(p->evaluated, 1);
+	ck_assert_int_eq(p->evaluated, 0);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);
+}
+END_TEST
+
+/* The work the calling thread did (threads 1: the search and the
+ * refinement run on it), in work units as the README defines them: one a
+ * strategy costed (evaluated), one per 16,384 cells of the partition DPs
+ * (partition_cells), of 8 x (layers + 2) per cost evaluation and of layers
+ * x groups x 32 per strategy costed (its layer costs). */
+struct work_mark {
+	double cells;
+	long evals;
+};
+
+static struct work_mark work_mark(void)
+{
+	return (struct work_mark){ partition_cells, cost_evaluations };
+}
+
+static double units_since(struct work_mark a, struct work_mark b, const struct model *m, int n_group,
+			  long evaluated)
+{
+	double cells = b.cells - a.cells + (double)(b.evals - a.evals) * 8 * (m->n_layer + 2) +
+		       (double)evaluated * m->n_layer * n_group * 32;
+
+	return (double)evaluated + cells / 16384;
+}
+
+/* Where the search ends: the counters at the progress call of 1 (the
+ * search_groups call after the threads, before the refinement; the
+ * threads report at most 0.999). */
+static void mark_end(double done, void *arg)
+{
+	if (done >= 1)
+		*(struct work_mark *)arg = work_mark();
+}
+
+static struct plan *search_marked(struct model *m, const struct cluster *c, long budget,
+				  struct work_mark *end)
+{
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+
+	plan_opts_init(&o);
+	o.work_budget = budget;
+	o.threads = 1;
+	o.progress = mark_end;
+	o.progress_arg = end;
+	ck_assert_msg(plan_search(&p, m, c, &o, &e) == 0, "%s", e.msg);
+	return p;
+}
+
+/* Issue 27 item 5, one strategy past the budget: on 6 groups of different
+ * GPU types the first strategy that fits on a (TP, CP, PP, DP) climbs the
+ * block orders, 2 x 6 rotations and up to 6 sweeps of 5 swaps, each a
+ * partition DP of 6 stages and more over 601 layer ends: on 600 layers
+ * that strategy alone is past 1,000 units (1,544 measured). The budget was
+ * checked between strategies, so it ran to its end, past the budget of
+ * 200 or 1,000 (the strategies before it do not fit: layer costs and
+ * tables, 20 units each); a strategy now starts only where its expected
+ * work fits in what is left, so the work done stays within those budgets.
+ * Every budget, 3,000 too (where later strategies run past their
+ * estimates), gives the same ranking on 1 and 3 threads. */
+START_TEST(budget_bounds_each_strategy)
+{
+	static const int nodes[] = { 4, 4, 4, 4, 4, 4 };
+	static const long budgets[] = { 1000, 200, 3000 };
+	struct model *m = test_small_model(600, 96);
+	struct cluster *c = mixed_cluster(6, nodes, 8);
+	/* under the sanitizers' quarter (test_seeds) the budget of 1,000 only */
+	size_t n = test_seeds(4) < 4 ? 1 : sizeof budgets / sizeof *budgets;
+
+	for (size_t b = 0; b < n; b++) {
+		struct work_mark start = work_mark(), end = start;
+		struct plan *p = search_marked(m, c, budgets[b], &end);
+		struct plan *three = search(m, c, budgets[b], 3, false);
+		char *a = ranking_text(p), *d = ranking_text(three);
+		double done = units_since(start, end, m, p->cluster->n_group, p->evaluated);
+
+		ck_assert(p->truncated);
+		ck_assert_msg(done <= budgets[b] || budgets[b] > 1000, "budget %ld: %.1f units done", budgets[b],
+			      done);
+		ck_assert_str_eq(d, a);
+		free(a);
+		free(d);
+		plan_free(p);
+		plan_free(three);
+	}
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Issue 27 item 5, the refinement after the search: it ran its exact DPs,
+ * relaxations and swap descents on the top rows whatever the budget had
+ * left. On the same 6 groups: with the default budget the search ends by
+ * itself and the refinement partitions its rows again (DP cells after the
+ * search), and the work the plan reports covers both (it left the
+ * refinement's out); with a budget that ends the search there is nothing
+ * left: the refinement runs no DP, and says it cut rows. (The trainers'
+ * times after it cost evaluations, no DP.) */
+START_TEST(budget_covers_the_refinement)
+{
+	static const int nodes[] = { 1, 1, 1, 1, 1, 1 };
+	struct model *m = test_small_model(200, 48);
+	struct cluster *c = mixed_cluster(6, nodes, 8);
+	struct work_mark start = work_mark(), end = start, after;
+	struct plan *p = search_marked(m, c, 0, &end);
+	int G = p->cluster->n_group;
+
+	after = work_mark();
+	ck_assert(!p->truncated);
+	ck_assert_int_eq(p->refine_cut, 0);
+	ck_assert_msg(after.cells - end.cells >= 2 * 16384, "the refinement did %g DP cells",
+		      after.cells - end.cells);
+	ck_assert_msg(p->work >= (long)(units_since(start, end, m, G, p->evaluated) +
+					(after.cells - end.cells) / 16384),
+		      "%ld units reported, %.1f done", p->work,
+		      units_since(start, end, m, G, p->evaluated) + (after.cells - end.cells) / 16384);
+	long cut = p->work / 2;
+	plan_free(p);
+
+	start = work_mark();
+	p = search_marked(m, c, cut, &end);
+	after = work_mark();
+	ck_assert(p->truncated);
+	ck_assert_int_gt(p->refine_cut, 0);
+	ck_assert_msg(after.cells == end.cells, "the refinement did %g DP cells", after.cells - end.cells);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
+/* Issue 27 item 5, the second search: where nothing fits, ampplan searched
+ * again keeping the reasons with a budget of its own, the whole one
+ * again. Qwen2.5-72B on the 16 GiB T4s of aws-g4dn fits nowhere; with
+ * --work-budget 1000 the first search ends by the budget (1,000 units), so
+ * the second has the tenth of it that it now takes at least: at most 100
+ * strategies (each at least a unit), where it costed 828. */
+START_TEST(budget_covers_the_second_search)
+{
+	char *out, *err;
+	long n = -1;
+	const char *at;
+
+	ck_assert_int_eq(run_ampplan("--model tests/data/hf/Qwen_Qwen2.5-72B-Instruct.json --cluster clusters/aws-g4dn.json --work-budget 1000",
+				     &out, &err),
+			 1);
+	ck_assert_msg(strstr(err, "fits no strategy") && strstr(err, "needs"), "%s", err);
+	ck_assert_msg(strstr(out, "search ended by the work budget (1000 units)"), "%s", out);
+	at = strstr(out, " strategies costed");
+	ck_assert_ptr_nonnull(at);
+	while (at > out && at[-1] != '\n')
+		at--;
+	ck_assert_int_eq(sscanf(at, "%ld", &n), 1);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_le(n, 100);
+	free(out);
+	free(err);
 }
 END_TEST
 
@@ -388,6 +550,9 @@ static Suite *budget_suite(void)
 	tcase_add_test(tc, budget_keeps_what_was_found);
 	tcase_add_test(tc, budget_ends_a_long_search);
 	tcase_add_test(tc, budget_counts_the_work_of_each_strategy);
+	tcase_add_test(tc, budget_bounds_each_strategy);
+	tcase_add_test(tc, budget_covers_the_refinement);
+	tcase_add_test(tc, budget_covers_the_second_search);
 	tcase_add_test(tc, exhaustive_estimates_first);
 	tcase_add_test(tc, progress_called_through_the_search);
 	tcase_add_test(tc, ilp_search_deterministic_and_freed);
