@@ -46,6 +46,19 @@ static double uniform(double lo, double hi)
 	return lo + (hi - lo) * (next() / 16777216.0);
 }
 
+/* Random links for node group G: bandwidths inside and between nodes,
+ * fixed latencies and NCCL efficiencies, one of two fabrics. */
+static void random_links(struct node_group *G)
+{
+	G->intra_bw = uniform(16e9, 450e9);
+	G->intra_lat = 2e-6;
+	G->inter_bw = uniform(6e9, 400e9);
+	G->inter_lat = 5e-6;
+	G->intra_eff = 0.75;
+	G->inter_eff = 0.9;
+	G->fabric = pick(0, 1);
+}
+
 /* A small Llama-style model with 2 to 6 blocks made uneven: each block's
  * FLOPs and activations scaled by a random factor in [0.5, 2]. */
 static struct model *random_model(void)
@@ -107,13 +120,7 @@ static struct cluster *random_cluster(const struct model *m)
 		G->nodes = deep ? deep : n_groups > 3 ? 1
 						      : pick(1, 4 / G->gpus_per_node > 1 ? 4 / G->gpus_per_node : 1);
 		G->gpu = g;
-		G->intra_bw = uniform(16e9, 450e9);
-		G->intra_lat = 2e-6;
-		G->inter_bw = uniform(6e9, 400e9);
-		G->inter_lat = 5e-6;
-		G->intra_eff = 0.75;
-		G->inter_eff = 0.9;
-		G->fabric = pick(0, 1);
+		random_links(G);
 		c->total_gpus += G->nodes * G->gpus_per_node;
 	}
 	for (int g = 0; g < c->n_group; g++)
@@ -283,13 +290,7 @@ static struct cluster *mixed_cluster(const struct model *m)
 			N->gpus_per_node = pick(1, 2);
 			N->nodes = pick(1, 3);
 			N->gpu = g < T ? g : pick(0, T - 1);
-			N->intra_bw = uniform(16e9, 450e9);
-			N->intra_lat = 2e-6;
-			N->inter_bw = uniform(6e9, 400e9);
-			N->inter_lat = 5e-6;
-			N->intra_eff = 0.75;
-			N->inter_eff = 0.9;
-			N->fabric = pick(0, 1);
+			random_links(N);
 			c->total_gpus += N->nodes * N->gpus_per_node;
 		}
 		if (c->total_gpus >= 3 && c->total_gpus <= 17)
