@@ -1,10 +1,9 @@
-/* check_cli.c: the ampplan command line on good inputs and on one bad-input
- * file per defect (tests/data/bad/model-*.json, cluster-*.json): help,
- * usage and option errors, outputs, the ranking, what-if and profile;
- * check_cli_plans.c has the strategy options and the plans they give. */
+/* check_cli.c: the ampplan command line: help, usage and option errors,
+ * outputs, the ranking, what-if and profile (the bad-input files of
+ * tests/data/bad: check_limits.c); check_cli_plans.c has the strategy
+ * options and the plans they give. */
 #define _POSIX_C_SOURCE 200809L
 #include <csv.h>
-#include <glob.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -80,45 +79,6 @@ START_TEST(usage_error_exits_2)
 	ck_assert_str_eq(out, "");
 	free(out);
 	free(err);
-}
-END_TEST
-
-/* Runs ampplan on every bad file of one kind: exit 1, one line on stderr
- * naming the file, nothing on stdout, no CSV written. */
-static void bad_inputs(const char *pattern, const char *fmt)
-{
-	glob_t g;
-
-	ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
-	ck_assert_uint_gt(g.gl_pathc, 3);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		char args[1024], *out, *err;
-
-		remove("build/bad.csv");
-		snprintf(args, sizeof args, fmt, g.gl_pathv[i]);
-		ck_assert_int_eq(run_ampplan(args, &out, &err), 1);
-		ck_assert_msg(strncmp(err, "ampplan: error: ", 16) == 0 && count_lines(err) == 1,
-			      "%s: stderr: %s", g.gl_pathv[i], err);
-		ck_assert_msg(strstr(err, g.gl_pathv[i]), "%s not named in: %s", g.gl_pathv[i], err);
-		ck_assert_str_eq(out, "");
-		ck_assert_int_ne(access("build/bad.csv", F_OK), 0);
-		free(out);
-		free(err);
-	}
-	globfree(&g);
-}
-
-START_TEST(bad_models)
-{
-	bad_inputs("tests/data/bad/model-*.json",
-		   "--model %s --cluster clusters/mixed.json --csv build/bad.csv");
-}
-END_TEST
-
-START_TEST(bad_clusters)
-{
-	bad_inputs("tests/data/bad/cluster-*.json",
-		   "--model profiles/llama70b.json --cluster %s --csv build/bad.csv");
 }
 END_TEST
 
@@ -525,8 +485,6 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, help_goes_to_stdout);
 	tcase_add_test(tc, version_goes_to_stdout);
 	tcase_add_loop_test(tc, usage_error_exits_2, 0, sizeof usage_errors / sizeof *usage_errors);
-	tcase_add_test(tc, bad_models);
-	tcase_add_test(tc, bad_clusters);
 	tcase_add_test(tc, missing_file);
 	tcase_add_test(tc, failed_output_leaves_nothing);
 	tcase_add_test(tc, model_that_fits_nothing);

@@ -280,9 +280,9 @@ START_TEST(uneven_batches_planning_only)
 	int n_uneven = 0;
 	char cmd[512], *out, *err, *text;
 
-	/* one search: the table's top row and notes on stdout, every row in
-	   the JSON file */
-	snprintf(cmd, sizeof cmd, "%s --top 1 --json build/uneven.json", args);
+	/* one search of 1F1B, the one schedule with uneven batches: the
+	   table's top row and notes on stdout, every row in the JSON file */
+	snprintf(cmd, sizeof cmd, "%s --schedule 1f1b --json-detail 0 --top 1 --json build/uneven.json", args);
 	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 0);
 	text = read_file("build/uneven.json");
 	ck_assert_ptr_nonnull(text);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "plan.h"
 #include "util.h"
 
 char *read_file(const char *path)
@@ -60,6 +61,15 @@ unsigned test_seeds(unsigned n)
 	if (k <= 1)
 		return n;
 	return n / k > 0 ? (unsigned)(n / k) : 1;
+}
+
+struct plan_row *test_rows(const struct plan *p)
+{
+	struct plan_row *rows = xcalloc(p->n_feasible ? (size_t)p->n_feasible : 1, sizeof *rows);
+
+	for (int i = 0; i < p->n_feasible; i++)
+		plan_row_get(p, i, &rows[i]);
+	return rows;
 }
 
 int test_scaled(int k, unsigned n)

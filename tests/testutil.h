@@ -56,6 +56,14 @@ struct model;
  * model_free. */
 struct model *test_small_model(int blocks, int gbs);
 
+struct plan;
+struct plan_row;
+
+/* The rows of p that fit (0 to n_feasible - 1), each expanded once by
+ * plan_row_get: for the tests that look rows up among others (a lookup
+ * through plan_row_get expands a row each time). Malloc'd; caller frees. */
+struct plan_row *test_rows(const struct plan *p);
+
 /* The seeds a property test runs out of its n: n, or n / k (at least 1)
  * where the environment sets AMPPLAN_TEST_SEEDS_DIV=k (a positive integer;
  * `make check`'s sanitizer pass sets 4: the same properties on the first
