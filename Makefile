@@ -66,7 +66,7 @@ $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/r
 		$(BUILD)/libampplan.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%.o: EXTRA_CFLAGS = -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"'
+$(BUILD)/tests/%.o: EXTRA_CFLAGS = -Itests -DAMPPLAN_BIN='"$(BUILD)/ampplan"' -DTEST_DIR='"$(BUILD)"'
 $(BUILD)/tests/fuzz/%.o: EXTRA_CFLAGS = -Itests/fuzz
 
 # Installs the Debian packages if missing (no-op when present).
@@ -74,14 +74,10 @@ deps:
 	@scripts/install-deps.sh
 
 # And what only the tests need (Check, pkg-config, the renderers of the
-# timeline SVG and the man page); PyTorch for the profiling script's test
-# alone (torch-deps: `make test` installs it side by side with the build);
-# clang's libFuzzer for `make fuzz` (fuzz-deps).
+# timeline SVG and the man page, PyTorch for the profiling script's test),
+# in one apt run; clang's libFuzzer for `make fuzz` (fuzz-deps).
 test-deps:
 	@scripts/install-deps.sh --test
-
-torch-deps:
-	@scripts/install-deps.sh --torch
 
 fuzz-deps:
 	@scripts/install-deps.sh --fuzz
@@ -92,30 +88,46 @@ demo: deps
 	./ampplan --model profiles/llama70b.json --cluster clusters/mixed.json
 
 # Every test suite, plain and under AddressSanitizer + UBSan (with the fuzz
-# targets replayed over their seeds and mutants, FUZZ_REPLAY), then the
-# validation against published measurements as a regression (no file may do
-# worse than tests/data/validation/limits.txt).
-# JOBS suites and compilers run side by side (default: one per core);
-# each suite's output is printed whole when it ends (-O). The sanitizer
-# pass runs the search's property tests on a quarter of their seeds
-# (tests/testutil.h test_seeds), and ASan keeps 16 MB of freed memory in
-# quarantine to catch a use after free (its default 256 MB costs the CLI
-# suites a fifth of their time in page faults; ASAN_OPTIONS overrides).
+# targets replayed over their seeds and mutants, FUZZ_REPLAY), the install
+# check and the validation against published measurements as a regression
+# (no file may do worse than tests/data/validation/limits.txt). In two
+# steps, each with JOBS jobs side by side (default: one per core) shared by
+# both builds: the tests' packages installed while the plain and the
+# sanitizer libraries compile (check-build), then both passes' suites
+# (check-run), each suite's output printed whole when it ends (-O). The
+# sanitizer pass (SAN_ENV, SAN_PASS) runs the search's property tests on a quarter
+# of their seeds (tests/testutil.h test_seeds), and ASan keeps 16 MB of
+# freed memory in quarantine to catch a use after free (its default 256 MB
+# costs the CLI suites a fifth of their time in page faults; ASAN_OPTIONS
+# overrides).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-check: test-deps
-	@$(MAKE) --no-print-directory -j$(JOBS) -O test
-	@AMPPLAN_TEST_SEEDS_DIV=4 ASAN_OPTIONS=$${ASAN_OPTIONS:-quarantine_size_mb=16} \
-		$(MAKE) --no-print-directory -j$(JOBS) -O BUILD=build/san \
-		CFLAGS="$(SAN)" LDFLAGS="$(SAN)" INSTALL_CHECK=no FUZZ_REPLAY=yes test
-	AMPPLAN=build/ampplan scripts/validate.sh --regression
+SAN_ENV = AMPPLAN_TEST_SEEDS_DIV=4 ASAN_OPTIONS=$${ASAN_OPTIONS:-quarantine_size_mb=16}
+SAN_PASS = --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" \
+	ONCE_CHECKS=no FUZZ_REPLAY=yes
+check: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) -O check-build
+	@$(MAKE) --no-print-directory -j$(JOBS) -O check-run
+
+check-build: test-deps check-build-plain check-build-san
+check-build-plain:
+	@$(MAKE) --no-print-directory all $(BUILD)/libampplan.a
+check-build-san:
+	@$(MAKE) $(SAN_PASS) build/san/ampplan build/san/libampplan.a
+
+check-run: check-run-plain check-run-san
+check-run-plain:
+	@$(MAKE) --no-print-directory test
+check-run-san:
+	@$(SAN_ENV) $(MAKE) $(SAN_PASS) test
 
 # Every suite, one target each (so that -j runs them side by side, and -k
-# all of them past a failure), then tests/check_install.sh (`make install`
-# into a temporary PREFIX); INSTALL_CHECK=no skips it (`make check`'s
-# sanitizer pass: it runs once). FUZZ_REPLAY=yes adds each fuzz target run
-# by tests/fuzz/replay.c over its seeds and FUZZ_REPLAY_RUNS mutants (fewer
-# for the targets that search: about 0.03 s a run under the sanitizers).
-INSTALL_CHECK ?= yes
+# all of them past a failure), and with ONCE_CHECKS=yes (the plain pass)
+# tests/check_install.sh (`make install` into a temporary PREFIX) and
+# scripts/validate.sh --regression. FUZZ_REPLAY=yes adds each fuzz target
+# run by tests/fuzz/replay.c over its seeds and FUZZ_REPLAY_RUNS mutants
+# (fewer for the targets that search: about 0.03 s a run under the
+# sanitizers).
+ONCE_CHECKS ?= yes
 FUZZ_REPLAY ?= no
 FUZZ_REPLAY_RUNS ?= 300
 FUZZ_REPLAY_RUNS_report ?= 100
@@ -123,8 +135,8 @@ FUZZ_REPLAY_RUNS_search ?= 100
 FUZZ_REPLAY_RUNS_diff ?= 20
 REPLAYS := $(if $(filter yes,$(FUZZ_REPLAY)),$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%))
 TEST_RUNS := $(TESTS:%=%.run) $(REPLAYS:%=%.run) \
-	$(if $(filter yes,$(INSTALL_CHECK)),$(BUILD)/install-check.run)
-test: torch-deps $(BUILD)/ampplan $(TESTS) $(REPLAYS)
+	$(if $(filter yes,$(ONCE_CHECKS)),$(BUILD)/install-check.run $(BUILD)/validate.run)
+test: test-deps $(BUILD)/ampplan $(TESTS) $(REPLAYS)
 	@$(MAKE) --no-print-directory -k $(TEST_RUNS)
 
 $(TESTS:%=%.run): %.run: %
@@ -136,6 +148,10 @@ $(REPLAYS:%=%.run): $(BUILD)/tests/fuzz/replay_%.run: $(BUILD)/tests/fuzz/replay
 
 $(BUILD)/install-check.run: $(BUILD)/ampplan
 	@echo "== tests/check_install.sh"; sh tests/check_install.sh $(BUILD)
+
+$(BUILD)/validate.run: $(BUILD)/ampplan
+	@echo "== scripts/validate.sh --regression"; \
+		AMPPLAN=$(BUILD)/ampplan scripts/validate.sh --regression
 
 # Predicted vs published iteration times against the targets of README
 # "Validation"; with VALIDATE_STRICT=0 it reports missed targets but exits 0.
@@ -211,7 +227,8 @@ format:
 clean:
 	rm -rf build ampplan
 
-.PHONY: all deps test-deps torch-deps fuzz-deps demo check test validate calibrate-validation bench \
+.PHONY: all deps test-deps fuzz-deps demo check check-build check-build-plain check-build-san \
+	check-run check-run-plain check-run-san test validate calibrate-validation bench \
 	install format clean fuzz fuzz-build $(TEST_RUNS)
 
 .SECONDARY:

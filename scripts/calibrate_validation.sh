@@ -32,13 +32,15 @@ dgxc_h100_nemo_24.11.csv hagemann2023_llama13b_runs.csv amp2022_homogeneous_tria
 starts=${CALIBRATE_STARTS:-shipped stale}
 [ -x "$bin" ] || { echo "calibrate_validation: no ampplan binary at '$bin'" >&2; exit 1; }
 rm -rf "$out"
+# validate.sh's own files apart from make check's validation run beside it
+export VALIDATE_DIR=$out/validate
 
 # validate FILE CLUSTER RESULTS [RUNS_DIR]: validate.sh on FILE with every
 # row on CLUSTER; its results.txt copied to RESULTS.
 validate() {
 	AMPPLAN=$bin VALIDATE_STRICT=0 VALIDATE_FILES=$1 VALIDATE_CLUSTER=$2 VALIDATE_RUNS=${4-} \
 		scripts/validate.sh >/dev/null
-	cp build/validate/results.txt "$3"
+	cp "$VALIDATE_DIR/results.txt" "$3"
 }
 
 # held_out RESULTS TRAIN: validate_stats.awk's summary of RESULTS without

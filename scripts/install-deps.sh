@@ -3,19 +3,18 @@
 # missing; with --test also those the test suites need (Check and pkg-config
 # to link them, librsvg2-bin's rsvg-convert, which renders the --timeline SVG
 # for its test, groff-base and man-db, which render the man page for
-# tests/check_install.sh); with --torch PyTorch, for the profiling script's
-# test alone; with --fuzz clang-14 and its runtime libclang-rt-14-dev, which
+# tests/check_install.sh, and PyTorch for the profiling script's test), in
+# one apt run; with --fuzz clang-14 and its runtime libclang-rt-14-dev, which
 # holds libFuzzer, for `make fuzz`. A no-op when all are present; exits 1
 # with a clear message when it cannot.
 set -eu
 pkgs="gcc make libglpk-dev libcjson-dev libcsv-dev"
 case "${1-}" in
---test) pkgs="$pkgs check pkg-config librsvg2-bin groff-base man-db" ;;
---torch) pkgs="python3-torch" ;;
+--test) pkgs="$pkgs check pkg-config librsvg2-bin groff-base man-db python3-torch" ;;
 --fuzz) pkgs="clang-14 libclang-rt-14-dev" ;;
 "") ;;
 *)
-	echo "install-deps.sh: error: unknown option '$1' (--test, --torch or --fuzz)" >&2
+	echo "install-deps.sh: error: unknown option '$1' (--test or --fuzz)" >&2
 	exit 2
 	;;
 esac

@@ -25,6 +25,9 @@
 #                                            cluster file's path as
 #                                            DIR/FILE.cluster
 #                                            (scripts/calibrate_validation.sh)
+#   VALIDATE_DIR=DIR                         its files in DIR (default
+#                                            build/validate), so that two runs
+#                                            can go side by side
 #
 # Each row's exact command is in build/validate/commands.txt (run from the
 # repository root; the model and cluster files it names are in build/validate/).
@@ -33,7 +36,7 @@ set -eu
 cd "$(dirname "$0")/.."
 bin=${AMPPLAN:-./ampplan}
 strict=${VALIDATE_STRICT:-1}
-dir=build/validate
+dir=${VALIDATE_DIR:-build/validate}
 data=tests/data/validation
 
 # ==========================================================================

@@ -121,8 +121,8 @@ START_TEST(budget_same_for_any_threads)
 	ck_assert(!full->truncated);
 	ck_assert_int_eq(full->degrees_searched, full->degrees);
 	/* every budget and 1 to 4 threads; under the sanitizers' quarter
-	 * (test_seeds) the budgets 1 and 1000 and 1, 2 and 4 threads */
-	size_t step = test_seeds(4) < 4 ? 4 : 1;
+	 * (test_seeds) the budgets 1 and 333 and 1, 2 and 4 threads */
+	size_t step = test_seeds(4) < 4 ? 3 : 1;
 
 	for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b += step)
 		for (int inf = 0; inf <= 1; inf++) {
@@ -155,8 +155,8 @@ END_TEST
  * a budget of the whole search or more changes nothing. */
 START_TEST(budget_keeps_what_was_found)
 {
-	static const int nodes[] = { 4, 2 };
-	struct model *m = test_small_model(12, 64);
+	static const int nodes[] = { 2, 2 };
+	struct model *m = test_small_model(8, 64);
 	struct cluster *c = mixed_cluster(2, nodes, 4);
 	struct plan *full = search(m, c, 0, 3, false);
 	struct plan *cut = search(m, c, full->work / 3, 3, false);
@@ -353,7 +353,7 @@ END_TEST
 START_TEST(budget_covers_the_refinement)
 {
 	static const int nodes[] = { 1, 1, 1, 1, 1, 1 };
-	struct model *m = test_small_model(60, 48);
+	struct model *m = test_small_model(30, 48);
 	struct cluster *c = mixed_cluster(6, nodes, 4);
 	struct work_mark start = work_mark(), end = start, after;
 	struct plan *p = search_marked(m, c, 0, &end);

@@ -368,7 +368,7 @@ START_TEST(test_refuses_unexercised)
 	char *runs = temp_file("spec,measured_s\n\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=8\",0.05\n"
 			       "\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=16\",0.1\n"
 			       "\"tp=1,pp=1,dp=1,cp=1,mbs=1,gbs=24\",0.15\n");
-	char args[512], *err = NULL, out[] = "build/check-calibrate-unexercised.json";
+	char args[512], *err = NULL, out[] = TEST_DIR "/check-calibrate-unexercised.json";
 
 	remove(out);
 	snprintf(args, sizeof args,
@@ -396,9 +396,9 @@ START_TEST(test_validation_held_out)
 	const char *row;
 
 	ck_assert_int_eq(system("CALIBRATE_FILES=amp2022_homogeneous_trials.csv AMPPLAN=" AMPPLAN_BIN
-				" scripts/calibrate_validation.sh >build/calibrate-validation.md 2>&1"),
+				" scripts/calibrate_validation.sh >" TEST_DIR "/calibrate-validation.md 2>&1"),
 			 0);
-	out = read_file("build/calibrate-validation.md");
+	out = read_file(TEST_DIR "/calibrate-validation.md");
 	ck_assert_ptr_nonnull(row = strstr(out, "| amp2022_homogeneous_trials.csv |"));
 	ck_assert_msg(sscanf(row, "| amp2022_homogeneous_trials.csv | %*d | %lf -> %lf | %lf -> %lf |", &b,
 			     &a, &sb, &sa) == 4,

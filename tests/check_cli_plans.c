@@ -177,12 +177,12 @@ START_TEST(cp_flavour_is_the_cheapest)
 	ck_assert_str_eq(type, best_type);
 	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --seq 131072 "
 				     "--gbs 16 --tp 1 --pp 1 --cp 16 --dp 8 --mbs 1 --zero 1 --recompute full "
-				     "--cp-comm-type a2a+p2p --trainer megatron --emit megatron --force --out build/cp-a2a-p2p",
+				     "--cp-comm-type a2a+p2p --trainer megatron --emit megatron --force --out " TEST_DIR "/cp-a2a-p2p",
 				     &out, &err),
 			 0);
 	free(out);
 	free(err);
-	out = read_file("build/cp-a2a-p2p/launch.sh");
+	out = read_file(TEST_DIR "/cp-a2a-p2p/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--cp-comm-type a2a+p2p\n"));
 	ck_assert_int_eq(sscanf(strstr(out, "--hierarchical-context-parallel-sizes "),
 				"--hierarchical-context-parallel-sizes %d %d", &a, &b),
@@ -282,9 +282,9 @@ START_TEST(uneven_batches_planning_only)
 
 	/* one search of 1F1B, the one schedule with uneven batches: the
 	   table's top row and notes on stdout, every row in the JSON file */
-	snprintf(cmd, sizeof cmd, "%s --schedule 1f1b --json-detail 0 --top 1 --json build/uneven.json", args);
+	snprintf(cmd, sizeof cmd, "%s --schedule 1f1b --json-detail 0 --top 1 --json " TEST_DIR "/uneven.json", args);
 	ck_assert_int_eq(run_ampplan(cmd, &out, &err), 0);
-	text = read_file("build/uneven.json");
+	text = read_file(TEST_DIR "/uneven.json");
 	ck_assert_ptr_nonnull(text);
 	doc = cJSON_Parse(text);
 	free(text);
@@ -323,7 +323,7 @@ START_TEST(uneven_batches_planning_only)
 	}
 	ck_assert_int_gt(n_uneven, 0);
 	cJSON_Delete(doc);
-	remove("build/uneven.json");
+	remove(TEST_DIR "/uneven.json");
 	ck_assert_ptr_nonnull(strstr(out, "planning only, no trainer here runs uneven per-replica micro-batches: best rank "));
 	free(out);
 	free(err);
@@ -349,9 +349,9 @@ START_TEST(uneven_batches_what_if_and_refusal)
 	static const struct {
 		const char *opt, *rule;
 	} refuse[] = {
-		{ "--emit megatron --out build/uneven-refused",
+		{ "--emit megatron --out " TEST_DIR "/uneven-refused",
 		  "megatron: uneven per-replica micro-batches are a planning option only: every DP rank runs global batch / (micro batch x DP) micro-batches" },
-		{ "--emit nemo --out build/uneven-refused",
+		{ "--emit nemo --out " TEST_DIR "/uneven-refused",
 		  "nemo: uneven per-replica micro-batches are a planning option only" },
 		{ "--trainer deepspeed",
 		  "deepspeed: uneven per-replica micro-batches are a planning option only: DeepSpeed gives every DP rank the same gradient_accumulation_steps" },
@@ -399,7 +399,7 @@ START_TEST(uneven_batches_what_if_and_refusal)
 		free(out);
 		free(err);
 	}
-	ck_assert_int_ne(access("build/uneven-refused", F_OK), 0);
+	ck_assert_int_ne(access(TEST_DIR "/uneven-refused", F_OK), 0);
 	/* micro-batch 16: one micro-batch per replica, none to move */
 	ck_assert_int_eq(run_ampplan("--model tests/data/hf/gpt2.json --cluster clusters/aws-p3-g4dn.json --gbs 256 "
 				     "--tp 1 --pp 1 --dp 16 --cp 1 --mbs 16 --uneven-batches on",
@@ -714,12 +714,12 @@ START_TEST(moe_balance_and_capacity)
 	ck_assert_rel(load, 1.1, 1e-12);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 1 --pp 2 --dp 64 --cp 1 --mbs 1 --ep 8 --zero 1 --moe-balance global-batch "
-				     "--moe-capacity 1.1 --trainer megatron --emit megatron --force --out build/moe-capacity",
+				     "--moe-capacity 1.1 --trainer megatron --emit megatron --force --out " TEST_DIR "/moe-capacity",
 				     &out, &err),
 			 0);
 	free(out);
 	free(err);
-	out = read_file("build/moe-capacity/launch.sh");
+	out = read_file(TEST_DIR "/moe-capacity/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--moe-router-load-balancing-type global_aux_loss\n"));
 	ck_assert_ptr_nonnull(strstr(out, "\t--moe-expert-capacity-factor 1.1\n\t--moe-token-drop-policy probs\n"));
 	free(out);
@@ -754,12 +754,12 @@ START_TEST(expert_tp)
 
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--tp 2 --pp 2 --dp 32 --cp 1 --mbs 1 --ep 8 --etp 1 --zero 1 "
-				     "--trainer megatron --emit megatron --force --out build/etp",
+				     "--trainer megatron --emit megatron --force --out " TEST_DIR "/etp",
 				     &out, &err),
 			 0);
 	free(out);
 	free(err);
-	out = read_file("build/etp/launch.sh");
+	out = read_file(TEST_DIR "/etp/launch.sh");
 	ck_assert_ptr_nonnull(strstr(out, "\t--expert-model-parallel-size 8\n\t--expert-tensor-parallel-size 1\n"));
 	free(out);
 	doc = json_of("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json --tp 2 --pp 2 --dp 32 --cp 1 --json -");

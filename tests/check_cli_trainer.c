@@ -305,7 +305,7 @@ START_TEST(emit_writes_the_row_shown)
 	/* the demo's first BF16 row is Megatron's: DeepSpeed's launch is refused */
 	char *err;
 
-	ck_assert_int_eq(run_ampplan(DEMO " --fp8 off --emit deepspeed --out build/emit-refused", NULL, &err), 1);
+	ck_assert_int_eq(run_ampplan(DEMO " --fp8 off --emit deepspeed --out " TEST_DIR "/emit-refused", NULL, &err), 1);
 	ck_assert_msg(strstr(err, "--emit deepspeed --pick 1: deepspeed runs row 1 in ") &&
 			      strstr(err, "--trainer deepspeed"),
 		      "%s", err);

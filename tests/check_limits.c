@@ -107,20 +107,20 @@ START_TEST(test_corpus_cli)
 {
 	int step = test_seeds(4) < 4 ? 4 : 1;
 
-	remove("build/bad.csv");
+	remove(TEST_DIR "/bad.csv");
 	for (int i = 0; i < n_entries; i += step) {
 		const struct entry *x = &entries[i];
 		char args[512], path[256], *out, *err;
 		bool cluster = strncmp(x->file, "cluster-", 8) == 0;
 
 		snprintf(path, sizeof path, "tests/data/bad/%.127s", x->file);
-		snprintf(args, sizeof args, cluster ? "--model profiles/llama70b.json --cluster %s --csv build/bad.csv" : "--model %s --cluster clusters/mixed.json --csv build/bad.csv", path);
+		snprintf(args, sizeof args, cluster ? "--model profiles/llama70b.json --cluster %s --csv " TEST_DIR "/bad.csv" : "--model %s --cluster clusters/mixed.json --csv " TEST_DIR "/bad.csv", path);
 		ck_assert_msg(run_ampplan(args, &out, &err) == x->status, "%s: %s", x->file, err);
 		ck_assert_msg(strncmp(err, "ampplan: error: ", 16) == 0, "%s: stderr: %s", x->file, err);
 		ck_assert_msg(strstr(err, path), "%s not named in: %s", path, err);
 		ck_assert_msg(strstr(err, x->want), "%s: '%s' lacks '%s'", x->file, err, x->want);
 		ck_assert_msg(!out[0], "%s: stdout: %s", x->file, out);
-		ck_assert_msg(access("build/bad.csv", F_OK) != 0, "%s: a CSV written", x->file);
+		ck_assert_msg(access(TEST_DIR "/bad.csv", F_OK) != 0, "%s: a CSV written", x->file);
 		ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "%s: %s", x->file, err);
 		for (const char *p = err; *p; p++)
 			ck_assert_msg(*p == '\n' || (unsigned char)*p >= 0x20,

@@ -15,11 +15,11 @@
 
 #define PYTHON	 "/usr/bin/python3"
 #define SCRIPT	 PYTHON " scripts/profile_layers.py --ampplan " AMPPLAN_BIN
-#define MEASURED "build/tiny-measured.json"
-#define LOG	 "build/tiny-measured.log"
-#define DOUBLED	 "build/tiny-doubled.json"
-#define CLUSTER	 "build/cpu-test.json"
-#define PLAN	 "build/cpu-test-plan.json"
+#define MEASURED TEST_DIR "/tiny-measured.json"
+#define LOG	 TEST_DIR "/tiny-measured.log"
+#define DOUBLED	 TEST_DIR "/tiny-doubled.json"
+#define CLUSTER	 TEST_DIR "/cpu-test.json"
+#define PLAN	 TEST_DIR "/cpu-test-plan.json"
 #define HBM_GBPS 100.0
 
 /* Set once by measure() in the parent; the forked tests inherit them. */
@@ -46,7 +46,7 @@ static void measure(void)
 static void need_measured(void)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-				"(make torch-deps)",
+				"(make test-deps)",
 		      PYTHON);
 	ck_assert_msg(script_rc == 0, "profile_layers.py exited %d; see %s",
 		      script_rc, LOG);
@@ -101,7 +101,7 @@ static double measured_sum(const cJSON *prof, int mbs, double *params)
 START_TEST(torch_is_installed)
 {
 	ck_assert_msg(torch_ok, "%s cannot import torch: install python3-torch "
-				"(make torch-deps, or apt-get install python3-torch)",
+				"(make test-deps, or apt-get install python3-torch)",
 		      PYTHON);
 }
 END_TEST
@@ -225,15 +225,15 @@ END_TEST
 /* Bad arguments fail with one clear message and exit 1, before any timing,
  * and leave no output file. */
 static const char *const bad_args[] = {
-	"--out build/bad-profile.json",		 /* no --model */
+	"--out " TEST_DIR "/bad-profile.json",		 /* no --model */
 	"--model tests/data/tiny-2-layers.json", /* no --out */
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --mbs 1,0",
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --mbs x",
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --repeat -2",
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --device tpu",
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --tp 3",
-	"--model tests/data/tiny-2-layers.json --out build/bad-profile.json --gpu ''",
-	"--model no/such.json --out build/bad-profile.json",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --mbs 1,0",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --mbs x",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --repeat -2",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --device tpu",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --tp 3",
+	"--model tests/data/tiny-2-layers.json --out " TEST_DIR "/bad-profile.json --gpu ''",
+	"--model no/such.json --out " TEST_DIR "/bad-profile.json",
 	"--model tests/data/tiny-2-layers.json --out no/such/dir/p.json",
 };
 
@@ -245,7 +245,7 @@ START_TEST(bad_args_exit_1)
 	size_t n;
 
 	ck_assert_int_ge(fd, 0);
-	remove("build/bad-profile.json");
+	remove(TEST_DIR "/bad-profile.json");
 	snprintf(cmd, sizeof cmd, SCRIPT " %s >/dev/null 2>%s", bad_args[_i], path);
 	ck_assert_int_eq(shell(cmd), 1);
 	f = fdopen(fd, "r");
@@ -256,7 +256,7 @@ START_TEST(bad_args_exit_1)
 	ck_assert_msg(strstr(err, "profile_layers.py: error: ") &&
 			      strchr(strstr(err, "profile_layers.py: error: "), '\n') == err + n - 1,
 		      "%s: stderr: %s", bad_args[_i], err);
-	ck_assert_msg(access("build/bad-profile.json", F_OK) != 0, "%s wrote a file",
+	ck_assert_msg(access(TEST_DIR "/bad-profile.json", F_OK) != 0, "%s wrote a file",
 		      bad_args[_i]);
 }
 END_TEST

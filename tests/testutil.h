@@ -1,4 +1,7 @@
-/* testutil.h: helpers shared by the Check suites. */
+/* testutil.h: helpers shared by the Check suites. The Makefile defines
+ * AMPPLAN_BIN (the ampplan binary of this build) and TEST_DIR (its build
+ * directory: build or build/san), where the suites write their files, as
+ * make check runs both builds' suites side by side. */
 #ifndef AMPPLAN_TESTUTIL_H
 #define AMPPLAN_TESTUTIL_H
 
