@@ -95,11 +95,12 @@ demo: deps
 # both builds: the tests' packages installed while the plain and the
 # sanitizer libraries compile (check-build), then both passes' suites
 # (check-run), each suite's output printed whole when it ends (-O). The
-# sanitizer pass (SAN_ENV, SAN_PASS) runs the search's property tests on a quarter
-# of their seeds (tests/testutil.h test_seeds), and ASan keeps 16 MB of
-# freed memory in quarantine to catch a use after free (its default 256 MB
-# costs the CLI suites a fifth of their time in page faults; ASAN_OPTIONS
-# overrides).
+# sanitizer pass (SAN_ENV, SAN_PASS) runs the search's property tests on a
+# quarter of their seeds (tests/testutil.h test_seeds), and ASan keeps 16
+# MB of freed memory in quarantine to catch a use after free (its default
+# 256 MB costs the CLI suites a fifth of their time in page faults;
+# ASAN_OPTIONS overrides). $(MAKE) stands in each recipe itself, so that
+# the sub-makes share the jobs.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SAN_ENV = AMPPLAN_TEST_SEEDS_DIV=4 ASAN_OPTIONS=$${ASAN_OPTIONS:-quarantine_size_mb=16}
 SAN_PASS = --no-print-directory BUILD=build/san CFLAGS="$(SAN)" LDFLAGS="$(SAN)" \
