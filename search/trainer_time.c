@@ -110,16 +110,27 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 		row->trainers = trainer_mask(m, c, &row->s);
 		return 0;
 	}
+	/* the variants costed so far: trainers that run the row the same
+	   way (Megatron-LM and NeMo, often) share one evaluation */
+	struct strategy seen[TRAINER_COUNT];
+	double seen_s[TRAINER_COUNT];
+	int n_seen = 0;
+
 	for (int t = 0; t < TRAINER_COUNT; t++) {
 		struct strategy v = row->s;
 		struct layer_costs lc = { 0 };
 		struct cost_result r;
+		int k = 0;
 
 		if (trainer_check((enum trainer)t, m, c, &row->s, NULL))
 			continue;
 		trainer_features(t, &v, m, o);
 		row->trainer_feat[t] = trainer_feature_bits(&v);
-		if (memcmp(&v, &row->s, sizeof v) == 0) {
+		while (k < n_seen && memcmp(&v, &seen[k], sizeof v))
+			k++;
+		if (k < n_seen) {
+			row->trainer_s[t] = seen_s[k];
+		} else if (memcmp(&v, &row->s, sizeof v) == 0) {
 			row->trainer_s[t] = row->r.iter_s;
 		} else {
 			if (cost_layers(&lc, m, c, &v, NULL, e))
@@ -127,6 +138,8 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 			cost_evaluate(&r, m, c, &v, &lc);
 			cost_layers_free(&lc);
 			row->trainer_s[t] = r.fits ? r.iter_s : 0;
+			seen[n_seen] = v;
+			seen_s[n_seen++] = row->trainer_s[t];
 		}
 		if (row->trainer_s[t] > 0 &&
 		    fabs(row->trainer_s[t] - row->r.iter_s) <= row->r.iter_s * TRAINER_TIME_TOL)
