@@ -60,6 +60,9 @@ int fields_read_dims(struct model *m, const cJSON *doc, const struct keys *k,
 		m->ffn = 4 * m->hidden;
 	if (!m->head_dim && m->hidden % m->heads)
 		return err_set(e, "field '%s' must divide '%s'", k->heads, k->hidden);
+	if (!m->head_dim && m->hidden / m->heads > MAX_HEAD_DIM)
+		return err_set(e, "field '%s' over '%s' must be a head dimension of at most %d, not %d",
+			       k->hidden, k->heads, MAX_HEAD_DIM, m->hidden / m->heads);
 	if (!m->head_dim)
 		m->head_dim = m->hidden / m->heads;
 	if (m->heads % m->kv_heads)

@@ -49,7 +49,8 @@ struct keys {
 /* Reads the architecture integers named by k from the root object doc into
  * m (hidden, layers, heads, kv_heads, head_dim, ffn, vocab, max_pos, in
  * that order, each in its range above). kv_heads defaults to heads,
- * head_dim to hidden / heads (which heads must then divide), ffn to
+ * head_dim to hidden / heads (which heads must then divide, within
+ * head_dim's range: a profile written from m reads back), ffn to
  * 4 * hidden; max_pos stays 0 when absent. Returns 0, or -1 with e set to
  * the first bad field (the caller adds the path). */
 int fields_read_dims(struct model *m, const struct cJSON *doc,
