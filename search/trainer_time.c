@@ -110,11 +110,14 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 		row->trainers = trainer_mask(m, c, &row->s);
 		return 0;
 	}
-	/* the variants costed so far: trainers that run the row the same
-	   way (Megatron-LM and NeMo, often) share one evaluation */
-	struct strategy seen[TRAINER_COUNT];
-	double seen_s[TRAINER_COUNT];
-	int n_seen = 0;
+	/* the variants costed so far, the row's own first: trainers that
+	   run the row the same way (Megatron-LM and NeMo, often) share one
+	   evaluation */
+	struct strategy seen[TRAINER_COUNT + 1];
+	double seen_s[TRAINER_COUNT + 1] = { row->r.iter_s };
+	int n_seen = 1;
+
+	memcpy(&seen[0], &row->s, sizeof row->s); /* bytes, as v's copy */
 
 	for (int t = 0; t < TRAINER_COUNT; t++) {
 		struct strategy v = row->s;
@@ -130,15 +133,13 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 			k++;
 		if (k < n_seen) {
 			row->trainer_s[t] = seen_s[k];
-		} else if (memcmp(&v, &row->s, sizeof v) == 0) {
-			row->trainer_s[t] = row->r.iter_s;
 		} else {
 			if (cost_layers(&lc, m, c, &v, NULL, e))
 				return -1;
 			cost_evaluate(&r, m, c, &v, &lc);
 			cost_layers_free(&lc);
 			row->trainer_s[t] = r.fits ? r.iter_s : 0;
-			seen[n_seen] = v;
+			memcpy(&seen[n_seen], &v, sizeof v);
 			seen_s[n_seen++] = row->trainer_s[t];
 		}
 		if (row->trainer_s[t] > 0 &&
