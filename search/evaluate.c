@@ -2,6 +2,7 @@
  * (place.c), falls back on Megatron's default split or the fixed layout,
  * and records the row with its gap, or with the reason it does not fit
  * (search_int.h). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -252,7 +253,8 @@ static double solve_cells(const struct search *S, const struct strategy *s)
  * partition DP's). An estimate, not a bound: a climb ends where no swap
  * helps, its partitions take 1 to 7 passes or more, a rotation may fit
  * where the cluster's order does not, and place_climb_tail's evaluations
- * are counted only as they run. */
+ * are counted only as they run; search_over cuts a strategy whose work
+ * passes the cap. */
 static double strategy_cells(struct search *S, const struct strategy *s, bool small)
 {
 	const struct cluster *c = S->c;
@@ -302,10 +304,27 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
 	return est;
 }
 
+/* The cells of the strategy being costed so far: its partition DP cells,
+ * cost evaluations and layer costs (search_int.h, struct search cells). */
+static double strategy_spent(const struct search *S)
+{
+	return partition_cells - S->partition0 +
+	       (double)(cost_evaluations - S->evals0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2) +
+	       (double)S->m->n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+}
+
+bool search_over(struct search *S)
+{
+	if (S->in_strategy && !S->cut &&
+	    S->n_start + (long)((S->cells0 + strategy_spent(S)) / SEARCH_UNIT_CELLS) > S->cap)
+		S->cut = true;
+	return S->cut;
+}
+
 bool search_evaluate(struct search *S, struct strategy *s)
 {
-	double cells = partition_cells, est;
-	long evals = cost_evaluations, n_layer = S->m->n_layer, end;
+	double cells, est;
+	long n_layer = S->m->n_layer, end, rows0 = S->p->n_row, ilp0 = S->ilp_at;
 	bool fits, small;
 
 	if (S->dry) {
@@ -315,9 +334,7 @@ bool search_evaluate(struct search *S, struct strategy *s)
 	}
 	small = partition_place_work(S->ranks, S->c->n_group, S->m->n_layer, s->pp) <= S->o->place_dp_max;
 	/* the strategy's layer costs and expected DP cells: it starts only
-	 * where the count it is expected to end at is within the cap, and
-	 * it is charged at least that, so that which strategies fall within
-	 * a tuple's share (pool.c) does not depend on the cap a thread had */
+	 * where the count it is expected to end at is within the cap */
 	est = strategy_cells(S, s, small) + (double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
 	end = S->n_start + 1 + (long)((S->cells + est) / SEARCH_UNIT_CELLS);
 	if (end > S->cap) {
@@ -329,17 +346,36 @@ bool search_evaluate(struct search *S, struct strategy *s)
 		S->cap_start = S->cap_start ? 2 * S->cap_start : 256;
 		S->start = xreallocarray(S->start, (size_t)S->cap_start, sizeof *S->start);
 	}
-	/* its start, as its rows and ILP are tagged (S->count - 1): the
-	 * count before its expected end */
-	S->start[S->n_start++] = end - 1;
+	S->n_start++;
 	S->count = end;
 	/* every 16 strategies, and after 64 units (1 ms or so) */
 	if (S->n_start % 16 == 0 || S->count - S->reported >= 64)
 		pool_refresh(S);
+	S->in_strategy = true;
+	S->cells0 = S->cells;
+	S->partition0 = partition_cells;
+	S->evals0 = cost_evaluations;
 	fits = evaluate(S, s, small);
-	cells = partition_cells - cells + (double)(cost_evaluations - evals) * SEARCH_EVAL_CELLS * (n_layer + 2) +
-		(double)n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+	S->in_strategy = false;
+	cells = strategy_spent(S);
+	/* charged at least its estimate, so that which strategies start does
+	 * not depend on the cap a thread had (pool.c) */
 	S->cells += cells > est ? cells : est;
 	S->count = S->n_start + (long)(S->cells / SEARCH_UNIT_CELLS);
+	/* its rows, ILP and start are tagged with the count at its end less
+	 * one: kept where that is within the tuple's share, the same for any
+	 * cap at least the share; a strategy cut at its cap is past every
+	 * share and stops the tuple */
+	end = S->cut ? LONG_MAX : S->count - 1;
+	for (long k = rows0; k < S->p->n_row; k++)
+		S->tag[k].at = end;
+	if (S->ilp_at != ilp0)
+		S->ilp_at = end;
+	S->start[S->n_start - 1] = end;
+	if (S->cut) {
+		S->cut = false;
+		S->stop = true;
+		return false;
+	}
 	return fits;
 }

@@ -66,7 +66,7 @@ void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *
 {
 	if (s->vp != 1 || !r->fits || !(t < r->iter_s * (1 - 1e-9)))
 		return;
-	while (r->tail_rank > 0) {
+	while (r->tail_rank > 0 && !search_over(S)) {
 		struct strategy b = *s;
 		struct cost_result br = *r;
 		int q = r->tail_rank;
@@ -108,6 +108,8 @@ static double try_placement(struct search *S, struct strategy *s,
 	struct cost_result r;
 	double t = INFINITY;
 
+	if (search_over(S))
+		return INFINITY;
 	if (S->fixed) {
 		memcpy(s->first, S->layout, sizeof s->first);
 	} else {

@@ -104,6 +104,13 @@ struct search {
 	long cap;	     /* it stops at count >= cap */
 	long reported;	     /* count already in pool->evals */
 	bool stop;	     /* count reached cap */
+	/* The strategy being costed (search_evaluate; search_over): whether
+	 * one is, the tuple's cells before it, partition_cells and
+	 * cost_evaluations at its start; cut: its work ran past cap, so its
+	 * placers stopped and its rows are dropped. */
+	bool in_strategy, cut;
+	double cells0, partition0;
+	long evals0;
 	long ilp_at;	     /* count when its ILP ran, or -1 */
 	long err_at;	     /* count when it failed */
 	int ilp_kind;	     /* 0 optimal, 1 stopped, 2 failed */
@@ -239,6 +246,12 @@ void place_free_glpk(void);
  * whether it fits (a strategy that fits but that the chosen trainer cannot
  * run counts as fitting, unranked). */
 bool search_evaluate(struct search *S, struct strategy *s);
+
+/* Whether the strategy being costed has done more work than the tuple's
+ * cap leaves (its count, with the work done so far, past S->cap); then
+ * S->cut is set and its placers stop (try_placement and place_climb_tail
+ * do nothing more). False outside search_evaluate (the refinement). */
+bool search_over(struct search *S);
 
 /* refine.c */
 

@@ -310,8 +310,12 @@ static struct plan *search_marked(struct model *m, const struct cluster *c, long
  * 200 or 1,000 (the strategies before it do not fit: layer costs and
  * tables, 20 units each); a strategy now starts only where its expected
  * work fits in what is left, so the work done stays within those budgets.
- * Every budget, 3,000 too (where later strategies run past their
- * estimates), gives the same ranking on 1 and 3 threads. */
+ * On 3,000 a later strategy ran past its estimate, to its end: 3,376 units
+ * done. Now a strategy whose work passes what is left is cut before its
+ * next placement (search_over) and dropped, so the work past the budget is
+ * that strategy's one last partition DP and its layer costs (under 2% of
+ * 3,000; 5% allowed). Every budget gives the same ranking on 1 and 3
+ * threads. */
 START_TEST(budget_bounds_each_strategy)
 {
 	static const int nodes[] = { 4, 4, 4, 4, 4, 4 };
@@ -329,8 +333,7 @@ START_TEST(budget_bounds_each_strategy)
 		double done = units_since(start, end, m, p->cluster->n_group, p->evaluated);
 
 		ck_assert(p->truncated);
-		ck_assert_msg(done <= budgets[b] || budgets[b] > 1000, "budget %ld: %.1f units done", budgets[b],
-			      done);
+		ck_assert_msg(done <= budgets[b] * 1.05, "budget %ld: %.1f units done", budgets[b], done);
 		ck_assert_str_eq(d, a);
 		free(a);
 		free(d);
