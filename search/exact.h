@@ -36,4 +36,12 @@ bool exact_place(struct strategy *best, struct cost_result *r, const struct stra
 		 const int *ranks, const struct model *m, const struct cluster *c,
 		 const struct layer_costs *lc, long max_nodes);
 
+/* Most branches of exact_place per strategy, and the instances the search
+ * runs it on (place.c, trainer_time.c): those --exhaustive takes (at most
+ * 14 blocks and 64 GPUs; plan_opts.c), where it finishes on every random
+ * instance of tests/check_search.c. */
+#define EXACT_NODES	 100000
+#define EXACT_MAX_LAYERS 16
+#define EXACT_MAX_GPUS	 64
+
 #endif

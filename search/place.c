@@ -518,13 +518,6 @@ bool placement_better(const struct cluster *c, const struct strategy *s,
 	return r->iter_s < rb->iter_s;
 }
 
-/* Most branches of exact_place per strategy, and the instances it runs on:
- * those --exhaustive takes (at most 14 blocks and 64 GPUs; plan_opts.c),
- * where it finishes on every random instance of tests/check_search.c. */
-#define EXACT_NODES	 100000
-#define EXACT_MAX_LAYERS 16
-#define EXACT_MAX_GPUS	 64
-
 /* Beyond those instances, most branches of exact_place where the placers
  * found nothing that fits with virtual stages or DualPipe (their partition
  * DP caps each stage at a share of its rank's memory). */

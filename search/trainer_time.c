@@ -9,8 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "cost.h"
+#include "exact.h"
 #include "model.h"
+#include "partition.h"
 #include "plan.h"
 #include "strategy.h"
 #include "trainer.h"
@@ -149,13 +152,77 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 	return 0;
 }
 
+/* The row placed and partitioned again for its features, which the
+ * search did not cost it with (those of the trainer that runs it
+ * fastest): costed first at the search's placement and partition; then,
+ * on the instances the search runs exact_place on, its branch and bound
+ * from there, the optimum over every placement and partition where it
+ * finishes (gap 0; --exhaustive's rows take the same step, so the two
+ * agree); elsewhere, without virtual stages or DualPipe, the partition DP
+ * on the row's placement, or over every placement where the joint DP's
+ * work is within o->place_dp_max, where that is faster. The gap is to
+ * the DP's optimum where it is exact over the placements (one group, or
+ * the joint DP), else to partition_place_bound (as evaluate.c's gap).
+ * Returns 0, or -1 with e set. */
+static int place_again(struct plan_row *row, const struct model *m, const struct cluster *c,
+		       const struct plan_opts *o, struct err *e)
+{
+	struct strategy *s = &row->s, best = *s;
+	struct layer_costs lc = { 0 };
+	struct pipeline_frame f;
+	struct cost_result r;
+	int ranks[MAX_GROUPS] = { 0 }, group[MAX_STAGES], n = 0;
+	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule), joint;
+	double t = INFINITY, lb;
+
+	for (int k = 0; k < s->pp; k++)
+		n += !ranks[s->group[k]]++;
+	if (cost_layers(&lc, m, c, s, ranks, e))
+		return -1;
+	cost_evaluate(&row->r, m, c, s, &lc);
+	row->gap_pct = 0;
+	if (!row->r.fits || s->n_stages < 2) {
+		cost_layers_free(&lc);
+		return 0;
+	}
+	if (lc.n_layer <= EXACT_MAX_LAYERS && c->total_gpus <= EXACT_MAX_GPUS &&
+	    exact_place(&best, &row->r, s, ranks, m, c, &lc, EXACT_NODES)) {
+		*s = best;
+		cost_layers_free(&lc);
+		return 0;
+	}
+	*s = best;
+	cost_frame(&f, m, c, s, &lc);
+	joint = dp && n > 1 && partition_place_work(ranks, c->n_group, lc.n_layer, s->pp) <= o->place_dp_max;
+	if (dp && (joint ? !partition_place(&lc, &f, ranks, group, best.first, &t)
+			 : !partition_solve(&lc, &f, best.first, &t))) {
+		for (int k = 0; joint && k < s->pp; k++)
+			best.group[k] = (unsigned char)group[k];
+		cost_evaluate(&r, m, c, &best, &lc);
+		if (r.fits && r.iter_s < row->r.iter_s) {
+			*s = best;
+			row->r = r;
+		}
+	}
+	if (!(dp && (n == 1 || joint))) {
+		cost_frame(&f, m, c, s, &lc);
+		t = partition_place_bound(&lc, &f, ranks, s->vp > 1 ? f.ra : f.a, s->vp > 1 ? f.rb : f.b,
+					  &lb)
+			    ? INFINITY
+			    : lb;
+	}
+	if (t < row->r.iter_s * (1 - 1e-9))
+		row->gap_pct = 100 * (row->r.iter_s - t) / row->r.iter_s;
+	cost_layers_free(&lc);
+	return 0;
+}
+
 /* One row of trainer_rows: its times, and the fastest trainer's strategy
- * where none runs it at its time. Returns 1 when it changed, 0, or -1 with
- * e set. */
+ * where none runs it at its time, placed and partitioned again for it
+ * (place_again). Returns 1 when it changed, 0, or -1 with e set. */
 static int trainer_row(struct plan_row *row, const struct model *m, const struct cluster *c,
 		       const struct plan_opts *o, struct err *e)
 {
-	struct layer_costs lc = { 0 };
 	int best = -1;
 
 	if (trainer_times(row, m, c, o, e))
@@ -168,10 +235,8 @@ static int trainer_row(struct plan_row *row, const struct model *m, const struct
 	if (best < 0)
 		return 0;
 	trainer_features(best, &row->s, m, o);
-	if (cost_layers(&lc, m, c, &row->s, NULL, e))
+	if (place_again(row, m, c, o, e))
 		return -1;
-	cost_evaluate(&row->r, m, c, &row->s, &lc);
-	cost_layers_free(&lc);
 	return trainer_times(row, m, c, o, e) ? -1 : 1;
 }
 
