@@ -163,7 +163,8 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
  * work is within o->place_dp_max, where that is faster. The gap is to
  * the DP's optimum where it is exact over the placements (one group, or
  * the joint DP), else to partition_place_bound (as evaluate.c's gap).
- * Returns 0, or -1 with e set. */
+ * With --layout the row is only costed again (its gap kept). Returns 0,
+ * or -1 with e set. */
 static int place_again(struct plan_row *row, const struct model *m, const struct cluster *c,
 		       const struct plan_opts *o, struct err *e)
 {
@@ -180,6 +181,10 @@ static int place_again(struct plan_row *row, const struct model *m, const struct
 	if (cost_layers(&lc, m, c, s, ranks, e))
 		return -1;
 	cost_evaluate(&row->r, m, c, s, &lc);
+	if (o->layout) { /* the user's partition, placed by the search */
+		cost_layers_free(&lc);
+		return 0;
+	}
 	row->gap_pct = 0;
 	if (!row->r.fits || s->n_stages < 2) {
 		cost_layers_free(&lc);
