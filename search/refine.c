@@ -25,11 +25,17 @@ static bool afford(const struct search *S, double est)
 	return floor((S->cells + est) / SEARCH_UNIT_CELLS) <= (double)S->cap;
 }
 
-/* Charges the step that started at the calling thread's partition_cells
- * c0 and cost_evaluations e0, expected at est cells. */
+/* The cells of the step that started at the calling thread's
+ * partition_cells c0 and cost_evaluations e0. */
+static double spent(const struct search *S, double c0, long e0)
+{
+	return partition_cells - c0 + (double)(cost_evaluations - e0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2);
+}
+
+/* Charges that step, expected at est cells. */
 static void charge(struct search *S, double c0, long e0, double est)
 {
-	double cells = partition_cells - c0 + (double)(cost_evaluations - e0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2);
+	double cells = spent(S, c0, e0);
 
 	S->cells += cells > est ? cells : est;
 	S->count = (long)(S->cells / SEARCH_UNIT_CELLS);
@@ -219,14 +225,15 @@ static double place_cost(struct search *T, struct strategy *s, struct cost_resul
  * groups where that lowers the iteration time, in a fixed order, at most
  * REFINE_DESCENT_SWEEPS sweeps, each only where its partitions
  * (REFINE_TABLES_PER_SWAP caps tables each) fit in refine_rows' share of
- * the budget (S; else *cut); then place_climb_tail. s and r take the result (r->fits false if
+ * the budget (S; else *cut), and within a sweep each swap only while its
+ * cells so far fit in it; then place_climb_tail. s and r take the result (r->fits false if
  * s's placement fits nothing and no swap helps). */
 static void descend(struct search *S, struct search *T, struct strategy *s, struct cost_result *r,
 		    bool *cut)
 {
 	double c0 = partition_cells, t, cur = place_cost(T, s, r, &t), best_t = t, sweep_cells = 0;
 	long e0 = cost_evaluations;
-	bool moved = true;
+	bool moved = true, over = false;
 
 	charge(S, c0, e0, solve_cells(S, s));
 	for (int x = 0; x < s->pp; x++)
@@ -241,14 +248,21 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 		c0 = partition_cells;
 		e0 = cost_evaluations;
 		moved = false;
-		for (int x = 0; x < s->pp; x++)
-			for (int y = x + 1; y < s->pp; y++) {
+		for (int x = 0; x < s->pp && !over; x++)
+			for (int y = x + 1; y < s->pp && !over; y++) {
 				struct strategy w = *s;
 				struct cost_result wr;
 				double wt, v;
 
 				if (w.group[x] == w.group[y])
 					continue;
+				/* past what is left (the sweep took more than
+				 * its estimate): it ends here */
+				if ((over = !afford(S, spent(S, c0, e0)))) {
+					*cut = true;
+					moved = false;
+					break;
+				}
 				w.group[x] = s->group[y];
 				w.group[y] = s->group[x];
 				v = place_cost(T, &w, &wr, &wt);
