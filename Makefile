@@ -133,7 +133,7 @@ FUZZ_REPLAY ?= no
 FUZZ_REPLAY_RUNS ?= 300
 FUZZ_REPLAY_RUNS_report ?= 100
 FUZZ_REPLAY_RUNS_search ?= 100
-FUZZ_REPLAY_RUNS_diff ?= 20
+FUZZ_REPLAY_RUNS_diff ?= 10
 REPLAYS := $(if $(filter yes,$(FUZZ_REPLAY)),$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%))
 TEST_RUNS := $(TESTS:%=%.run) $(REPLAYS:%=%.run) \
 	$(if $(filter yes,$(ONCE_CHECKS)),$(BUILD)/install-check.run $(BUILD)/validate.run)
