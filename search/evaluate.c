@@ -62,42 +62,51 @@ static void why_not(struct search *S, struct plan_row *row)
  * below: the gap is 0 but where a later rank's tail ends after rank 0's
  * (cost.c iter_tail), which the DP does not see. Elsewhere (and under
  * DualPipe, whose stages share their ranks with their mirrors)
- * partition_place_bound; with virtual stages it takes cost_evaluate's
+ * search_lower_bound, which with virtual stages takes cost_evaluate's
  * weights over the ranks' totals (the frame's ra, rb; cost.c pipe_terms). */
 static double gap(struct search *S, const struct strategy *best, const struct cost_result *r,
 		  bool small)
 {
-	struct pipeline_frame f;
 	int n = 0;
-	double lb, vmin = INFINITY;
+	double lb;
 
-	for (int g = 0; g < S->c->n_group; g++) {
+	for (int g = 0; g < S->c->n_group; g++)
 		n += S->ranks[g] > 0;
-		if (S->ranks[g] > 0 && S->lc.vocab_time[g] < vmin)
-			vmin = S->lc.vocab_time[g];
-	}
 	if (S->o->exhaustive || S->exact)
 		return 0;
-	cost_frame(&f, S->m, S->c, best, &S->lc);
-	if (best->vp > 1) {
-		f.a = f.ra;
-		f.b = f.rb;
-	}
-	/* vocabulary parallelism: every stage's share, which the bound does
-	 * not see (the DP does: pipeline_frame.vocab), at its least */
-	vmin = n ? (f.a + f.b * best->pp) * vmin : 0;
 	/* DualPipe: the DP caps each stage at half its rank's memory, where
 	   the rank holds the stage and its mirror: not exact */
 	if (best->vp == 1 && !schedule_bidirectional(best->schedule) && (n == 1 || (small && !S->fixed)))
 		return S->fixed || !(S->dp_value < r->iter_s * (1 - 1e-9))
 			       ? 0
 			       : 100 * (r->iter_s - S->dp_value) / r->iter_s;
-	if (partition_place_bound(&S->lc, &f, S->ranks, f.a, f.b, &lb))
-		return 0;
-	lb += vmin;
-	if (lb >= r->iter_s)
-		return 0;
-	return 100 * (r->iter_s - lb) / r->iter_s;
+	lb = search_lower_bound(S->m, S->c, best, &S->lc, S->ranks);
+	return lb < r->iter_s ? 100 * (r->iter_s - lb) / r->iter_s : 0;
+}
+
+double search_lower_bound(const struct model *m, const struct cluster *c, const struct strategy *s,
+			  const struct layer_costs *lc, const int *ranks)
+{
+	struct pipeline_frame f;
+	int n = 0;
+	double lb, vmin = INFINITY;
+
+	for (int g = 0; g < c->n_group; g++)
+		if (ranks[g] > 0) {
+			n++;
+			if (lc->vocab_time[g] < vmin)
+				vmin = lc->vocab_time[g];
+		}
+	cost_frame(&f, m, c, s, lc);
+	if (s->vp > 1) {
+		f.a = f.ra;
+		f.b = f.rb;
+	}
+	if (partition_place_bound(lc, &f, ranks, f.a, f.b, &lb))
+		return INFINITY;
+	/* vocabulary parallelism: every stage's share, which the bound does
+	 * not see (the DP does: pipeline_frame.vocab), at its least */
+	return lb + (n ? (f.a + f.b * s->pp) * vmin : 0);
 }
 
 /* Where the placers found nothing that fits (kept: with keep_infeasible,
@@ -308,9 +317,13 @@ static double strategy_cells(struct search *S, const struct strategy *s, bool sm
  * cost evaluations and layer costs (search_int.h, struct search cells). */
 static double strategy_spent(const struct search *S)
 {
-	return partition_cells - S->partition0 +
-	       (double)(cost_evaluations - S->evals0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2) +
+	return search_cells_since(S, S->partition0, S->evals0) +
 	       (double)S->m->n_layer * S->c->n_group * SEARCH_LAYER_CELLS;
+}
+
+double search_cells_since(const struct search *S, double c0, long e0)
+{
+	return partition_cells - c0 + (double)(cost_evaluations - e0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2);
 }
 
 bool search_over(struct search *S)

@@ -25,17 +25,11 @@ static bool afford(const struct search *S, double est)
 	return floor((S->cells + est) / SEARCH_UNIT_CELLS) <= (double)S->cap;
 }
 
-/* The cells of the step that started at the calling thread's
- * partition_cells c0 and cost_evaluations e0. */
-static double spent(const struct search *S, double c0, long e0)
-{
-	return partition_cells - c0 + (double)(cost_evaluations - e0) * SEARCH_EVAL_CELLS * (S->m->n_layer + 2);
-}
-
-/* Charges that step, expected at est cells. */
+/* Charges the step that started at the calling thread's partition_cells
+ * c0 and cost_evaluations e0, expected at est cells. */
 static void charge(struct search *S, double c0, long e0, double est)
 {
-	double cells = spent(S, c0, e0);
+	double cells = search_cells_since(S, c0, e0);
 
 	S->cells += cells > est ? cells : est;
 	S->count = (long)(S->cells / SEARCH_UNIT_CELLS);
@@ -258,7 +252,7 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 					continue;
 				/* past what is left (the sweep took more than
 				 * its estimate): it ends here */
-				if ((over = !afford(S, spent(S, c0, e0)))) {
+				if ((over = !afford(S, search_cells_since(S, c0, e0)))) {
 					*cut = true;
 					moved = false;
 					break;

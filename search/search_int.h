@@ -247,6 +247,20 @@ void place_free_glpk(void);
  * run counts as fitting, unranked). */
 bool search_evaluate(struct search *S, struct strategy *s);
 
+/* The cells done on the calling thread since partition_cells was c0 and
+ * cost_evaluations e0: the partition DP cells and each cost evaluation as
+ * SEARCH_EVAL_CELLS x (layers + 2) (struct search cells). */
+double search_cells_since(const struct search *S, double c0, long e0);
+
+/* A lower bound (seconds) of s's iteration time over every placement of
+ * ranks[g] pipeline ranks on each group g and every partition, with layer
+ * costs lc: partition_place_bound under the schedule's weights (over the
+ * ranks' totals with virtual stages) plus every stage's vocabulary share
+ * at its least; INFINITY where the relaxation holds no partition (then
+ * none fits). */
+double search_lower_bound(const struct model *m, const struct cluster *c, const struct strategy *s,
+			  const struct layer_costs *lc, const int *ranks);
+
 /* Whether the strategy being costed has done more work than the tuple's
  * cap leaves (its count, with the work done so far, past S->cap); then
  * S->cut is set and its placers stop (try_placement and place_climb_tail

@@ -15,6 +15,7 @@
 #include "model.h"
 #include "partition.h"
 #include "plan.h"
+#include "search_int.h"
 #include "strategy.h"
 #include "trainer.h"
 #include "util.h"
@@ -162,7 +163,7 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
  * on the row's placement, or over every placement where the joint DP's
  * work is within o->place_dp_max, where that is faster. The gap is to
  * the DP's optimum where it is exact over the placements (one group, or
- * the joint DP), else to partition_place_bound (as evaluate.c's gap).
+ * the joint DP), else to search_lower_bound (as evaluate.c's gap).
  * With --layout the row is only costed again (its gap kept). Returns 0,
  * or -1 with e set. */
 static int place_again(struct plan_row *row, const struct model *m, const struct cluster *c,
@@ -174,7 +175,7 @@ static int place_again(struct plan_row *row, const struct model *m, const struct
 	struct cost_result r;
 	int ranks[MAX_GROUPS] = { 0 }, group[MAX_STAGES], n = 0;
 	bool dp = s->vp == 1 && !schedule_bidirectional(s->schedule), joint;
-	double t = INFINITY, lb;
+	double t = INFINITY;
 
 	for (int k = 0; k < s->pp; k++)
 		n += !ranks[s->group[k]]++;
@@ -201,21 +202,17 @@ static int place_again(struct plan_row *row, const struct model *m, const struct
 	joint = dp && n > 1 && partition_place_work(ranks, c->n_group, lc.n_layer, s->pp) <= o->place_dp_max;
 	if (dp && (joint ? !partition_place(&lc, &f, ranks, group, best.first, &t)
 			 : !partition_solve(&lc, &f, best.first, &t))) {
-		for (int k = 0; joint && k < s->pp; k++)
-			best.group[k] = (unsigned char)group[k];
+		if (joint)
+			for (int k = 0; k < s->pp; k++)
+				best.group[k] = (unsigned char)group[k];
 		cost_evaluate(&r, m, c, &best, &lc);
 		if (r.fits && r.iter_s < row->r.iter_s) {
 			*s = best;
 			row->r = r;
 		}
 	}
-	if (!(dp && (n == 1 || joint))) {
-		cost_frame(&f, m, c, s, &lc);
-		t = partition_place_bound(&lc, &f, ranks, s->vp > 1 ? f.ra : f.a, s->vp > 1 ? f.rb : f.b,
-					  &lb)
-			    ? INFINITY
-			    : lb;
-	}
+	if (!(dp && (n == 1 || joint)))
+		t = search_lower_bound(m, c, s, &lc, ranks);
 	if (t < row->r.iter_s * (1 - 1e-9))
 		row->gap_pct = 100 * (row->r.iter_s - t) / row->r.iter_s;
 	cost_layers_free(&lc);
