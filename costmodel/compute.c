@@ -222,6 +222,25 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
 	return w / (g->peak_flops * compute_eff(g, w_one));
 }
 
+/* The FP8 casts that Transformer Engine runs as kernels of their own
+ * (FP8_CAST_BYTES), in elements per micro-batch on one GPU, for GEMM i
+ * of gemms() (0 QKV, 1 attention output, 2 and 3 the MLP's or routed
+ * experts' up and down projections, 4 and 5 the shared experts') with
+ * rows tokens through it and rows of in and out elements: cast[0] the
+ * forward's (the GEMM's input), cast[1] the backward's (its output
+ * gradient). In a dense block LayerNormLinear and LayerNormMLP write the
+ * QKV's and the MLP's input in FP8 from the norm, the MLP's activation
+ * writes the down projection's, and the backward's activation gradient
+ * the up projection's output gradient; the attention output's input and
+ * the others' output gradients are cast apart. An MoE block's experts
+ * (Megatron-Core's SequentialMLP or GroupedMLP over TE Linear, without
+ * those fused modules) cast every input and output gradient. */
+static void fp8_casts(double cast[2], int i, bool experts, double rows, double in, double out)
+{
+	cast[0] += experts || i == 1 ? rows * in : 0;
+	cast[1] += experts || i != 2 ? rows * out : 0;
+}
+
 /* The GEMMs of layer l per micro-batch on one GPU under s, forward: w FLOPs
  * in all (the layer's F - A per token times b*s/(t*c)), shared among its
  * linear layers in proportion to their FLOPs, each at the efficiency of its
@@ -236,9 +255,11 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
  * (Megatron-Core's GroupedMLP: one kernel over all of them, at the
  * efficiency of their combined size);
  * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
- * run less efficiently (compute_eff). */
+ * run less efficiently (compute_eff). *mlp gets a dense block's MLP
+ * share of the time, cast[] the elements of its FP8 casts (fp8_casts;
+ * 0 without FP8). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
-		    const struct strategy *s, double w, double tok, double *mlp)
+		    const struct strategy *s, double w, double tok, double *mlp, double cast[2])
 {
 	bool is_moe = m->layer[l].kind == LAYER_BLOCK && model_block_moe(m, l - 1);
 	double h = m->hidden, t = s->tp, ad = (double)m->heads * m->head_dim;
@@ -262,7 +283,12 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 			    ks * per_tok[4], ks * per_tok[5] };
 	double sum = 0, time = 0;
 
+	/* each GEMM's input and output row on one GPU, in elements */
+	double in[6] = { h, ad / t, h, f / t, h, fs / t };
+	double out[6] = { (ad + 2 * gd) / t, h, f * up / t, h, fs * up / t, h };
+
 	*mlp = 0;
+	cast[0] = cast[1] = 0;
 	if (w <= 0)
 		return 0;
 	if (m->layer[l].kind != LAYER_BLOCK)
@@ -274,6 +300,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 		per_tok[0] = 2 * (model_mla_weights(m, &norms) - dv * h) / t;
 		share[0] = per_tok[0];
 		share[1] = per_tok[1];
+		in[1] = dv / t;
+		out[0] = per_tok[0] / (2 * h);
 	}
 	for (int i = 0; i < 6; i++)
 		sum += share[i];
@@ -282,6 +310,9 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 
 		if (share[i] <= 0)
 			continue;
+		if (s->fp8 && g->peak_fp8_flops > 0) /* tokens x GEMM i's share of them */
+			fp8_casts(cast, i, is_moe && i >= 2,
+				  tok * share[i] / per_tok[i] * (i == 2 || i == 3 ? lam : 1), in[i], out[i]);
 		x = gemm_time(g, s->fp8, w * share[i] / sum * (i == 2 || i == 3 ? lam : 1),
 			      per_tok[i] * gemm_tok[i]);
 		time += x;
@@ -305,7 +336,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
  *   GEMMs at peak * eff, backward 2x, plus the softmax traffic;
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
  *   COMPUTE_HBM_EFF or the GPU's hbm_eff (the per-token bytes are already per GPU), backward
- *   MEM_BWD x forward;
+ *   MEM_BWD x forward; in FP8, the casts of fp8_casts at FP8_CAST_BYTES
+ *   an element, forward the inputs', backward the output gradients';
  * - LAYER_OVERHEAD_S per layer (plus MOE_LAYER_OVERHEAD_S in an MoE
  *   block), MEM_BWD x that backward;
  * - with s->grad_acc_unfused, the backward adds the pass that adds the
@@ -328,8 +360,8 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double n = (double)s->mbs * s->seq / ((double)s->tp * s->cp);
 	double w = (F - A > 0 ? F - A : 0) * n, wa = A * n;
 	double bw = g->hbm_bw * (g->hbm_eff > 0 ? g->hbm_eff : COMPUTE_HBM_EFF), tok = (double)s->mbs * s->seq / s->cp;
-	double mlp_gemm, gemm = gemms(g, m, l, s, w, tok, &mlp_gemm);
-	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1;
+	double mlp_gemm, cast[2], gemm = gemms(g, m, l, s, w, tok, &mlp_gemm, cast);
+	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1, cast_f = 0, cast_b = 0;
 	double over = LAYER_OVERHEAD_S, norm_mem = 0, act_mem = 0;
 	bool block = ly->kind == LAYER_BLOCK, moe = block && model_block_moe(m, l - 1);
 	unsigned mods = block ? strategy_rc_modules(s) : 0;
@@ -361,21 +393,23 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	if (bw > 0 && block) {
 		norm_mem = norm_bytes_per_token(m, s) * tok / bw;
 		act_mem = act_bytes_per_token(m, l, s) * tok / bw;
+		cast_f = FP8_CAST_BYTES * cast[0] / bw;
+		cast_b = FP8_CAST_BYTES * cast[1] / bw;
 	}
 	rc = ly->n_measure > 0 && g->name ? measured(ly, l, g->name, s, &fwd, &bwd, e) : 0;
 	if (rc < 0)
 		return -1;
-	if (rc > 0 && gemm + attn_f + mem > 0)
-		x = fwd / (gemm + attn_f + mem);
+	if (rc > 0 && gemm + attn_f + mem + cast_f > 0)
+		x = fwd / (gemm + attn_f + mem + cast_f);
 	t->gemm_fwd = x * gemm;
 	t->attn_fwd = x * attn_f;
 	t->attn_bwd = x * attn_b;
-	t->mem_fwd = x * mem;
+	t->mem_fwd = x * (mem + cast_f);
 	t->norm_fwd = x * norm_mem;
 	t->mlp_fwd = moe ? 0 : x * (mlp_gemm + act_mem);
 	t->act_fwd = moe ? x * act_mem : 0;
-	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + over;
-	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over);
+	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + cast_f + over;
+	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over) + cast_b;
 	if (s->grad_acc_unfused && bw > 0) {
 		/* un-fused gradient accumulation: read and write the buffer
 		 * (grad_bytes each), read the new gradient (the dtype's) */

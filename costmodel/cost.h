@@ -23,6 +23,15 @@ struct err;
 #define COST_BUCKET_PARAMS	  40e6
 #define COST_BUCKET_PARAMS_PER_DP 1e6
 
+/* Of the TP communication that --tp-comm-overlap hides under the GEMMs,
+ * the share those GEMMs still pay: Transformer Engine's userbuffers run
+ * the reduce-scatters (its "pipeline" and "bulk" methods) on SMs taken
+ * from the GEMM (num_sm: 16 to 24 of an H100's 132 in NeMo's userbuffers
+ * configs, 12-18%), and every method's copies contend with the GEMM for
+ * HBM bandwidth. Calibrated on dgxc_h100_nemo_24.11.csv and
+ * dgxc_h100_grok1.csv, where every TP row overlaps (README "Validation"). */
+#define COST_TP_OVERLAP_DRAG 0.2
+
 /* Per-layer inputs of the partition search for one strategy; independent of
  * the partition and of the placement. Caller owns it: cost_layers_free. */
 struct layer_costs {

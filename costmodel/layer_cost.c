@@ -47,7 +47,8 @@ int cost_micro_batches(const struct strategy *s)
  * as the trainers run it"): the collective is split into t chunks
  * pipelined with the GEMM's chunks, so the first chunk stays exposed, and
  * so does whatever the GEMMs are too short to cover:
- * max(comm / t, comm - gemm). */
+ * x = max(comm / t, comm - gemm); what it hides costs COST_TP_OVERLAP_DRAG
+ * of itself: x + COST_TP_OVERLAP_DRAG (comm - x). */
 static double tp_exposed(const struct strategy *s, bool block, double comm, double gemm)
 {
 	double x;
@@ -55,7 +56,8 @@ static double tp_exposed(const struct strategy *s, bool block, double comm, doub
 	if (!s->tp_overlap || !block || s->tp <= 1)
 		return comm;
 	x = exposed(comm, gemm);
-	return x > comm / s->tp ? x : comm / s->tp;
+	x = x > comm / s->tp ? x : comm / s->tp;
+	return x + COST_TP_OVERLAP_DRAG * (comm - x);
 }
 
 /* SlimPipe (Li et al. 2025, arXiv 2504.14519, Sec. 3): a micro-batch run

@@ -47,12 +47,27 @@ static bool lists(const char *list, const char *name)
 	return false;
 }
 
+/* The first row of the demo's ranking (JSON strategies a) without
+ * context parallelism, which every trainer here runs (DeepSpeed has no
+ * CP). */
+static const cJSON *first_cp1(const cJSON *a)
+{
+	const cJSON *o;
+
+	cJSON_ArrayForEach(o, a)
+	if (cJSON_IsTrue(field(o, "fits")) && num(o, "cp") == 1)
+		return o;
+	ck_abort_msg("no row with CP 1");
+	return NULL;
+}
+
 /* Every row that fits: a trainer is in its trainers column exactly when
  * its own time is the row's (within 0.1%, trainer_time.h); one not listed
- * runs it in another time or cannot run it (null). On the demo's first row (TP 8 PP 2 DP
- * 4, ZeRO 1, 1F1B) Megatron-LM and NeMo run it as costed (TP comm overlap,
- * gradient accumulation fusion), torchtitan and DeepSpeed slower: issue
- * 30's "the trainers column overstates" (it listed all four). */
+ * runs it in another time or cannot run it (null). On the demo's first row
+ * without CP (TP 4 PP 8 DP 2, ZeRO 1, 1F1B) Megatron-LM and NeMo run it as
+ * costed (TP comm overlap, gradient accumulation fusion), torchtitan and
+ * DeepSpeed slower: issue 30's "the trainers column overstates" (it listed
+ * all four). */
 START_TEST(trainers_column_is_the_rows_time)
 {
 	cJSON *doc = json_of(DEMO " --json -");
@@ -85,28 +100,31 @@ START_TEST(trainers_column_is_the_rows_time)
 	}
 	ck_assert_int_gt(rows, 100);
 	ck_assert_int_gt(slower, 100);
-	o = cJSON_GetArrayItem(a, 0);
+	o = first_cp1(a);
 	ck_assert_str_eq(field(o, "trainers")->valuestring, "megatron,nemo");
-	ck_assert_int_eq(num(o, "tp"), 8);
-	ck_assert_int_eq(num(o, "pp"), 2);
-	ck_assert_int_eq(num(o, "dp"), 4);
+	ck_assert_int_eq(num(o, "tp"), 4);
+	ck_assert_int_eq(num(o, "pp"), 8);
+	ck_assert_int_eq(num(o, "dp"), 2);
 	ck_assert_double_eq(num(o, "megatron_iteration_s"), num(o, "iteration_s"));
 	ck_assert_double_eq(num(o, "nemo_iteration_s"), num(o, "iteration_s"));
 	ck_assert_double_gt(num(o, "torchtitan_iteration_s"), num(o, "iteration_s") * 1.01);
-	ck_assert_double_gt(num(o, "deepspeed_iteration_s"), num(o, "iteration_s") * 1.1);
+	/* without TP comm overlap and with a pass of its own for gradient
+	 * accumulation: 9% slower at this release */
+	ck_assert_double_gt(num(o, "deepspeed_iteration_s"), num(o, "iteration_s") * 1.05);
 	cJSON_Delete(doc);
 }
 END_TEST
 
 /* A trainer's time of a row is the what-if of the row with that trainer:
- * the demo's first row as DeepSpeed runs it (--trainer deepspeed, the row's
- * degrees, batch, schedule and layout) takes the deepspeed_iteration_s the
- * default ranking gave it, and --trainer deepspeed ranks by DeepSpeed's
- * own times (every row's time its deepspeed_iteration_s). */
+ * the demo's first row without CP as DeepSpeed runs it (--trainer
+ * deepspeed, the row's degrees, batch, schedule and layout) takes the
+ * deepspeed_iteration_s the default ranking gave it, and --trainer
+ * deepspeed ranks by DeepSpeed's own times (every row's time its
+ * deepspeed_iteration_s). */
 START_TEST(trainer_time_is_the_trainers_what_if)
 {
 	cJSON *doc = json_of(DEMO " --json -"), *ds;
-	const cJSON *o = cJSON_GetArrayItem(field(doc, "strategies"), 0), *r;
+	const cJSON *o = first_cp1(field(doc, "strategies")), *r;
 	char args[1024];
 	double last = 0;
 
@@ -139,14 +157,14 @@ START_TEST(trainer_time_is_the_trainers_what_if)
 END_TEST
 
 /* --explain gives each trainer's time and what it runs otherwise: on the
- * demo's first row DeepSpeed has no TP comm overlap and accumulates
- * gradients in a pass of its own; torchtitan's FSDP2 gathers each layer's
- * parameters in every micro-batch. */
+ * demo's first row without CP DeepSpeed has no TP comm overlap and
+ * accumulates gradients in a pass of its own; torchtitan's FSDP2 gathers
+ * each layer's parameters in every micro-batch. */
 START_TEST(explain_says_why_a_trainer_is_slower)
 {
 	char *out;
 
-	ck_assert_int_eq(run_ampplan(DEMO " --explain --top 1", &out, NULL), 0);
+	ck_assert_int_eq(run_ampplan(DEMO " --cp 1 --explain --top 1", &out, NULL), 0);
 	const char *ds = strstr(out, "    deepspeed "), *tt = strstr(out, "    torchtitan ");
 
 	ck_assert_ptr_nonnull(ds);
@@ -185,7 +203,9 @@ static double compare_iter(const char *args)
  * 30: 103.0 s for the 85.47 s row, the what-if turned the overlaps off), in
  * BF16 and as the demo runs them (FP8 on the H100 stages only: fp8=on);
  * --trainer-defaults gives Megatron-LM's bare defaults: the overlaps off,
- * the same as turning them off by hand, and slower. */
+ * the same as turning them off by hand, and slower (the first row, TP 4
+ * CP 2 DP 2: its TP and CP traffic and DP's gradient reduction exposed,
+ * 4.7% at this release). */
 START_TEST(compare_costs_as_the_search)
 {
 	const char *const base[] = { DEMO, DEMO_FP8 };
@@ -217,7 +237,7 @@ START_TEST(compare_costs_as_the_search)
 				 DEMO " --compare %s,tp-comm-overlap=off,overlap-grad-reduce=off,overlap-param-gather=off",
 				 spec);
 			ck_assert_double_eq_tol(bare, compare_iter(args), 0.0005);
-			ck_assert_double_gt(bare, num(o, "iteration_s") * 1.05);
+			ck_assert_double_gt(bare, num(o, "iteration_s") * 1.03);
 		}
 		cJSON_Delete(doc);
 	}
@@ -302,10 +322,17 @@ START_TEST(emit_writes_the_row_shown)
 	rm_tree(dir);
 	free(dir);
 
-	/* the demo's first BF16 row is Megatron's: DeepSpeed's launch is refused */
+	/* the demo's first BF16 row is Megatron's: DeepSpeed's launch is
+	 * refused, for its rule (CP 2: DeepSpeed has no CP) or, without CP,
+	 * for its time */
 	char *err;
 
-	ck_assert_int_eq(run_ampplan(DEMO " --fp8 off --emit deepspeed --out " TEST_DIR "/emit-refused", NULL, &err), 1);
+	ck_assert_int_eq(run_ampplan(DEMO " --emit deepspeed --out " TEST_DIR "/emit-refused", NULL, &err), 1);
+	ck_assert_msg(strstr(err, "--emit deepspeed --pick 1: deepspeed: no context parallelism (cp 2)") &&
+			      strstr(err, "--trainer deepspeed"),
+		      "%s", err);
+	free(err);
+	ck_assert_int_eq(run_ampplan(DEMO " --cp 1 --emit deepspeed --out " TEST_DIR "/emit-refused", NULL, &err), 1);
 	ck_assert_msg(strstr(err, "--emit deepspeed --pick 1: deepspeed runs row 1 in ") &&
 			      strstr(err, "--trainer deepspeed"),
 		      "%s", err);

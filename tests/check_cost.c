@@ -275,10 +275,12 @@ END_TEST
 
 /* --tp-comm-overlap on the toy at tp 2 with SP (test_layers_tp): a block's
  * collectives of comm = 4e6 / bw each way hide under its GEMMs, 0.5 s
- * forward and 1 s backward, exposed max(comm / 2, comm - GEMMs):
- * - at 100 GB/s, comm 4e-5: the first chunk, 2e-5 each way;
- * - at 1 MB/s, comm 4 s: forward max(2, 3.5) = 3.5, backward max(2, 3) =
- *   3; full recomputation reruns the forward's 3.5.
+ * forward and 1 s backward, exposed x = max(comm / 2, comm - GEMMs), and
+ * the hidden rest costs d = COST_TP_OVERLAP_DRAG of itself: x + d (comm -
+ * x):
+ * - at 100 GB/s, comm 4e-5: the first chunk, 2e-5 + d 2e-5 each way;
+ * - at 1 MB/s, comm 4 s: forward max(2, 3.5) = 3.5 + d 0.5, backward
+ *   max(2, 3) = 3 + d 1; full recomputation reruns the forward's.
  * The embedding's reduce-scatter / all-gather (1e6 / bw each) and the
  * head's all-gather + 3 fp32 all-reduces of 1000 * 4 bytes (1e6 + 3 *
  * 4000) / bw forward and reduce-scatter 1e6 / bw backward stay exposed.
@@ -291,6 +293,8 @@ START_TEST(test_tp_overlap)
 	struct part B = toy_block(1e12, 1e12, 2, 1, true);
 	struct part E = toy_emb(1e12, 1);
 	double eh = (1e6 + 1e6 + 1e6 + 12000 + 1e6) / 1e11; /* emb + head comm */
+	const double d = COST_TP_OVERLAP_DRAG, x = 2e-5 + d * 2e-5;
+	const double xf = 3.5 + d * 0.5, xb = 3 + d * 1;
 
 	toy();
 	toy_cluster();
@@ -299,12 +303,12 @@ START_TEST(test_tp_overlap)
 	s.first[0] = 0;
 	s.first[1] = 6;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
-	ck_assert_rel(lc.time[1], fb(B) + 4e-5, 1e-12);
-	ck_assert_rel(lc.fwd[1], B.fwd + 2e-5, 1e-12);
+	ck_assert_rel(lc.time[1], fb(B) + 2 * x, 1e-12);
+	ck_assert_rel(lc.fwd[1], B.fwd + x, 1e-12);
 	ck_assert_rel(lc.time[0], fb(E) + 2e6 / 1e11, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
-	ck_assert_rel(r.time.tp, 4 * 4e-5 + eh, 1e-12);
-	ck_assert_rel(r.time.tp_hidden, 4 * (8e-5 - 4e-5), 1e-12);
+	ck_assert_rel(r.time.tp, 4 * 2 * x + eh, 1e-12);
+	ck_assert_rel(r.time.tp_hidden, 4 * (8e-5 - 2 * x), 1e-12);
 	cost_layers_free(&lc);
 	/* overlap off: exposed whole, nothing hidden */
 	s.tp_overlap = false;
@@ -317,16 +321,16 @@ START_TEST(test_tp_overlap)
 	s.tp_overlap = true;
 	groups[0].intra_bw = 1e6;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
-	ck_assert_rel(lc.time[1], fb(B) + 3.5 + 3, 1e-12);
-	ck_assert_rel(lc.fwd[1], B.fwd + 3.5, 1e-12);
+	ck_assert_rel(lc.time[1], fb(B) + xf + xb, 1e-12);
+	ck_assert_rel(lc.fwd[1], B.fwd + xf, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
-	ck_assert_rel(r.time.tp_hidden, 4 * (8 - 6.5), 1e-12);
+	ck_assert_rel(r.time.tp_hidden, 4 * (8 - xf - xb), 1e-12);
 	cost_layers_free(&lc);
 	s.recompute = RECOMPUTE_FULL;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
-	ck_assert_rel(lc.time[1], fb(B) + B.fwd + 3.5 + 3 + 3.5, 1e-12);
+	ck_assert_rel(lc.time[1], fb(B) + B.fwd + xf + xb + xf, 1e-12);
 	cost_evaluate(&r, &mod, &clu, &s, &lc);
-	ck_assert_rel(r.time.tp_hidden, 4 * (12 - 10), 1e-12);
+	ck_assert_rel(r.time.tp_hidden, 4 * (12 - 2 * xf - xb), 1e-12);
 	cost_layers_free(&lc);
 }
 END_TEST
@@ -687,6 +691,12 @@ START_TEST(test_fp8_per_stage)
 	gpus[0].fp8_eff_max = 1;
 	f8.gemm = 0.5;
 	f8 = finish(f8);
+	/* its FP8 casts apart (compute.c fp8_casts), 1000 tokens: forward the
+	 * attention output's input (a d = 1000 elements a token), backward the
+	 * output gradients of the QKV (3000), the attention output and the
+	 * MLP's down projection (1000 each), FP8_CAST_BYTES each at 1 TB/s */
+	f8.fwd += FP8_CAST_BYTES * 1000 * 1000 / (1e12 * COMPUTE_HBM_EFF);
+	f8.bwd += FP8_CAST_BYTES * 5000 * 1000 / (1e12 * COMPUTE_HBM_EFF);
 	s.fp8 = true;
 	ck_assert(cluster_group_fp8(&clu, 0));
 	ck_assert(!cluster_group_fp8(&clu, 1));

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "cluster.h"
+#include "compute.h"
 #include "memory.h"
 #include "model.h"
 #include "moe.h"
@@ -164,6 +166,53 @@ START_TEST(test_pad_capacity)
 }
 END_TEST
 
+/* FP8 casts in an MoE block (compute.c fp8_casts) at TP 1, EP 2, 16
+ * tokens, top 2 of 8 experts padded to capacity 1 (each computes its
+ * mean: 32 routed rows), h = 16, 2 heads of 8 (QKV out 48), expert FFN 64
+ * (GeLU): the attention output casts its input forward (16 x 16) and its
+ * output gradient backward (16 x 16), the QKV its output gradient (16 x
+ * 48); each expert GEMM its input forward and its output gradient
+ * backward, the up projection 32 x 16 and 32 x 64, the down projection
+ * 32 x 64 and 32 x 16. Forward 2816 elements, backward 3584, at
+ * FP8_CAST_BYTES each over 1 TB/s x COMPUTE_HBM_EFF: in the memory-bound
+ * forward beside BF16's, and in the backward beside 2 x the GEMMs'
+ * difference. */
+START_TEST(test_fp8_casts)
+{
+	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
+			       { .kind = LAYER_BLOCK, .params = 1e4, .flops_per_token = 1e6 },
+			       { .kind = LAYER_HEAD } };
+	struct gpu_type g = { .peak_flops = 1e12, .peak_fp8_flops = 2e12, .hbm_bw = 1e12, .eff_max = 1 };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
+			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH };
+	struct layer_time b, f;
+	struct model m;
+	double bw = 1e12 * COMPUTE_HBM_EFF;
+
+	memset(&m, 0, sizeof m);
+	m.layer = ly;
+	m.n_layer = 3;
+	m.experts = 8;
+	m.top_k = 2;
+	m.hidden = 16;
+	m.heads = m.kv_heads = 2;
+	m.head_dim = 8;
+	m.moe_ffn = 64;
+	m.ffn_kind = FFN_GELU;
+	m.dtype_bytes = 2;
+	ck_assert_int_eq(compute_layer(&b, &m, 1, &g, &s, NULL), 0);
+	s.fp8 = true;
+	ck_assert_int_eq(compute_layer(&f, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq_tol(f.mem_fwd - b.mem_fwd, FP8_CAST_BYTES * 2816 / bw, 1e-18);
+	ck_assert_double_eq_tol(f.bwd - b.bwd - 2 * (f.gemm_fwd - b.gemm_fwd), FP8_CAST_BYTES * 3584 / bw,
+				1e-18);
+	/* a GPU without FP8 runs BF16: no casts */
+	g.peak_fp8_flops = 0;
+	ck_assert_int_eq(compute_layer(&f, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq(f.mem_fwd, b.mem_fwd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("moe");
@@ -173,6 +222,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_load_factor);
 	tcase_add_test(tc, test_expert_tp_memory);
 	tcase_add_test(tc, test_pad_capacity);
+	tcase_add_test(tc, test_fp8_casts);
 	suite_add_tcase(s, tc);
 	return s;
 }
