@@ -90,6 +90,18 @@ START_TEST(test_load_factor)
 }
 END_TEST
 
+/* Into *m an MoE model of three layers ly (embedding, block, head): 8
+ * experts, top 2, hidden 16; the rest 0. */
+static void tiny_moe(struct model *m, struct layer *ly)
+{
+	memset(m, 0, sizeof *m);
+	m->layer = ly;
+	m->n_layer = 3;
+	m->experts = 8;
+	m->top_k = 2;
+	m->hidden = 16;
+}
+
 /* Expert tensor parallelism folds a stage's tp * cp * dp GPUs into etp x
  * ep x edp for the experts. A block of 1e9 parameters, 8e8 of them in
  * experts, at tp 4, dp 4, ep 2, ZeRO 1: per GPU the dense 2e8 / 4 = 5e7;
@@ -108,12 +120,7 @@ START_TEST(test_expert_tp_memory)
 	struct layer_mem lm;
 	double d, x;
 
-	memset(&m, 0, sizeof m);
-	m.layer = ly;
-	m.n_layer = 3;
-	m.experts = 8;
-	m.top_k = 2;
-	m.hidden = 16;
+	tiny_moe(&m, ly);
 	memory_params(&ly[1], &s, &d, &x);
 	ck_assert_rel(d, 5e7, 1e-12);
 	ck_assert_rel(x, 1e8, 1e-12);
@@ -147,12 +154,7 @@ START_TEST(test_pad_capacity)
 	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16, .zero = 1, .sp = true, .moe_capacity = 1.25 };
 	struct layer_mem lm;
 
-	memset(&m, 0, sizeof m);
-	m.layer = ly;
-	m.n_layer = 3;
-	m.experts = 8;
-	m.top_k = 2;
-	m.hidden = 16;
+	tiny_moe(&m, ly);
 	m.moe_ffn = 64;
 	ck_assert_double_eq_tol(moe_load_factor(&m, &s), 1.0736820, 1e-6);
 	s.moe_pad = true;
@@ -189,12 +191,7 @@ START_TEST(test_fp8_casts)
 	struct model m;
 	double bw = 1e12 * COMPUTE_HBM_EFF;
 
-	memset(&m, 0, sizeof m);
-	m.layer = ly;
-	m.n_layer = 3;
-	m.experts = 8;
-	m.top_k = 2;
-	m.hidden = 16;
+	tiny_moe(&m, ly);
 	m.heads = m.kv_heads = 2;
 	m.head_dim = 8;
 	m.moe_ffn = 64;
