@@ -222,13 +222,13 @@ static double gemm_time(const struct gpu_type *g, bool fp8, double w, double w_o
 	return w / (g->peak_flops * compute_eff(g, w_one));
 }
 
-/* The FP8 casts that Transformer Engine runs as kernels of their own
- * (FP8_CAST_BYTES), in elements per micro-batch on one GPU, for GEMM i
- * of gemms() (0 QKV, 1 attention output, 2 and 3 the MLP's or routed
- * experts' up and down projections, 4 and 5 the shared experts') with
- * rows tokens through it and rows of in and out elements: cast[0] the
- * forward's (the GEMM's input), cast[1] the backward's (its output
- * gradient). In a dense block LayerNormLinear and LayerNormMLP write the
+/* Adds to cast[] the elements, per micro-batch on one GPU, that
+ * Transformer Engine casts to FP8 in kernels of their own (FP8_CAST_BYTES
+ * each) for GEMM i of gemms() (0 QKV, 1 attention output, 2 and 3 the
+ * MLP's or routed experts' up and down projections, 4 and 5 the shared
+ * experts'): rows tokens through it, in and out elements in its input and
+ * output row; cast[0] the forward's (its input), cast[1] the backward's
+ * (its output gradient). In a dense block LayerNormLinear and LayerNormMLP write the
  * QKV's and the MLP's input in FP8 from the norm, the MLP's activation
  * writes the down projection's, and the backward's activation gradient
  * the up projection's output gradient; the attention output's input and
