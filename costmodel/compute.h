@@ -75,13 +75,6 @@ struct strategy;
  *   sum: 2 + 2 top_k rows of h (MOE_PERMUTE_ROWS) per token of the GPU.
  * The backward pass moves twice the forward's bytes (it reads the saved
  * input and the output gradient and writes the input gradient). */
-/* Bytes per element of an FP8 cast that Transformer Engine runs as a
- * kernel of its own (cast_transpose: it reads the bf16 tensor, 2, and
- * writes it in FP8 and transposed in FP8 for the weight gradient, 1 + 1:
- * Transformer Engine's fp8_cast_transpose). Counted, not calibrated;
- * which casts run apart: compute.c fp8_casts. */
-#define FP8_CAST_BYTES 4.0
-
 #define NORM_FUSED	   2.0
 #define NORM_UNFUSED	   32.0
 #define RESIDUAL	   3.0
@@ -91,6 +84,13 @@ struct strategy;
 #define SCORE_UNFUSED	   15.0
 #define CE_BYTES_PER_LOGIT 24.0
 #define MEM_BWD		   2.0
+
+/* Bytes per element of an FP8 cast that Transformer Engine runs as a
+ * kernel of its own (cast_transpose: it reads the bf16 tensor, 2, and
+ * writes it in FP8 and transposed in FP8 for the weight gradient, 1 + 1:
+ * Transformer Engine's fp8_cast_transpose). Counted, not calibrated;
+ * which casts run apart: compute.c fp8_casts. */
+#define FP8_CAST_BYTES 4.0
 
 /* Fixed seconds per transformer block per forward pass of a micro-batch
  * beside its kernels' work: the launch and scheduling gaps of its few

@@ -55,8 +55,10 @@ static const cJSON *first_cp1(const cJSON *a)
 	const cJSON *o;
 
 	cJSON_ArrayForEach(o, a)
-	if (cJSON_IsTrue(field(o, "fits")) && num(o, "cp") == 1)
-		return o;
+	{
+		if (cJSON_IsTrue(field(o, "fits")) && num(o, "cp") == 1)
+			return o;
+	}
 	ck_abort_msg("no row with CP 1");
 	return NULL;
 }
@@ -64,10 +66,10 @@ static const cJSON *first_cp1(const cJSON *a)
 /* Every row that fits: a trainer is in its trainers column exactly when
  * its own time is the row's (within 0.1%, trainer_time.h); one not listed
  * runs it in another time or cannot run it (null). On the demo's first row
- * without CP (TP 4 PP 8 DP 2, ZeRO 1, 1F1B) Megatron-LM and NeMo run it as
- * costed (TP comm overlap, gradient accumulation fusion), torchtitan and
- * DeepSpeed slower: issue 30's "the trainers column overstates" (it listed
- * all four). */
+ * without CP (TP above 1, 1F1B) Megatron-LM and NeMo run it as costed (TP
+ * comm overlap, gradient accumulation fusion), torchtitan and DeepSpeed
+ * slower: issue 30's "the trainers column overstates" (it listed all
+ * four). */
 START_TEST(trainers_column_is_the_rows_time)
 {
 	cJSON *doc = json_of(DEMO " --json -");
@@ -102,9 +104,9 @@ START_TEST(trainers_column_is_the_rows_time)
 	ck_assert_int_gt(slower, 100);
 	o = first_cp1(a);
 	ck_assert_str_eq(field(o, "trainers")->valuestring, "megatron,nemo");
-	ck_assert_int_eq(num(o, "tp"), 4);
-	ck_assert_int_eq(num(o, "pp"), 8);
-	ck_assert_int_eq(num(o, "dp"), 2);
+	/* TP traffic that Megatron-LM hides and DeepSpeed does not */
+	ck_assert_int_gt(num(o, "tp"), 1);
+	ck_assert_str_eq(field(o, "schedule")->valuestring, "1f1b");
 	ck_assert_double_eq(num(o, "megatron_iteration_s"), num(o, "iteration_s"));
 	ck_assert_double_eq(num(o, "nemo_iteration_s"), num(o, "iteration_s"));
 	ck_assert_double_gt(num(o, "torchtitan_iteration_s"), num(o, "iteration_s") * 1.01);
