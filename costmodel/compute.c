@@ -159,6 +159,34 @@ static double norm_bytes_per_token(const struct model *m, const struct strategy 
 	return 2 * (s->unfused_norm ? NORM_UNFUSED : NORM_FUSED) * m->hidden * dt * rows;
 }
 
+/* RoPE's bytes per token of a block on one GPU, forward: q and k read and
+ * written over their rotated dims (rotary_dim; MLA's qk_rope_dim); 0 with
+ * learned positions. */
+static double rope_bytes_per_token(const struct model *m, const struct strategy *s)
+{
+	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim : m->rotary_dim > 0 ? m->rotary_dim
+									      : m->head_dim;
+
+	if (m->learned_pos)
+		return 0;
+	return (s->unfused_pointwise ? ROPE_UNFUSED : 2) * ((double)m->heads + m->kv_heads) * rot *
+	       dt / s->tp;
+}
+
+/* The MoE dispatcher's permutation bytes per token of block l on one GPU,
+ * forward (0 in a dense block): the tokens gathered into expert order and
+ * scattered back, 2 + 2 top_k rows of h. */
+static double permute_bytes_per_token(const struct model *m, int l, const struct strategy *s)
+{
+	double dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	double rows = (s->sp || s->tp <= 1) ? 1.0 / s->tp : 1.0;
+
+	if (!model_block_moe(m, l - 1))
+		return 0;
+	return (2 + 2.0 * m->top_k) * m->hidden * dt * rows;
+}
+
 /* Memory-bound bytes per token of layer l on one GPU under s, forward,
  * the attention core's softmax excepted (score_bytes_per_token); the MLP's
  * activation over the FFN width a token runs through (ffn_per_token), RoPE
@@ -167,11 +195,8 @@ static double mem_bytes_per_token(const struct model *m, int l,
 				  const struct strategy *s)
 {
 	double h = m->hidden, dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
-	double t = s->tp, a = m->heads, g = m->kv_heads, d = m->head_dim;
-	double rows = (s->sp || s->tp <= 1) ? 1.0 / t : 1.0; /* per token row */
+	double t = s->tp, rows = (s->sp || s->tp <= 1) ? 1.0 / t : 1.0; /* per token row */
 	double norm = s->unfused_norm ? NORM_UNFUSED : NORM_FUSED;
-	double rot = m->kv_lora_rank > 0 ? m->qk_rope_dim : m->rotary_dim > 0 ? m->rotary_dim
-									      : d;
 	double bytes;
 
 	switch (m->layer[l].kind) {
@@ -183,12 +208,8 @@ static double mem_bytes_per_token(const struct model *m, int l,
 		break;
 	}
 	bytes = (2 * norm + 2 * RESIDUAL) * h * dt * rows;
-	if (model_block_moe(m, l - 1))
-		bytes += (2 + 2.0 * m->top_k) * h * dt * rows;
-	bytes += act_bytes_per_token(m, l, s);
-	if (!m->learned_pos)
-		bytes += (s->unfused_pointwise ? ROPE_UNFUSED : 2) * (a + g) * rot * dt / t;
-	return bytes;
+	bytes += permute_bytes_per_token(m, l, s) + act_bytes_per_token(m, l, s);
+	return bytes + rope_bytes_per_token(m, s);
 }
 
 /* Softmax traffic per token of a block on one GPU without flash attention
@@ -255,11 +276,12 @@ static void fp8_casts(double cast[2], int i, bool experts, double rows, double i
  * (Megatron-Core's GroupedMLP: one kernel over all of them, at the
  * efficiency of their combined size);
  * the head is one h x V/t GEMM. Small GEMMs (high TP, short micro-batches)
- * run less efficiently (compute_eff). *mlp gets a dense block's MLP
- * share of the time, cast[] the elements of its FP8 casts (fp8_casts;
- * 0 without FP8). */
+ * run less efficiently (compute_eff). part[] gets each GEMM's seconds
+ * (QKV, output, the MLP's or routed experts' two, the shared experts'
+ * two; 0 where absent), cast[] the elements of its FP8 casts
+ * (fp8_casts; 0 without FP8). */
 static double gemms(const struct gpu_type *g, const struct model *m, int l,
-		    const struct strategy *s, double w, double tok, double *mlp, double cast[2])
+		    const struct strategy *s, double w, double tok, double part[6], double cast[2])
 {
 	bool is_moe = m->layer[l].kind == LAYER_BLOCK && model_block_moe(m, l - 1);
 	double h = m->hidden, t = s->tp, ad = (double)m->heads * m->head_dim;
@@ -287,7 +309,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 	double in[6] = { h, ad / t, h, f / t, h, fs / t };
 	double out[6] = { (ad + 2 * gd) / t, h, f * up / t, h, fs * up / t, h };
 
-	*mlp = 0;
+	for (int i = 0; i < 6; i++)
+		part[i] = 0;
 	cast[0] = cast[1] = 0;
 	if (w <= 0)
 		return 0;
@@ -316,10 +339,47 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 		x = gemm_time(g, s->fp8, w * share[i] / sum * (i == 2 || i == 3 ? lam : 1),
 			      per_tok[i] * gemm_tok[i]);
 		time += x;
-		if (!is_moe && (i == 2 || i == 3))
-			*mlp += x;
+		part[i] = x;
 	}
 	return time;
+}
+
+/* The forward seconds each recomputation module of block l reruns
+ * (compute_selective) into t (0 for the embedding and the head), from its GEMMs' seconds part[] (gemms) and
+ * x_tok seconds per byte a token moves (x / the bandwidth, x the measured
+ * profile's scale; 0 without a bandwidth); over the MoE block's fixed
+ * seconds: a dense MLP's two GEMMs and activation (mlp_fwd); in an MoE
+ * block the routed experts' activation (act_fwd), the shared experts'
+ * GEMMs and activation (shared_fwd), and the MoE layer as a whole, those
+ * with the routed experts' GEMMs, the permutations and the fixed time
+ * (moe_fwd; its all-to-alls are layer_cost.c's); MLA's up projections,
+ * their share of the projection GEMM, with RoPE (mla_up_fwd). */
+static void module_parts(struct layer_time *t, const struct model *m, int l,
+			 const struct strategy *s, const double part[6], double x_tok, double over)
+{
+	bool moe = model_block_moe(m, l - 1);
+	double act, routed;
+
+	t->mlp_fwd = t->act_fwd = t->shared_fwd = t->moe_fwd = t->mla_up_fwd = 0;
+	if (m->layer[l].kind != LAYER_BLOCK)
+		return;
+	act = act_bytes_per_token(m, l, s) * x_tok;
+	t->mlp_fwd = moe ? 0 : part[2] + part[3] + act;
+	if (moe) {
+		routed = act * m->top_k * m->moe_ffn / ffn_per_token(m, l);
+		t->act_fwd = routed;
+		t->shared_fwd = part[4] + part[5] + act - routed;
+		t->moe_fwd = part[2] + part[3] + routed + t->shared_fwd +
+			     permute_bytes_per_token(m, l, s) * x_tok + over;
+	}
+	if (m->kv_lora_rank > 0) {
+		double a = m->heads, h = m->hidden, norms, dq = m->qk_nope_dim + m->qk_rope_dim;
+		double up = (m->q_lora_rank > 0 ? m->q_lora_rank : h) * a * dq +
+			    (double)m->kv_lora_rank * a * (m->qk_nope_dim + m->v_head_dim);
+		double proj = model_mla_weights(m, &norms) - a * m->v_head_dim * h;
+
+		t->mla_up_fwd = part[0] * up / proj + rope_bytes_per_token(m, s) * x_tok;
+	}
 }
 
 /* Analytic (COSTMODEL.md "Compute time", "Roofline per layer part"), per
@@ -360,9 +420,9 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double n = (double)s->mbs * s->seq / ((double)s->tp * s->cp);
 	double w = (F - A > 0 ? F - A : 0) * n, wa = A * n;
 	double bw = g->hbm_bw * (g->hbm_eff > 0 ? g->hbm_eff : COMPUTE_HBM_EFF), tok = (double)s->mbs * s->seq / s->cp;
-	double mlp_gemm, cast[2], gemm = gemms(g, m, l, s, w, tok, &mlp_gemm, cast);
+	double part[6], cast[2], gemm = gemms(g, m, l, s, w, tok, part, cast);
 	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1, cast_f = 0, cast_b = 0;
-	double over = LAYER_OVERHEAD_S, norm_mem = 0, act_mem = 0;
+	double over = LAYER_OVERHEAD_S, norm_mem = 0;
 	bool block = ly->kind == LAYER_BLOCK, moe = block && model_block_moe(m, l - 1);
 	unsigned mods = block ? strategy_rc_modules(s) : 0;
 	int rc;
@@ -392,7 +452,6 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		mem = mem_bytes_per_token(m, l, s) * tok / bw;
 	if (bw > 0 && block) {
 		norm_mem = norm_bytes_per_token(m, s) * tok / bw;
-		act_mem = act_bytes_per_token(m, l, s) * tok / bw;
 		cast_f = FP8_CAST_BYTES * cast[0] / bw;
 		cast_b = FP8_CAST_BYTES * cast[1] / bw;
 	}
@@ -406,8 +465,9 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	t->attn_bwd = x * attn_b;
 	t->mem_fwd = x * (mem + cast_f);
 	t->norm_fwd = x * norm_mem;
-	t->mlp_fwd = moe ? 0 : x * (mlp_gemm + act_mem);
-	t->act_fwd = moe ? x * act_mem : 0;
+	for (int i = 0; i < 6; i++)
+		part[i] *= x;
+	module_parts(t, m, l, s, part, x * tok / (bw > 0 ? bw : INFINITY), x * MOE_LAYER_OVERHEAD_S);
 	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + cast_f + over;
 	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over) + cast_b;
 	if (s->grad_acc_unfused && bw > 0) {
@@ -442,8 +502,12 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * validate). */
 double compute_selective(const struct layer_time *t, unsigned mods)
 {
-	return (mods & RM_CORE_ATTN ? t->attn_fwd : 0) + (mods & RM_LAYERNORM ? t->norm_fwd : 0) +
-	       (mods & RM_MLP ? t->mlp_fwd : 0) + (mods & RM_MOE_ACT ? t->act_fwd : 0);
+	double x = (mods & RM_CORE_ATTN ? t->attn_fwd : 0) + (mods & RM_LAYERNORM ? t->norm_fwd : 0) +
+		   (mods & RM_MLP ? t->mlp_fwd : 0) + (mods & RM_MLA_UP_PROJ ? t->mla_up_fwd : 0);
+
+	if (mods & RM_MOE)
+		return x + t->moe_fwd;
+	return x + (mods & RM_MOE_ACT ? t->act_fwd : 0) + (mods & RM_SHARED_EXPERTS ? t->shared_fwd : 0);
 }
 
 double compute_optimizer(const struct gpu_type *g, double params, double moment_bytes)

@@ -127,9 +127,14 @@ struct layer_time {
 	/* Of fwd, what each module of selective recomputation reruns
 	 * (strategy.recompute_modules; recompute is their sum over the
 	 * strategy's modules, core_attn's being attn_fwd): */
-	double norm_fwd; /* layernorm: the two norms' traffic */
-	double mlp_fwd;	 /* mlp: a dense block's MLP GEMMs and activation */
-	double act_fwd;	 /* moe_act: an MoE block's expert activation */
+	double norm_fwd;   /* layernorm: the two norms' traffic */
+	double mlp_fwd;	   /* mlp: a dense block's MLP GEMMs and activation */
+	double act_fwd;	   /* moe_act: an MoE block's routed experts'
+			      activation */
+	double shared_fwd; /* shared_experts: their GEMMs and activation */
+	double moe_fwd;	   /* moe: the MoE layer (routed and shared experts,
+			      permutations, router), its all-to-alls apart */
+	double mla_up_fwd; /* mla_up_proj: MLA's up projections and RoPE */
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's
@@ -162,9 +167,12 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * t, rerunning the modules mods (enum recompute_module bits): core_attn
  * the attention core (attn_fwd; Korthikanti et al. 2022 Sec. 4.2.2),
  * layernorm the norms (norm_fwd), mlp a dense MLP's GEMMs and activation
- * (mlp_fwd), moe_act the experts' activation (act_fwd): Megatron-Core's
- * recompute_modules, each rerun from its saved input before the backward
- * (transformer_layer.py, mlp.py, experts.py). */
+ * (mlp_fwd), moe_act the routed experts' activation (act_fwd),
+ * shared_experts the shared experts (shared_fwd), moe the whole MoE layer
+ * (moe_fwd, which holds moe_act's and shared_experts'), mla_up_proj MLA's
+ * up projections (mla_up_fwd): Megatron-Core's recompute_modules, each
+ * rerun from its saved input before the backward (transformer_layer.py,
+ * mlp.py, experts.py, shared_experts.py, multi_latent_attention.py). */
 double compute_selective(const struct layer_time *t, unsigned mods);
 
 /* Seconds of one Adam step over params parameters on a GPU of type g

@@ -80,6 +80,9 @@ static void slice_time(struct layer_time *t, const struct layer_time *u, int n,
 	t->norm_fwd = n * u->norm_fwd;
 	t->mlp_fwd = n * u->mlp_fwd;
 	t->act_fwd = n * u->act_fwd;
+	t->shared_fwd = n * u->shared_fwd;
+	t->moe_fwd = n * u->moe_fwd;
+	t->mla_up_fwd = n * u->mla_up_fwd;
 	t->recompute = rc == RECOMPUTE_FULL	   ? t->fwd
 		       : rc == RECOMPUTE_SELECTIVE ? compute_selective(t, mods)
 						   : 0;
@@ -123,7 +126,9 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   any recomputation of a block (full, or selective: the core itself)
  *   reruns the forward's;
  * - EP: dispatch + combine in forward and backward, exposed; full
- *   recomputation repeats the forward's. Under DualPipe and DualPipeV
+ *   recomputation and the moe module of selective recomputation (the
+ *   whole MoE layer, its dispatcher in it) repeat the forward's, the moe
+ *   module with the routed experts' TP collectives. Under DualPipe and DualPipeV
  *   (DeepSeek-V3 technical report Sec. 3.2.1, Fig. 4: a forward chunk and
  *   a backward chunk of two micro-batches run together, each one's
  *   all-to-all under the other's compute) the paired share q of the passes
@@ -152,6 +157,7 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 {
 	struct layer_time t = *tt;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
+	bool moe_rc = block && (strategy_rc_modules(s) & RM_MOE);
 	double tf, tb, routed, step, a2a, ring_f, ring_b, z3;
 	struct strategy sl = *s;
 	int k = strategy_slices(s);
@@ -170,9 +176,12 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	routed = k * comm_tp_routed(m, l, c, g, &sl);
 	p->tp_f = tp_exposed(s, block, tf - routed, t.gemm_fwd) + routed;
 	p->tp_b = tp_exposed(s, block, tb - routed, 2 * t.gemm_fwd) + routed;
-	p->tp_r = block && full ? p->tp_f : 0;
+	/* full recomputation repeats the forward's collectives, the moe
+	 * module the routed experts' */
+	p->tp_r = block && full ? p->tp_f : moe_rc ? routed : 0;
 	/* what the overlap hides: never below 0 (rounding of a difference) */
-	p->tp_h = fmax(0.0, tf + tb + (p->tp_r > 0 ? tf : 0) - p->tp_f - p->tp_b - p->tp_r);
+	p->tp_h = fmax(0.0, tf + tb + (block && full ? tf : moe_rc ? routed : 0) - p->tp_f - p->tp_b -
+				    p->tp_r);
 	n = comm_cp_ring_steps(s);
 	step = comm_cp_step(m, l, c, g, s);
 	a2a = comm_cp_a2a(m, l, c, g, s);
@@ -187,7 +196,7 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->cp_h = fmax(0.0, (rec ? 4 : 3) * n * step - ring_f - ring_b - (rec ? ring_f : 0));
 	p->ep_f = k * comm_ep_fwd(m, l, c, g, &sl);
 	p->ep_b = p->ep_f;
-	p->ep_r = block && full ? p->ep_f : 0;
+	p->ep_r = block && (full || moe_rc) ? p->ep_f : 0;
 	p->ep_h = 0;
 	if ((schedule_fb_overlap(s->schedule) || s->ep_overlap) && p->ep_f > 0) {
 		double q = s->ep_overlap && !schedule_fb_overlap(s->schedule)

@@ -70,14 +70,21 @@ static double module_savings(const struct model *m, int l, const struct strategy
 	unsigned mods = strategy_rc_modules(s);
 	int dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
 	bool split = s->sp || s->tp <= 1, moe = model_block_moe(m, l - 1);
-	double x = 0;
+	double x = 0, k = m->top_k, lam = moe ? moe_load_factor(m, s) : 1;
+	double shared = 2.0 * dt * m->shared_ffn * m->shared_experts;
 
 	if (mods & RM_LAYERNORM)
 		x += 2.0 * dt * m->hidden * tokens / (split ? s->tp : 1);
 	if ((mods & RM_MLP) && !moe)
 		x += 2.0 * m->ffn * dt * tokens / s->tp;
-	if ((mods & RM_MOE_ACT) && moe)
-		x += (double)m->top_k * m->moe_ffn * dt * moe_load_factor(m, s) * tokens / s->tp;
+	if ((mods & RM_MOE) && moe)
+		x += (lam * k * (2.0 * dt * m->moe_ffn + dt * (double)m->hidden) + shared) * tokens / s->tp;
+	else if (moe)
+		x += ((mods & RM_MOE_ACT ? k * m->moe_ffn * dt * lam : 0) +
+		      (mods & RM_SHARED_EXPERTS ? shared : 0)) * tokens / s->tp;
+	if ((mods & RM_MLA_UP_PROJ) && m->kv_lora_rank > 0)
+		x += (double)dt * m->heads * (2.0 * (m->qk_nope_dim + m->qk_rope_dim) + m->v_head_dim) *
+		     tokens / s->tp;
 	return x;
 }
 
@@ -100,10 +107,16 @@ static double module_savings(const struct model *m, int l, const struct strategy
  *   2 x dtype*h per token (/t with SP); mlp, in a dense block, the first
  *   GEMM's output and the activation's, the 2 f x dtype / t that A counts
  *   for them (its 4f; a gated MLP's first output is 2f wide, which A, as
- *   Megatron's formula, does not count); moe_act, in an MoE block, the experts' activation outputs,
- *   top_k f_e dtype / t x moe_load_factor (Megatron-Core
- *   recompute_modules: transformer_layer.py, mlp.py, experts.py), never
- *   below the block's input;
+ *   Megatron's formula, does not count); in an MoE block, moe_act the
+ *   routed experts' activation outputs, top_k f_e dtype / t x
+ *   moe_load_factor, shared_experts the shared experts' two, 2 n_s f_s
+ *   dtype / t, moe the whole MoE layer's: both experts' 2 f dtype rows
+ *   and the dispatched tokens, lam top_k (2 f_e + h) dtype / t plus the
+ *   shared experts', keeping its input (the norm output); mla_up_proj,
+ *   with MLA, the up projections' Q, K and V, a (2 d_q + d_v) dtype / t
+ *   (Megatron-Core recompute_modules: transformer_layer.py, mlp.py,
+ *   experts.py, shared_experts.py, multi_latent_attention.py); what is
+ *   left never below the block's input;
  * - block, recompute full: only the block input, 2*s*b*h: dtype*h * b*s/(t*c)
  *   with SP, /c without (Sec. 4.1). The one layer being recomputed during
  *   the backward pass is transient and falls under the allowance;
@@ -162,13 +175,6 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	if (!(strategy_rc_modules(s) & RM_CORE_ATTN) &&
 	    (s->attn == ATTN_FUSED_SOFTMAX || s->attn == ATTN_UNFUSED))
 		lm->act += 5.0 * m->heads * (double)s->seq * tokens / s->tp;
-	if (strategy_rc_modules(s) & ~RM_CORE_ATTN) {
-		double keep = dt * (double)m->hidden * tokens / (split ? s->tp : 1);
-
-		lm->act -= module_savings(m, l, s, tokens);
-		if (lm->act < keep)
-			lm->act = keep;
-	}
 	/* the busiest EP rank holds moe_load_factor x the routed experts'
 	 * 4 f_e top_k bytes per token, and the experts' input: the top_k
 	 * copies of each token the dispatch all-to-all delivers (its receive
@@ -179,6 +185,13 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 
 		lm->act += (lam - 1) * 4.0 * m->moe_ffn * m->top_k * tokens / s->tp;
 		lm->act += lam * m->top_k * dt * (double)m->hidden * tokens / s->tp;
+	}
+	if (strategy_rc_modules(s) & ~RM_CORE_ATTN) {
+		double keep = dt * (double)m->hidden * tokens / (split ? s->tp : 1);
+
+		lm->act -= module_savings(m, l, s, tokens);
+		if (lm->act < keep)
+			lm->act = keep;
 	}
 }
 

@@ -52,7 +52,8 @@ const char *moe_balance_name(enum moe_balance x)
 	return balance_names[x];
 }
 
-static const char *const rm_names[] = { "core_attn", "layernorm", "mlp", "moe_act" };
+static const char *const rm_names[] = { "core_attn", "layernorm", "mlp", "moe_act", "moe",
+					"shared_experts", "mla_up_proj" };
 
 char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n)
 {

@@ -22,12 +22,18 @@ enum recompute { RECOMPUTE_NONE,
  * --recompute-modules; bits of strategy.recompute_modules): the attention
  * core (core_attn, the default), the two norms' outputs (layernorm), a
  * dense block's MLP (mlp), an MoE block's expert activation function
- * (moe_act). */
+ * (moe_act), an MoE block's whole MoE layer with its token dispatch (moe;
+ * it takes in moe_act and shared_experts), its shared experts
+ * (shared_experts), multi-head latent attention's up projections
+ * (mla_up_proj). */
 enum recompute_module { RM_CORE_ATTN = 1,
 			RM_LAYERNORM = 2,
 			RM_MLP = 4,
 			RM_MOE_ACT = 8,
-			RM_ALL = 15 };
+			RM_MOE = 16,
+			RM_SHARED_EXPERTS = 32,
+			RM_MLA_UP_PROJ = 64,
+			RM_ALL = 127 };
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
  * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs
@@ -201,7 +207,8 @@ static inline unsigned strategy_rc_modules(const struct strategy *s)
 }
 
 /* Megatron-Core's names of the module bits, joined by sep into buf (n
- * bytes; cut to fit): "core_attn", "layernorm", "mlp", "moe_act".
+ * bytes; cut to fit): "core_attn", "layernorm", "mlp", "moe_act", "moe",
+ * "shared_experts", "mla_up_proj".
  * Returns buf. */
 char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n);
 /* The bits of a '+'-separated list of those names ("core_attn+mlp"), or

@@ -461,7 +461,7 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 		    val("%s", full ? "full" : "selective"), NULL);
 	/* megatron/training/arguments.py --recompute-modules (nargs '*') */
 	if (strategy_rc_modules(s) & ~RM_CORE_ATTN) {
-		char sp_list[64], nemo_list[64];
+		char sp_list[96], nemo_list[96];
 
 		recompute_modules_name(strategy_rc_modules(s), ' ', sp_list, sizeof sp_list);
 		recompute_modules_name(strategy_rc_modules(s), ',', nemo_list, sizeof nemo_list);

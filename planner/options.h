@@ -98,8 +98,8 @@ enum opt_scope { SCOPE_RUN,
 	  OPT_ERROR("unknown recomputation '%s' (none, selective, full)"),                                                                                         \
 	  "fix recomputation: none, selective, full")                                                                                                              \
 	X(RECOMPUTE_MODULES, "recompute-modules", KIND_ENUM, opts.recompute_modules, OPT_NAMES(recompute_modules_parse), SCOPE_STRATEGY, "LIST",                   \
-	  OPT_NEEDS("modules joined by '+' from core_attn, layernorm, mlp, moe_act"),                                                                              \
-	  "what selective recomputation reruns: core_attn (default), layernorm, mlp, moe_act, joined by '+'")                                                      \
+	  OPT_NEEDS("modules joined by '+' from core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj"),                                                                              \
+	  "what selective recomputation reruns: core_attn (default), layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj, joined by '+'")                                                      \
 	X(ZERO, "zero", KIND_INT, opts.zero, OPT_RANGE(0, 3), SCOPE_STRATEGY, "N",                                                                                 \
 	  OPT_ERROR("--zero needs 0, 1, 2 or 3, not '%s'"),                                                                                                        \
 	  "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3")                                                                                                \

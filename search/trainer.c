@@ -451,7 +451,7 @@ static int check_model(enum trainer t, const struct model *m, const struct strat
 
 	/* modules beyond the attention core: Megatron-Core's recompute_modules */
 	if (t != TRAINER_MEGATRON && t != TRAINER_NEMO && (strategy_rc_modules(s) & ~RM_CORE_ATTN))
-		return refuse(e, t, "selective recomputation of layernorm, mlp or moe_act: Megatron-Core's --recompute-modules only");
+		return refuse(e, t, "selective recomputation of modules beyond core_attn (layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj): Megatron-Core's --recompute-modules only");
 	/* Megatron: 1 <= recompute_num_layers <= num_layers // pp. */
 	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) &&
 	    s->recompute == RECOMPUTE_FULL && m->layers / s->pp < 1)

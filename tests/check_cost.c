@@ -944,6 +944,39 @@ START_TEST(test_ep_overlap_parts)
 }
 END_TEST
 
+/* The moe module of selective recomputation reruns the MoE layer with its
+ * dispatcher: on the toy MoE of test_ep_overlap_parts, the recomputation
+ * repeats the forward's dispatch and combine whole (ep_r = the exposed
+ * ep_f without any overlap), with or without --ep-overlap, which pairs
+ * only the forward and backward passes; the attention core alone
+ * (core_attn) reruns none. */
+START_TEST(test_moe_recompute_all_to_all)
+{
+	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
+	struct parts off, x;
+
+	toy();
+	toy_cluster();
+	mod.experts = 4;
+	mod.top_k = 1;
+	mod.moe_ffn = mod.ffn;
+	lay[1].expert_params = 8e6;
+	s.ep = 2;
+	ck_assert_int_eq(cost_layer_parts(&off, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert(off.ep_f > 0);
+	s.recompute = RECOMPUTE_SELECTIVE;
+	ck_assert_int_eq(cost_layer_parts(&x, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert_rel(x.ep_r, 0, 0);
+	s.recompute_modules = RM_MOE;
+	ck_assert_int_eq(cost_layer_parts(&x, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert_rel(x.ep_r, off.ep_f, 1e-12);
+	s.ep_overlap = true;
+	ck_assert_int_eq(cost_layer_parts(&x, &mod, 1, &clu, 0, &s, NULL), 0);
+	ck_assert_rel(x.ep_r, off.ep_f, 1e-12);
+	ck_assert_rel(x.ep_f, 0.25 * off.ep_f, 1e-12);
+}
+END_TEST
+
 /* Grouped GEMM (--moe-grouped-gemm) on the toy made an MoE of 4 experts,
  * top 1, f_e = f, capacity factor 1 (load 1), EP 2, so 2 local experts: of
  * the block's 1e9 GEMM FLOPs per token, the routed up and down
@@ -1031,15 +1064,21 @@ START_TEST(test_recompute_modules_names)
 
 	ck_assert_int_eq(recompute_modules_parse("core_attn"), RM_CORE_ATTN);
 	ck_assert_int_eq(recompute_modules_parse("mlp+layernorm"), RM_MLP | RM_LAYERNORM);
-	ck_assert_int_eq(recompute_modules_parse("moe_act+core_attn+mlp+layernorm"), RM_ALL);
+	ck_assert_int_eq(recompute_modules_parse("moe_act+core_attn+mlp+layernorm"), 15);
+	ck_assert_int_eq(recompute_modules_parse("mla_up_proj+shared_experts+moe+moe_act+core_attn+mlp+layernorm"),
+			 RM_ALL);
+	ck_assert_int_eq(recompute_modules_parse("moe"), RM_MOE);
 	ck_assert_int_eq(recompute_modules_parse("mlp+"), -1);
 	ck_assert_int_eq(recompute_modules_parse(""), -1);
-	ck_assert_int_eq(recompute_modules_parse("moe"), -1);
+	ck_assert_int_eq(recompute_modules_parse("moe_router"), -1);
+	ck_assert_int_eq(recompute_modules_parse("mo"), -1);
 	ck_assert_int_eq(recompute_modules_parse("mlp++layernorm"), -1);
 	ck_assert_str_eq(recompute_modules_name(RM_MLP | RM_LAYERNORM, ' ', buf, sizeof buf),
 			 "layernorm mlp");
 	ck_assert_str_eq(recompute_modules_name(0, '+', buf, sizeof buf), "");
 	ck_assert_str_eq(recompute_modules_name(RM_ALL, '+', buf, 12), "core_attn+l");
+	ck_assert_str_eq(recompute_modules_name(RM_MOE | RM_SHARED_EXPERTS | RM_MLA_UP_PROJ, ' ', buf, sizeof buf),
+			 "moe shared_experts mla_up_proj");
 }
 END_TEST
 
@@ -1079,6 +1118,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_compute_analytic);
 	tcase_add_test(tc, test_compute_moe_dispatch);
 	tcase_add_test(tc, test_ep_overlap_parts);
+	tcase_add_test(tc, test_moe_recompute_all_to_all);
 	tcase_add_test(tc, test_strategy_simpler);
 	tcase_add_test(tc, test_grouped_gemm);
 	tcase_add_test(tc, test_recompute_modules);

@@ -210,6 +210,114 @@ START_TEST(test_fp8_casts)
 }
 END_TEST
 
+/* The MoE recomputation modules' memory (memory.c module_savings): an MoE
+ * block of A = 1000 bytes a token, 16 tokens at TP 1 with SP, top 2 of 8
+ * experts of FFN 64 padded to capacity 1 (lam = 1), one shared expert of
+ * FFN 32, h = 16, bf16. Without modules: 1000 x 16 + the dispatched
+ * tokens' 2 copies of a 16-wide row, 2 x 2 x 16 x 16 = 1024: 17024.
+ * moe_act drops the routed activation outputs, 2 x 64 x 2 x 16 = 4096;
+ * shared_experts the shared expert's two rows of 32, 2 x 2 x 32 x 16 =
+ * 2048; moe the whole layer: the routed experts' two rows and their
+ * input, 2 x (2 x 2 x 64 + 2 x 16) x 16 = 9216, and the shared expert's
+ * 2048: 11264 (moe_act and shared_experts with it add nothing more);
+ * mla_up_proj nothing without MLA, and with it (2 heads, q from h, d_q 8
+ * + 4, d_v 8) Q, K and V, 2 x 2 x (2 x 12 + 8) x 16 = 2048. */
+START_TEST(test_recompute_moe_memory)
+{
+	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
+			       { .kind = LAYER_BLOCK, .params = 1e9, .expert_params = 8e8, .act_bytes_per_token = 1000 },
+			       { .kind = LAYER_HEAD } };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
+			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH,
+			      .recompute = RECOMPUTE_SELECTIVE };
+	static const struct {
+		unsigned mods;
+		double act;
+	} want[] = {
+		{ RM_CORE_ATTN, 17024 },
+		{ RM_MOE_ACT, 17024 - 4096 },
+		{ RM_SHARED_EXPERTS, 17024 - 2048 },
+		{ RM_MOE_ACT | RM_SHARED_EXPERTS, 17024 - 6144 },
+		{ RM_MOE, 17024 - 11264 },
+		{ RM_MOE | RM_MOE_ACT | RM_SHARED_EXPERTS, 17024 - 11264 },
+		{ RM_MLA_UP_PROJ, 17024 },
+	};
+	struct layer_mem lm;
+	struct model m;
+
+	tiny_moe(&m, ly);
+	m.moe_ffn = 64;
+	m.shared_experts = 1;
+	m.shared_ffn = 32;
+	m.dtype_bytes = 2;
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		s.recompute_modules = want[i].mods;
+		memory_layer(&lm, &m, 1, &s);
+		ck_assert_msg(fabs(lm.act - want[i].act) < 1e-9, "modules %u: %g bytes, want %g",
+			      want[i].mods, lm.act, want[i].act);
+	}
+	m.heads = 2;
+	m.kv_lora_rank = 8;
+	m.qk_nope_dim = 8;
+	m.qk_rope_dim = 4;
+	m.v_head_dim = 8;
+	s.recompute_modules = RM_MLA_UP_PROJ;
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_double_eq_tol(lm.act, 17024 - 2048, 1e-9);
+}
+END_TEST
+
+/* The MoE recomputation modules' seconds (compute.c module_parts): the
+ * block above without heads (no QKV or output GEMM; the attention core
+ * taken as one head of h, 2 x 16 x (16 + 16) = 1024 FLOPs a token), 1e6
+ * FLOPs a token, 16 tokens, on a GPU of 1e12 FLOP/s at full efficiency
+ * and 1 TB/s. Its GEMMs' FLOPs a token: the routed experts' two 2 x (2 x
+ * 16 x 64) = 4096 each, the shared expert's 2 x 16 x 32 = 1024 each:
+ * routed 8192 / 10240 = 0.8 of the (1e6 - 1024) x 16 = 15983616 GEMM
+ * FLOPs, 1.27868928e-5 s, shared 0.2, 3.1967232e-6 s. The GeLU reads and
+ * writes 2 rows of the 160 FFN columns a token runs through, bf16: 640
+ * bytes a token, 512 of them routed; the dispatcher's permutations (2 + 2
+ * x 2) rows of 16, 192 bytes: over 16 tokens at 1 TB/s x COMPUTE_HBM_EFF.
+ * moe_act reruns the routed activation, shared_experts the shared GEMMs
+ * and activation, moe all of it with the routed GEMMs, the permutations
+ * and the MoE block's fixed time. */
+START_TEST(test_recompute_moe_time)
+{
+	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
+			       { .kind = LAYER_BLOCK, .params = 1e4, .flops_per_token = 1e6 },
+			       { .kind = LAYER_HEAD } };
+	struct gpu_type g = { .peak_flops = 1e12, .hbm_bw = 1e12, .eff_max = 1 };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
+			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH,
+			      .recompute = RECOMPUTE_SELECTIVE };
+	double bw = 1e12 * COMPUTE_HBM_EFF;
+	double act = 16 * 512 / bw, shared = 3.1967232e-6 + 16 * 128 / bw;
+	double moe = 1.27868928e-5 + act + shared + 16 * 192 / bw + MOE_LAYER_OVERHEAD_S;
+	struct layer_time t;
+	struct model m;
+
+	tiny_moe(&m, ly);
+	m.moe_ffn = 64;
+	m.shared_experts = 1;
+	m.shared_ffn = 32;
+	m.ffn_kind = FFN_GELU;
+	m.dtype_bytes = 2;
+	s.recompute_modules = RM_MOE_ACT;
+	ck_assert_int_eq(compute_layer(&t, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq_tol(t.recompute, act, 1e-18);
+	s.recompute_modules = RM_SHARED_EXPERTS;
+	ck_assert_int_eq(compute_layer(&t, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq_tol(t.recompute, shared, 1e-18);
+	s.recompute_modules = RM_MOE | RM_MOE_ACT | RM_SHARED_EXPERTS;
+	ck_assert_int_eq(compute_layer(&t, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq_tol(t.recompute, moe, 1e-18);
+	/* a dense block: none of them reruns anything */
+	m.experts = 0;
+	ck_assert_int_eq(compute_layer(&t, &m, 1, &g, &s, NULL), 0);
+	ck_assert_double_eq(t.recompute, 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("moe");
@@ -220,6 +328,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_expert_tp_memory);
 	tcase_add_test(tc, test_pad_capacity);
 	tcase_add_test(tc, test_fp8_casts);
+	tcase_add_test(tc, test_recompute_moe_memory);
+	tcase_add_test(tc, test_recompute_moe_time);
 	suite_add_tcase(s, tc);
 	return s;
 }
