@@ -500,14 +500,29 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * buffers, at less than peak bandwidth: 160 bytes, calibrated on the
  * single-micro-batch rows of Korthikanti et al. 2022 Table 5 (make
  * validate). */
+void compute_selective_parts(const struct layer_time *t, unsigned mods, double out[RM_COUNT])
+{
+	/* by bit: core_attn, layernorm, mlp, moe_act, moe, shared_experts,
+	 * mla_up_proj; moe holds moe_act's and shared_experts' */
+	const double part[RM_COUNT] = { t->attn_fwd, t->norm_fwd, t->mlp_fwd, t->act_fwd,
+					t->moe_fwd,  t->shared_fwd, t->mla_up_fwd };
+
+	for (int i = 0; i < RM_COUNT; i++) {
+		unsigned bit = 1u << i;
+		bool in_moe = (mods & RM_MOE) && (bit & (RM_MOE_ACT | RM_SHARED_EXPERTS));
+
+		out[i] = (mods & bit) && !in_moe ? part[i] : 0;
+	}
+}
+
 double compute_selective(const struct layer_time *t, unsigned mods)
 {
-	double x = (mods & RM_CORE_ATTN ? t->attn_fwd : 0) + (mods & RM_LAYERNORM ? t->norm_fwd : 0) +
-		   (mods & RM_MLP ? t->mlp_fwd : 0) + (mods & RM_MLA_UP_PROJ ? t->mla_up_fwd : 0);
+	double part[RM_COUNT], x = 0;
 
-	if (mods & RM_MOE)
-		return x + t->moe_fwd;
-	return x + (mods & RM_MOE_ACT ? t->act_fwd : 0) + (mods & RM_SHARED_EXPERTS ? t->shared_fwd : 0);
+	compute_selective_parts(t, mods, part);
+	for (int i = 0; i < RM_COUNT; i++)
+		x += part[i];
+	return x;
 }
 
 double compute_optimizer(const struct gpu_type *g, double params, double moment_bytes)

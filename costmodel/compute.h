@@ -4,10 +4,11 @@
 #ifndef AMPPLAN_COMPUTE_H
 #define AMPPLAN_COMPUTE_H
 
+#include "strategy.h"
+
 struct err;
 struct gpu_type;
 struct model;
-struct strategy;
 
 /* Bytes of HBM traffic per parameter of a mixed-precision Adam step,
  * calibrated (compute_optimizer). */
@@ -174,6 +175,11 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
  * rerun from its saved input before the backward (transformer_layer.py,
  * mlp.py, experts.py, shared_experts.py, multi_latent_attention.py). */
 double compute_selective(const struct layer_time *t, unsigned mods);
+
+/* compute_selective by module: out[i] the seconds of the module of bit
+ * 1u << i (0 where mods lacks it, and for moe_act and shared_experts when
+ * moe, which holds them, is in mods); they add up to compute_selective. */
+void compute_selective_parts(const struct layer_time *t, unsigned mods, double out[RM_COUNT]);
 
 /* Seconds of one Adam step over params parameters on a GPU of type g
  * (memory-bound), whose two moments take moment_bytes each (4 fp32, 2

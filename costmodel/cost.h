@@ -310,6 +310,9 @@ struct cost_rank {
 	int n_chunks;	 /* its virtual stages (vp) */
 	double fwd, bwd; /* per micro-batch, as above */
 	double compute_fwd, compute_bwd, recompute;
+	/* of recompute, by module of selective recomputation (bit 1u << i of
+	 * enum recompute_module; all 0 without it) */
+	double recompute_mod[RM_COUNT];
 	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 of the forward */
 	double comm_bwd;	  /* of the backward and the recomputation */
 	double tp, cp, ep, zero3; /* the exposed communication by kind */

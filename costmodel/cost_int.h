@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "cost.h"
+#include "strategy.h"
 
 struct cluster;
 struct err;
@@ -19,6 +20,8 @@ struct strategy;
  * the whole layer (forward, backward and recomputation). */
 struct parts {
 	double fwd, bwd, recompute; /* compute */
+	double rc_mod[RM_COUNT];    /* of recompute, by selective recomputation's
+				       module (compute_selective_parts) */
 	double tp_f, tp_b, tp_r, tp_h;
 	double cp_f, cp_b, cp_r, cp_h;
 	double ep_f, ep_b, ep_r, ep_h;

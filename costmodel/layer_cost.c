@@ -171,6 +171,8 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
 	p->recompute = t.recompute;
+	if (block && s->recompute == RECOMPUTE_SELECTIVE)
+		compute_selective_parts(&t, strategy_rc_modules(s), p->rc_mod);
 	tf = k * comm_tp_fwd(m, l, c, g, &sl);
 	tb = k * comm_tp_bwd(m, l, c, g, &sl);
 	routed = k * comm_tp_routed(m, l, c, g, &sl);
@@ -219,6 +221,8 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 static void parts_scale(struct parts *p, double w)
 {
 	p->fwd *= w, p->bwd *= w, p->recompute *= w;
+	for (int i = 0; i < RM_COUNT; i++)
+		p->rc_mod[i] *= w;
 	p->tp_f *= w, p->tp_b *= w, p->tp_r *= w, p->tp_h *= w;
 	p->cp_f *= w, p->cp_b *= w, p->cp_r *= w, p->cp_h *= w;
 	p->ep_f *= w, p->ep_b *= w, p->ep_r *= w, p->ep_h *= w;

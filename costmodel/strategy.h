@@ -34,6 +34,8 @@ enum recompute_module { RM_CORE_ATTN = 1,
 			RM_SHARED_EXPERTS = 32,
 			RM_MLA_UP_PROJ = 64,
 			RM_ALL = 127 };
+/* The number of module bits: bit i is 1u << i, i < RM_COUNT. */
+#define RM_COUNT 7
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
  * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs

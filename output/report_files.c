@@ -186,10 +186,12 @@ static void json_number(cJSON *o, const char *name, const char *text)
 }
 
 /* Adds to o the ms per micro-batch of virtual stage st and, if with_rank,
- * the time and memory of its pipeline rank y (the rank_ keys), each with 6
- * digits as the columns (report_fields). */
+ * the time and memory of its pipeline rank y (the rank_ keys; with
+ * selective recomputation of the modules mods, each one's ms per
+ * micro-batch as rank_recompute_MODULE_ms), each with 6 digits as the
+ * columns (report_fields). */
 static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct cost_rank *y,
-			  bool with_rank)
+			  bool with_rank, unsigned mods)
 {
 	const struct cost_mem *mm = &y->mem;
 	const struct {
@@ -202,6 +204,7 @@ static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct co
 		/* the rank's, from here on */
 		{ "rank_fwd_ms", 1e3 * y->fwd },
 		{ "rank_bwd_ms", 1e3 * y->bwd },
+		{ "rank_recompute_ms", 1e3 * y->recompute },
 		{ "rank_comm_ms", 1e3 * (y->comm_fwd + y->comm_bwd) },
 		{ "rank_p2p_ms", 1e3 * y->send },
 		{ "rank_idle_s", y->idle },
@@ -223,6 +226,17 @@ static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct co
 
 		snprintf(text, sizeof text, "%.6g", key[i].v);
 		json_number(o, key[i].name, text);
+	}
+	for (int i = 0; i < RM_COUNT && with_rank; i++) {
+		char name[64], text[32];
+
+		if (!(mods & (1u << i)))
+			continue;
+		memcpy(name, "rank_recompute_", 15);
+		recompute_modules_name(1u << i, '+', name + 15, sizeof name - 18);
+		strcat(name, "_ms");
+		snprintf(text, sizeof text, "%.6g", 1e3 * y->recompute_mod[i]);
+		json_number(o, name, text);
 	}
 }
 
@@ -258,7 +272,7 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 		cJSON_AddStringToObject(o, "group", g->name);
 		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
 		if (x) /* the rank's keys once, on its first virtual stage */
-			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp);
+			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp, strategy_rc_modules(s));
 		cJSON_AddItemToArray(a, o);
 	}
 	free(x);

@@ -304,6 +304,31 @@ static void explain_allowance(FILE *out, const struct strategy *s, const struct 
 	fputc('\n', out);
 }
 
+/* report_ranks' selective recomputation by module: per pipeline rank, ms
+ * per micro-batch of each module it reruns (cost_rank.recompute_mod);
+ * nothing without selective recomputation. */
+static void explain_recompute(FILE *out, const struct strategy *s, const struct cost_rank *x)
+{
+	if (s->recompute != RECOMPUTE_SELECTIVE)
+		return;
+	fprintf(out, "  selective recomputation by module, ms per micro-batch:");
+	for (int q = 0; q < s->pp; q++) {
+		const char *sep = "";
+
+		fprintf(out, "%s rank %d", q % 2 ? "," : "\n   ", q);
+		for (int i = 0; i < RM_COUNT; i++) {
+			char name[32];
+
+			if (!(strategy_rc_modules(s) & (1u << i)))
+				continue;
+			recompute_modules_name(1u << i, '+', name, sizeof name);
+			fprintf(out, "%s %s %.2f", sep, name, 1e3 * x[q].recompute_mod[i]);
+			sep = " +";
+		}
+	}
+	fputc('\n', out);
+}
+
 void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 		  const struct cluster *c)
 {
@@ -343,5 +368,6 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 		fputc('\n', out);
 	}
 	explain_allowance(out, s, x, c);
+	explain_recompute(out, s, x);
 	free(x);
 }

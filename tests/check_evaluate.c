@@ -401,6 +401,47 @@ START_TEST(test_evaluate_toy)
 }
 END_TEST
 
+/* Selective recomputation by module per pipeline rank (cost_ranks'
+ * recompute_mod) on the placement of test_ranks_toy: core_attn reruns
+ * each block's attention core, 2 B.attn on rank 0 and 2 B1.attn on the
+ * half-speed rank 1 (the embedding and the head rerun nothing); with
+ * layernorm beside it, core_attn keeps those seconds, layernorm holds
+ * what the rank's recomputation gained, and the modules add up to it. */
+START_TEST(test_ranks_recompute_modules)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+	struct layer_costs lc = { 0 };
+	struct cost_rank x[2], y[2];
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part B1 = toy_block(0.5e12, 1e12, 1, 1, false);
+
+	toy();
+	toy_cluster();
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	s.group[1] = 1;
+	s.recompute = RECOMPUTE_SELECTIVE;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	cost_layers_free(&lc);
+	ck_assert_rel(x[0].recompute_mod[0], 2 * B.attn, 1e-12);
+	ck_assert_rel(x[1].recompute_mod[0], 2 * B1.attn, 1e-12);
+	ck_assert_rel(x[0].recompute, 2 * B.attn, 1e-12);
+	for (int i = 1; i < RM_COUNT; i++)
+		ck_assert_rel(x[0].recompute_mod[i] + x[1].recompute_mod[i], 0, 0);
+	s.recompute_modules = RM_CORE_ATTN | RM_LAYERNORM;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	ck_assert_int_eq(cost_ranks(y, &mod, &clu, &s, &lc), 2);
+	cost_layers_free(&lc);
+	for (int q = 0; q < 2; q++) {
+		ck_assert(y[q].recompute > x[q].recompute);
+		ck_assert_rel(y[q].recompute_mod[0], x[q].recompute_mod[0], 1e-12);
+		ck_assert_rel(y[q].recompute_mod[1], y[q].recompute - x[q].recompute, 1e-9);
+	}
+}
+END_TEST
+
 /* Per pipeline rank (cost_ranks) on the toy of test_evaluate_toy: pp 2,
  * dp 2, m = 4, rank 0 (E + 2 blocks) on group 0, rank 1 (2 blocks + head)
  * on the half-speed group 1, allowance 0. By hand:
@@ -921,6 +962,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evaluate_dp_tail);
 	tcase_add_test(tc, test_frame_zb_h1);
 	tcase_add_test(tc, test_frame_links);
+	tcase_add_test(tc, test_ranks_recompute_modules);
 	suite_add_tcase(s, tc);
 	return s;
 }
