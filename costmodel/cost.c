@@ -339,27 +339,38 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
  * slower network, or its larger step, can end after it (the event
  * simulation of timeline.c ends each rank the same way). The zero-bubble
  * schedules' deferred weight-gradient passes are counted in backward_k
- * (they shorten the lead a little). Splits it into *dp (exposed DP) and
- * *opt (the step, at most the tail), *hidden that rank's overlapped DP and
- * the part of its DP its lead covers, *rank that rank. */
-static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const struct model *m,
-		      const struct cluster *c, const struct strategy *s,
+ * (they shorten the lead a little). The rank that holds the LM head runs
+ * the weight-gradient GEMMs it deferred (strategy_deferred) before its
+ * reduction: its tail starts with them. Splits it into *dp (exposed DP),
+ * *opt (the step, at most the tail) and *defer (the deferred GEMMs'
+ * exposed seconds: the lead covers the tail from its start), *hidden that
+ * rank's overlapped DP and the part of its DP its lead covers, *rank that
+ * rank. */
+static void iter_tail(double *dp, double *hidden, double *opt, double *defer, int *rank,
+		      const struct model *m, const struct cluster *c, const struct strategy *s,
 		      const struct layer_costs *lc, const struct pipeline_frame *f)
 {
-	double lead = 0, tail = -INFINITY;
-	int L = lc->n_layer;
+	double lead = 0, tail = -INFINITY, deferred = 0;
+	int L = lc->n_layer, last = strategy_rank(s, f->n_stages - 1);
 
-	*dp = *hidden = *opt = 0;
+	*dp = *hidden = *opt = *defer = 0;
 	*rank = 0;
+	if (strategy_deferred(s)) {
+		struct parts p;
+
+		cost_layer_parts(&p, m, L - 1, c, f->group[f->n_stages - 1], s, NULL);
+		deferred = p.defer;
+	}
 	for (int q = 0; q < s->pp; q++) {
-		double d, h, o;
+		double d, h, o, w = q == last ? deferred : 0;
 		int g = f->group[q];
 
 		cost_rank_tail(&d, &h, &o, m, c, s, lc, f->n_stages, q);
-		if (d + o - lead > tail) {
-			tail = d + o - lead;
+		if (w + d + o - lead > tail) {
+			tail = w + d + o - lead;
 			*opt = o < tail ? o : tail;
-			*dp = tail - *opt;
+			*dp = d < tail - *opt ? d : tail - *opt;
+			*defer = tail - *opt - *dp;
 			/* what its lead covers of its reduction is hidden too */
 			*hidden = h + (d > *dp ? d - *dp : 0);
 			*rank = q;
@@ -376,9 +387,11 @@ static void iter_tail(double *dp, double *hidden, double *opt, int *rank, const 
  * - T_pipe = a max c_k + b sum c_k (cost_frame), c_k the stage's layer
  *   times on its group plus its send; with interleaving over the ranks'
  *   totals (pipe_terms);
- * - iter_s = T_pipe + the latest tail (exposed DP + optimizer) counted
- *   from rank 0's last backward (iter_tail): under 1F1B rank 0 runs the
- *   iteration's last backward, the other ranks finish theirs earlier;
+ * - iter_s = T_pipe + the latest tail (deferred LM-head weight gradients,
+ *   exposed DP + optimizer) counted from rank 0's last backward
+ *   (iter_tail): under 1F1B rank 0 runs the iteration's last backward, the
+ *   other ranks finish theirs earlier; compute holds the deferred
+ *   gradients' exposed part;
  * - breakdown: compute, recompute, tp, cp, ep = m x the parts of the
  *   bottleneck rank (largest per-micro-batch time, all its chunks); pp =
  *   the p2p's share of T_pipe (its weights a, b applied to the sends: the
@@ -406,7 +419,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	static const struct cost_result zero_result;
 	struct pipe_terms P;
 	const struct pipeline_frame *f = &P.f;
-	double tail_dp, tail_hid, tail_opt, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
+	double tail_dp, tail_hid, tail_opt, tail_defer, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
 	double gw, gg;
 	int pp = s->pp, mb, bn = 0;
 
@@ -428,7 +441,7 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		}
 	}
 
-	iter_tail(&tail_dp, &tail_hid, &tail_opt, &r->tail_rank, m, c, s, lc, f);
+	iter_tail(&tail_dp, &tail_hid, &tail_opt, &tail_defer, &r->tail_rank, m, c, s, lc, f);
 	memory_gathered(m, s, &gw, &gg);
 	for (int q = 0; q < pp; q++) {
 		double gpu_mem = cluster_group_mem(c, s->group[q]);
@@ -467,7 +480,8 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 	r->time.dp += tail_dp;
 	r->time.dp_hidden += tail_hid;
 	r->time.optimizer = tail_opt;
-	r->iter_s = P.t_pipe + tail_dp + tail_opt;
+	r->time.compute += tail_defer;
+	r->iter_s = P.t_pipe + tail_dp + tail_opt + tail_defer;
 
 	/* The heaviest rank's memory by kind; the fullest rank's total. */
 	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, r->heaviest_rank);
@@ -590,6 +604,12 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->busy = P.mb * P.rank_c[q];
 		x->idle = pos(P.t_pipe - x->busy);
 		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
+		if (strategy_deferred(s) && q == strategy_rank(s, f->n_stages - 1)) {
+			struct parts p;
+
+			cost_layer_parts(&p, m, m->n_layer - 1, c, f->group[f->n_stages - 1], s, NULL);
+			x->deferred = p.defer;
+		}
 		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
 		x->cap_bytes = cluster_group_mem(c, x->group);
 	}

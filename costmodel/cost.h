@@ -324,6 +324,10 @@ struct cost_rank {
 				   (cost_stage.send summed) */
 	double pipeline_s;	  /* T_pipe of the iteration, the same for all */
 	double busy, idle;	  /* seconds per iteration within pipeline_s */
+	double deferred;	  /* the LM head's weight-gradient GEMMs it runs
+				   after its last backward, before its DP
+				   reduction (strategy_deferred; 0 on the
+				   other ranks), seconds per iteration */
 	double dp;		  /* exposed DP reduction and gathers after the
 				   pipeline, seconds per iteration */
 	double optimizer;	  /* its optimizer step, seconds per iteration */

@@ -27,6 +27,9 @@ struct parts {
 	double ep_f, ep_b, ep_r, ep_h;
 	double z3_f, z3_b, z3_h; /* ZeRO-3 parameter gathers */
 	double vc_f, vc_b;	 /* vocabulary parallelism's collectives */
+	double defer;		 /* the head's weight-gradient GEMMs deferred
+				   to the pipeline flush, seconds per
+				   iteration (not in bwd) */
 };
 
 /* x where positive, else 0 (seconds or bytes left over). */

@@ -35,11 +35,7 @@ static double bucketed(double comm, double work, double share)
 
 int cost_micro_batches(const struct strategy *s)
 {
-	if (s->micro_batches > 0)
-		return s->micro_batches;
-	return s->dp > 0 && s->mbs > 0 && s->gbs / (s->dp * s->mbs) > 0
-		       ? s->gbs / (s->dp * s->mbs)
-		       : 1;
+	return strategy_micro_batches(s);
 }
 
 /* TP communication of a block that --tp-comm-overlap hides under the GEMMs
@@ -147,7 +143,11 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   slices of seq/n tokens (the same bytes, n x the latency); CP as the
  *   whole micro-batch (each slice's K and V go round once);
  * - vocabulary parallelism: nothing for the embedding and the head (every
- *   rank runs its share: vocab_parts).
+ *   rank runs its share: vocab_parts);
+ * - deferred LM-head weight gradients (strategy_deferred, D of the m
+ *   micro-batches): the head's backward loses D / m of its weight-gradient
+ *   GEMM (as long as its forward GEMM) per micro-batch, which defer holds
+ *   for the flush, D x that GEMM (cost.c iter_tail).
  * parts_of fills p's fields but vc_f, vc_b for the layer time t of a
  * GPU type; layer_parts zeroes p, picks the type and applies uneven
  * micro-batches (below). */
@@ -171,6 +171,12 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->fwd = t.fwd;
 	p->bwd = t.bwd;
 	p->recompute = t.recompute;
+	if (m->layer[l].kind == LAYER_HEAD && strategy_deferred(s)) {
+		/* the head's weight-gradient GEMM (as long as its forward)
+		 * of the deferred micro-batches waits for the flush */
+		p->defer = t.gemm_fwd * strategy_deferred(s);
+		p->bwd -= p->defer / cost_micro_batches(s);
+	}
 	if (block && s->recompute == RECOMPUTE_SELECTIVE)
 		compute_selective_parts(&t, strategy_rc_modules(s), p->rc_mod);
 	tf = k * comm_tp_fwd(m, l, c, g, &sl);
@@ -220,7 +226,7 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 /* Every part of p times w. */
 static void parts_scale(struct parts *p, double w)
 {
-	p->fwd *= w, p->bwd *= w, p->recompute *= w;
+	p->fwd *= w, p->bwd *= w, p->recompute *= w, p->defer *= w;
 	for (int i = 0; i < RM_COUNT; i++)
 		p->rc_mod[i] *= w;
 	p->tp_f *= w, p->tp_b *= w, p->tp_r *= w, p->tp_h *= w;

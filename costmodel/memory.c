@@ -141,7 +141,13 @@ static double module_savings(const struct model *m, int l, const struct strategy
  *   (SlimPipe Sec. 3, attention context); an upper bound, as the slices in
  *   flight count their own K and V in A too.
  * With vocabulary parallelism the embedding and the head hold nothing
- * here (memory_vocab has every rank's share). */
+ * here (memory_vocab has every rank's share).
+ * Deferred LM-head weight gradients (strategy_deferred, D micro-batches)
+ * keep each deferred micro-batch's head input (its SP shard, h / t a
+ * token, or h without SP) and output gradient (V / t a token) until the
+ * flush: D x b*s/c x dtype x (h / t + V / t) more extra bytes on the
+ * head's stage (Megatron-Core's embedding_activation_buffer and
+ * grad_output_buffer). */
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s)
 {
@@ -156,7 +162,9 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 	if (ly->kind != LAYER_BLOCK) {
 		lm->act = s->vocab_par ? 0 : A * tokens / (split ? s->tp : 1);
 		if (ly->kind == LAYER_HEAD && !s->vocab_par)
-			lm->extra = tokens / strategy_slices(s) * m->vocab * (dt + 4.0) / s->tp;
+			lm->extra = tokens / strategy_slices(s) * m->vocab * (dt + 4.0) / s->tp +
+				    strategy_deferred(s) * tokens * dt *
+					    ((double)m->hidden / (split ? s->tp : 1) + (double)m->vocab / s->tp);
 		return;
 	}
 	if (strategy_slices(s) > 1)

@@ -548,7 +548,8 @@ void sim_free(struct sim_result *sim)
  * splits it (schedule_weights: t_B = t_W, recomputation in B): W =
  * (backward - recomputation) / 2 of the rank, shared over its chunks in
  * proportion to their backward (cost_ranks has the recomputation per rank
- * only), B = the rest; per rank the DP tail and optimizer step of
+ * only), B = the rest; per rank the DP tail (after the deferred LM-head
+ * weight gradients, where the rank has them) and optimizer step of
  * cost_ranks. */
 void sim_input(struct sim_in *in, const struct strategy *s, const struct cost_stage *st, int n,
 	       const struct cost_rank *rk)
@@ -570,7 +571,7 @@ void sim_input(struct sim_in *in, const struct strategy *s, const struct cost_st
 		}
 	}
 	for (int r = 0; r < s->pp; r++) {
-		in->dp[r] = rk[r].dp;
+		in->dp[r] = rk[r].deferred + rk[r].dp;
 		in->opt[r] = rk[r].optimizer;
 	}
 }

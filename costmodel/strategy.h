@@ -153,6 +153,12 @@ struct strategy {
 				   2 (bf16: Megatron's precision-aware
 				   optimizer, --exp-avg-dtype and
 				   --exp-avg-sq-dtype bf16); 0 reads as 4 */
+	int wgrad_defer;		    /* micro-batches whose LM head's
+				   weight-gradient GEMM waits for the
+				   pipeline flush (Megatron's
+				   --defer-embedding-wgrad-compute, with
+				   --wgrad-deferral-limit N): 0 none, -1 all,
+				   N > 0 the first N (strategy_deferred) */
 	bool vocab_par;			    /* vocabulary parallelism (Yeung et al. 2024,
 				   "Balancing Pipeline Parallelism with
 				   Vocabulary Parallelism"): the embedding,
@@ -265,6 +271,28 @@ static inline bool strategy_layer_gathers(const struct strategy *s)
 static inline int strategy_vp(const struct strategy *s)
 {
 	return s->vp > 0 ? s->vp : 1;
+}
+
+/* The micro-batches per DP replica of s: s->micro_batches when set, else
+ * gbs / (dp x mbs), at least 1. */
+static inline int strategy_micro_batches(const struct strategy *s)
+{
+	if (s->micro_batches > 0)
+		return s->micro_batches;
+	return s->dp > 0 && s->mbs > 0 && s->gbs / (s->dp * s->mbs) > 0 ? s->gbs / (s->dp * s->mbs) : 1;
+}
+
+/* The micro-batches whose LM-head weight gradient s defers to the
+ * pipeline flush (s->wgrad_defer; Megatron defers the first N of the
+ * iteration's, all with limit 0): none without a pipeline (Megatron
+ * refuses it) or with vocabulary parallelism (no LM head of its own). */
+static inline int strategy_deferred(const struct strategy *s)
+{
+	int m = strategy_micro_batches(s);
+
+	if (!s->wgrad_defer || s->pp < 2 || s->vocab_par)
+		return 0;
+	return s->wgrad_defer < 0 || s->wgrad_defer > m ? m : s->wgrad_defer;
 }
 
 /* SlimPipe's slices per micro-batch, slices read as 1 when unset (0). */

@@ -226,6 +226,8 @@ enum field_place {
 	F_PRECISION_OPT,
 	F_EXP_AVG,
 	F_EXP_AVG_SQ,
+	F_DEFER_WGRAD,
+	F_WGRAD_LIMIT,
 	F_COUNT
 };
 
@@ -531,6 +533,15 @@ static void plan_settings(struct settings *l, const struct emit_ctx *x)
 		    val("torch.bfloat16"));
 		set(l, F_EXP_AVG_SQ, "--exp-avg-sq-dtype", "optimizer.exp_avg_sq_dtype", val("bf16"),
 		    val("torch.bfloat16"));
+	}
+	/* deferred LM-head weight gradients: megatron/training/arguments.py,
+	 * ModelParallelConfig's fields (limit 0: all, the default) */
+	if (strategy_deferred(s)) {
+		set_bool(l, F_DEFER_WGRAD, "--defer-embedding-wgrad-compute", true,
+			 "model.defer_embedding_wgrad_compute", true);
+		if (s->wgrad_defer > 0)
+			set(l, F_WGRAD_LIMIT, "--wgrad-deferral-limit", "model.wgrad_deferral_limit",
+			    val("%d", s->wgrad_defer), NULL);
 	}
 }
 

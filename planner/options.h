@@ -160,6 +160,12 @@ enum opt_scope { SCOPE_RUN,
 	X(EP_OVERLAP, "ep-overlap", KIND_SWITCH, opts.ep_overlap, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                               \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "MoE: expert all-to-alls under another micro-batch's compute in 1F1B / interleaved (default: off)")                                                      \
+	X(DEFER_WGRAD, "defer-embedding-wgrad", KIND_SWITCH, opts.defer_wgrad, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                  \
+	  OPT_NEEDS("on or off"),                                                                                                                                  \
+	  "defer the LM head's weight-gradient GEMMs to the pipeline flush (Megatron's --defer-embedding-wgrad-compute; default: off)")                           \
+	X(WGRAD_LIMIT, "wgrad-deferral-limit", KIND_INT, opts.wgrad_limit, OPT_RANGE(0, 1000000), SCOPE_STRATEGY, "N",                                            \
+	  OPT_NEEDS("a number of micro-batches, 0 for all"),                                                                                                       \
+	  "with --defer-embedding-wgrad on: defer at most N micro-batches' (default 0: all)")                                                                      \
 	X(OPTIM_DTYPE, "optim-dtype", KIND_ENUM, opts.moment_bytes, OPT_NAMES(optim_dtype_parse), SCOPE_STRATEGY, "NAME",                                          \
 	  OPT_NEEDS("fp32 or bf16"),                                                                                                                               \
 	  "Adam moments: fp32 (default), bf16 (Megatron's precision-aware optimizer)")                                                                             \

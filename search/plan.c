@@ -361,6 +361,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.moe_capacity = opts.moe_capacity;
 	s.grad_bytes = opts.grad_bytes;
 	s.moment_bytes = opts.moment_bytes;
+	s.wgrad_defer = opts.defer_wgrad == 1 ? (opts.wgrad_limit > 0 ? opts.wgrad_limit : -1) : 0;
 	s.ep_overlap = opts.ep_overlap == 1;
 	s.grouped_gemm = opts.grouped_gemm == 1;
 	s.moe_pad = opts.moe_pad == 1;

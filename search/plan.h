@@ -94,6 +94,12 @@ struct plan_opts {
 				   (the search does not try it) */
 	int moment_bytes;      /* bytes per Adam moment (strategy.moment_bytes):
 				   4 or 2; 0: 4 (fp32) */
+	int defer_wgrad;       /* the LM head's weight gradients deferred to
+				   the pipeline flush: 1 on, 0 or -1 off (the
+				   search does not try it) */
+	int wgrad_limit;       /* with defer_wgrad: the micro-batches
+				   deferred at most; 0: all
+				   (strategy.wgrad_defer) */
 	/* Switches: 1 on, 0 off (set on every strategy as given; the cost
 	 * model ignores an overlap with nothing to hide, such as TP overlap
 	 * at tp 1), -1 the search's choice (the caller pins the what-if

@@ -452,6 +452,13 @@ static int check_model(enum trainer t, const struct model *m, const struct strat
 	/* modules beyond the attention core: Megatron-Core's recompute_modules */
 	if (t != TRAINER_MEGATRON && t != TRAINER_NEMO && (strategy_rc_modules(s) & ~RM_CORE_ATTN))
 		return refuse(e, t, "selective recomputation of modules beyond core_attn (layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj): Megatron-Core's --recompute-modules only");
+	/* deferred LM-head weight gradients: Megatron-Core's
+	 * ModelParallelConfig refuses them without gradient accumulation
+	 * fusion (their flush accumulates into main_grad in the fused kernel) */
+	if (strategy_deferred(s) && t != TRAINER_MEGATRON && t != TRAINER_NEMO)
+		return refuse(e, t, "deferred LM-head weight gradients: Megatron-Core's --defer-embedding-wgrad-compute only");
+	if (strategy_deferred(s) && s->grad_acc_unfused)
+		return refuse(e, t, "deferred LM-head weight gradients need gradient accumulation fusion");
 	/* Megatron: 1 <= recompute_num_layers <= num_layers // pp. */
 	if ((t == TRAINER_MEGATRON || t == TRAINER_NEMO) &&
 	    s->recompute == RECOMPUTE_FULL && m->layers / s->pp < 1)

@@ -418,6 +418,39 @@ START_TEST(test_megatron_even_interleaved)
 }
 END_TEST
 
+/* Deferred LM-head weight gradients: Megatron-LM's switch and limit, NeMo's
+ * two fields; all micro-batches (limit 0, Megatron's default) without the
+ * limit; a plan without a pipeline has nothing to defer and sets neither
+ * (Megatron-Core refuses the switch with pp 1). */
+START_TEST(test_megatron_deferred_wgrad)
+{
+	struct fix f;
+	char *dir, *script, *ov;
+
+	fixture(&f, INTERLEAVED);
+	plan(&f, 2, 2, 2, 2, 2, 1, 64, (const int[]){ 9, 8, 8, 9 }, (const unsigned char[]){ 0, 0 });
+	f.s.wgrad_defer = 8;
+	dir = emit_fix("megatron", &f);
+	script = read_in(dir, "launch.sh");
+	ck_assert_ptr_nonnull(strstr(script, "\t--defer-embedding-wgrad-compute\n"));
+	ck_assert_ptr_nonnull(strstr(script, "\t--wgrad-deferral-limit 8\n"));
+	free(script);
+	rm_tree(dir);
+	free(dir);
+	ov = emit_text("nemo", &f, "overrides.txt", false);
+	ck_assert(has_line(ov, "model.defer_embedding_wgrad_compute=true"));
+	ck_assert(has_line(ov, "model.wgrad_deferral_limit=8"));
+	free(ov);
+	f.s.wgrad_defer = -1;
+	ov = emit_text("nemo", &f, "overrides.txt", false);
+	ck_assert(has_line(ov, "model.defer_embedding_wgrad_compute=true"));
+	ck_assert_ptr_null(strstr(ov, "wgrad_deferral_limit"));
+	free(ov);
+	f.s.pp = 1;
+	ck_assert_int_eq(strategy_deferred(&f.s), 0);
+}
+END_TEST
+
 /* ds_config.json read back with cJSON: train_batch_size == micro * gas * dp,
  * dp from the slots of launch.sh's hostfile and the plan's tp and pp. */
 START_TEST(test_deepspeed_read_back)
@@ -782,6 +815,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_megatron_read_back, 0, N_CASE);
 	tcase_add_test(tc, test_megatron_mixed_gpu_counts);
 	tcase_add_test(tc, test_megatron_even_interleaved);
+	tcase_add_test(tc, test_megatron_deferred_wgrad);
 	tcase_add_loop_test(tc, test_deepspeed_read_back, 0, N_CASE);
 	tcase_add_loop_test(tc, test_titan_read_back, 0, N_CASE);
 	tcase_add_test(tc, test_titan_main);

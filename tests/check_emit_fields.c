@@ -694,6 +694,7 @@ static const char *const v2_columns[] = {
 	"recompute_modules",
 	"moe_pad_capacity",
 	"moe_dispatcher",
+	"deferred_wgrad_micro_batches",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

@@ -401,6 +401,61 @@ START_TEST(test_evaluate_toy)
 }
 END_TEST
 
+/* Deferred LM-head weight gradients (strategy_deferred) on the placement
+ * of test_ranks_toy with m = 64 / (2 x 1) = 32: the head (rank 1, the
+ * half-speed group, the bottleneck) has a weight-gradient GEMM as long as
+ * its forward's, W = H1.gemm = 5e8 x 1000 / 0.5e12 = 1 s. Deferring D micro-batches' takes D
+ * W / m off each of rank 1's micro-batches, D W off T_pipe = m c1 + c0,
+ * and puts D W before rank 1's reduction and step, which its lead covers:
+ * rank 0's backward of the last micro-batch and half the send, E.bwd + 2
+ * B.bwd + 4e-5 (about 4 s). D = 2: 2 s, covered: the iteration 2 s
+ * shorter. All 32: 32 s, of which the lead covers its length: the
+ * iteration shorter by the lead. Memory: rank 1 keeps each deferred
+ * micro-batch's head input and output gradient, 1000 tokens x 2 bytes x
+ * (1000 + 1000), 4e6 bytes, beside its logits' 6e6. */
+START_TEST(test_deferred_wgrad)
+{
+	struct strategy s = strat(1, 1, 2, 2, 1, 64, 1000);
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	struct part H1 = toy_head(0.5e12, 1e12, 1, 1, false);
+	double lead = E.bwd + 2 * B.bwd + 4e-5;
+	struct cost_result plain, two, all;
+	struct cost_rank x[2];
+	struct layer_costs lc = { 0 };
+
+	toy();
+	toy_cluster();
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	s.group[1] = 1;
+	ck_assert_rel(H1.gemm, 1, 1e-12);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&plain, &mod, &clu, &s, &lc);
+	cost_layers_free(&lc);
+	s.wgrad_defer = 2;
+	ck_assert_int_eq(strategy_deferred(&s), 2);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&two, &mod, &clu, &s, &lc);
+	cost_ranks(x, &mod, &clu, &s, &lc);
+	cost_layers_free(&lc);
+	ck_assert_rel(two.iter_s, plain.iter_s - 2, 1e-9);
+	ck_assert_rel(x[1].mem.logits, 6e6 + 2 * 4e6, 1e-12);
+	s.wgrad_defer = -1;
+	ck_assert_int_eq(strategy_deferred(&s), 32);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&all, &mod, &clu, &s, &lc);
+	cost_layers_free(&lc);
+	ck_assert(lead > 3 && lead < 32);
+	ck_assert_rel(all.iter_s, plain.iter_s - lead, 1e-9);
+	ck_assert_int_eq(all.tail_rank, 1);
+	/* no pipeline: nothing to defer to */
+	s.pp = 1;
+	ck_assert_int_eq(strategy_deferred(&s), 0);
+}
+END_TEST
+
 /* Selective recomputation by module per pipeline rank (cost_ranks'
  * recompute_mod) on the placement of test_ranks_toy: core_attn reruns
  * each block's attention core, 2 B.attn on rank 0 and 2 B1.attn on the
@@ -963,6 +1018,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_frame_zb_h1);
 	tcase_add_test(tc, test_frame_links);
 	tcase_add_test(tc, test_ranks_recompute_modules);
+	tcase_add_test(tc, test_deferred_wgrad);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -512,6 +512,15 @@ R(r_titan_window)
 	f->m.sliding_window = 4096;
 	f->m.sliding_every = 1;
 }
+R(r_defer)
+{
+	f->s.wgrad_defer = -1;
+}
+R(r_defer_unfused)
+{
+	f->s.wgrad_defer = 4;
+	f->s.grad_acc_unfused = true;
+}
 
 static const struct rule {
 	enum trainer t;
@@ -567,6 +576,9 @@ static const struct rule {
 	{ TRAINER_TORCHTITAN, r_titan_mixtral, "torchtitan: v0.2.2 ships no model 'llama3-8b' (model_type 'mixtral', 32 layers, hidden 4096, ffn 14336, 8 experts): its models are the llama3 (8B, 70B, 405B), qwen3, deepseek_v3 and llama4 flavors" },
 	{ TRAINER_TORCHTITAN, r_titan_ffn, "torchtitan: v0.2.2 ships no model 'llama3-8b' (model_type 'llama', 32 layers, hidden 4096, ffn 11008, 0 experts)" },
 	{ TRAINER_TORCHTITAN, r_titan_window, "torchtitan: v0.2.2 ships no model 'llama3-8b' (model_type 'mistral'" },
+	{ TRAINER_TORCHTITAN, r_defer, "torchtitan: deferred LM-head weight gradients: Megatron-Core's --defer-embedding-wgrad-compute only" },
+	{ TRAINER_DEEPSPEED, r_defer, "deepspeed: deferred LM-head weight gradients: Megatron-Core's --defer-embedding-wgrad-compute only" },
+	{ TRAINER_MEGATRON, r_defer_unfused, "megatron: deferred LM-head weight gradients need gradient accumulation fusion" },
 };
 
 /* The base plan passes; the mutated one fails with the rule's message. */
