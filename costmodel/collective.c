@@ -435,9 +435,13 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 
 /* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
  * b*s*h*dtype bytes forward and the same backward per micro-batch, /t with
- * sequence parallelism (Korthikanti 2022 Sec. 4.2.3; Megatron's scatter-
- * gather optimisation does the same without SP, but we follow SP), /c with
- * context parallelism. The link:
+ * sequence parallelism (Korthikanti 2022 Sec. 4.2.3), /c with context
+ * parallelism. Without SP, whole from each TP rank (Megatron-Core), or with
+ * s->p2p_split /t, which the receiving stage all-gathers over its TP ranks
+ * (DeepSpeed's pipeline engine partitions activations and gradients,
+ * pipe_partitioned / grad_partitioned, on by default; Megatron-LM's former
+ * scatter-gather did the same): the forward's gather on the receiving
+ * group, the backward's on the sending one. The link:
  * - same node group and two ranks fit in one node (2*t*c*d <= gpus_per_node):
  *   NVLink;
  * - same group otherwise: the node's NIC shared by the min(gpus_per_node,
@@ -456,14 +460,20 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 	double S = (double)s->mbs * s->seq * m->layer[1].out_bytes_per_token / s->cp;
 	struct link k, kb;
 
-	if (s->sp && s->tp > 1)
+	/* without SP, split sends: each end all-gathers what it receives */
+	double gather = s->tp > 1 && !s->sp && s->p2p_split
+				? coll_allgather(s->tp, S, link_span(a, s->tp)) +
+					  coll_allgather(s->tp, S, link_span(b, s->tp))
+				: 0;
+
+	if (s->tp > 1 && (s->sp || s->p2p_split))
 		S /= s->tp;
 	if (gf == gt) {
 		if (2 * rank_gpus <= a->gpus_per_node)
 			k = link_span(a, 1);
 		else
 			k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
-		return 2 * coll_p2p(S, k);
+		return 2 * coll_p2p(S, k) + gather;
 	}
 	k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
 	kb = link_inter(b, b->gpus_per_node < rank_gpus ? b->gpus_per_node : rank_gpus);
@@ -483,7 +493,7 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		if (c->fabric_lat > k.lat)
 			k.lat = c->fabric_lat;
 	}
-	return 2 * coll_p2p(S, k);
+	return 2 * coll_p2p(S, k) + gather;
 }
 
 /* Gradient synchronisation per iteration (Narayanan et al. 2021 Sec. 3.2:

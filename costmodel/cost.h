@@ -72,7 +72,7 @@ struct layer_costs {
 	 * backward / 2; 1/3 without layers. */
 	double zb_h2_rho;
 	/* [g * n_group + h]: comm_pp_send from group g to group h for the
-	 * strategy costed, whose tp, cp, dp, mbs, seq and sp link_key holds
+	 * strategy costed, whose tp, cp, dp, mbs, seq, sp and p2p_split link_key holds
 	 * (cost_frame takes them from here when they match its strategy's);
 	 * NULL: cost_frame computes them. */
 	double *link;

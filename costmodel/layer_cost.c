@@ -711,7 +711,7 @@ void cost_link_key(int *key, const struct strategy *s)
 	key[2] = s->dp;
 	key[3] = s->mbs;
 	key[4] = s->seq;
-	key[5] = s->sp;
+	key[5] = s->sp | s->p2p_split << 1;
 }
 
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts

@@ -113,6 +113,12 @@ struct strategy {
 				   backward pass (--overlap-grad-reduce) */
 	bool param_overlap;		    /* ZeRO parameter all-gather overlapped with
 				   the forward pass (--overlap-param-gather) */
+	bool p2p_split;			    /* without SP, each TP rank sends 1/tp of a
+				   pipeline boundary's tensor and the
+				   receiving stage all-gathers it over TP
+				   (DeepSpeed's pipeline engine:
+				   pipe_partitioned and grad_partitioned);
+				   false: each sends the whole (Megatron-Core) */
 	bool grad_acc_unfused;		    /* each micro-batch's weight gradients are
 				   added to the gradient buffer in a pass of
 				   their own (DeepSpeed, torchtitan, eager

@@ -273,7 +273,8 @@ map_hagemann2023_llama13b_runs() {
 # (clusters/aws-g4dn.json), global batch 32, AMP's layer partition as
 # --layout (amp_layout below), unfused attention, apex's fused LayerNorm, no
 # recomputation, no ZeRO, fp16 gradients accumulated by DeepSpeed (not
-# fused), 1F1B, no SP, no overlap, no FP8.
+# fused), 1F1B, no SP, no overlap, no FP8; DeepSpeed's pipeline engine
+# (--trainer deepspeed: its sends split over TP, pipe_partitioned).
 # measured_s = inf: the trial failed. A partition with a stage holding no
 # block and neither the embedding nor the head is not run: it is reported.
 map_amp2022_homogeneous_trials() {
@@ -292,7 +293,7 @@ map_amp2022_homogeneous_trials() {
 			--schedule 1f1b --recompute none --zero 0 --layout "$lay" \
 			--attention unfused --norm fused --sequence-parallel off --fp8 off \
 			--tp-comm-overlap off --overlap-grad-reduce off --overlap-param-gather off \
-			--grad-dtype fp16 --grad-acc-fusion off
+			--grad-dtype fp16 --grad-acc-fusion off --trainer deepspeed
 	done
 }
 

@@ -58,6 +58,8 @@ void trainer_features(int t, struct strategy *s, const struct model *m,
 	s->fsdp = titan && s->zero >= 1;
 	s->unfused_norm = o->unfused_norm || (bare && titan);
 	s->unfused_pointwise = bare && titan;
+	/* DeepSpeed's pipeline engine splits the sends over TP */
+	s->p2p_split = ds;
 	/* DeepSpeed's ZeRO keeps the training dtype, Megatron its fp32 main
 	   gradients but under fp16; torchtitan reduces in float32
 	   (training.mixed_precision_reduce) */
@@ -72,7 +74,7 @@ unsigned trainer_feature_bits(const struct strategy *s)
 	       (s->grad_acc_unfused ? 0 : TF_GRAD_ACC_FUSION) | (s->fsdp ? TF_FSDP : 0) |
 	       (s->unfused_norm ? 0 : TF_FUSED_NORM) |
 	       (s->unfused_pointwise ? 0 : TF_FUSED_POINTWISE) |
-	       (s->grad_bytes == 2 ? 0 : TF_GRAD_FP32);
+	       (s->grad_bytes == 2 ? 0 : TF_GRAD_FP32) | (s->p2p_split ? TF_P2P_SPLIT : 0);
 }
 
 const char *trainer_feature_diff(char *buf, size_t n, const struct strategy *s, unsigned feat)
@@ -91,6 +93,7 @@ const char *trainer_feature_diff(char *buf, size_t n, const struct strategy *s, 
 		{ TF_FUSED_NORM, "fused norms", "norms as eager kernels" },
 		{ TF_FUSED_POINTWISE, "fused RoPE and SwiGLU", "RoPE and SwiGLU as eager kernels" },
 		{ TF_GRAD_FP32, "fp32 gradients", "gradients reduced in 2 bytes" },
+		{ TF_P2P_SPLIT, "pipeline sends split over TP", "pipeline sends whole from every TP rank" },
 	};
 	unsigned diff = trainer_feature_bits(s) ^ feat;
 	size_t len = 0;

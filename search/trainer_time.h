@@ -26,7 +26,8 @@ struct err;
  * leaves them unset (-1): the overlaps and gradient accumulation fusion
  * (trainer_allows), FSDP for torchtitan at ZeRO >= 1, the gradients' dtype
  * (o->grad_bytes 0: 2 bytes for DeepSpeed, and for an fp16 model m but
- * with torchtitan, which reduces in float32; else 4)
+ * with torchtitan, which reduces in float32; else 4), DeepSpeed's pipeline
+ * sends split over TP (strategy.p2p_split)
  * and the kernels (fused: torchtitan with torch.compile, the option the
  * search takes as it takes the overlaps). With o->trainer_defaults the
  * unset features take the trainer's bare CLI defaults instead: no
@@ -46,6 +47,7 @@ enum trainer_feature_bit {
 	TF_FUSED_NORM = 1u << 5,
 	TF_FUSED_POINTWISE = 1u << 6,
 	TF_GRAD_FP32 = 1u << 7,
+	TF_P2P_SPLIT = 1u << 8,
 };
 
 /* The enum trainer_feature_bit bits of s. */

@@ -278,6 +278,16 @@ START_TEST(test_pp)
 	/* no SP: the whole b*s*h*2 = 16777216, t*c = 8 GPUs per rank. */
 	s = strat(8, 1, 1, 1, 2048, false);
 	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 16777216.0 / 12.5e9, 1e-12);
+	/* split sends (DeepSpeed's pipeline engine): each TP rank sends an
+	 * eighth, 2097152, and the receiving stage all-gathers the 16777216
+	 * over its 8 GPUs in the node, 7/8 of it over NVLink, each way */
+	s.p2p_split = true;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s),
+		      2 * 2097152.0 / 12.5e9 + 2 * 7.0 / 8 * 16777216.0 / 240e9, 1e-12);
+	/* with SP the tensor is split already: nothing to gather */
+	s.sp = true;
+	ck_assert_rel(comm_pp_send(&mod, &clu, 0, 0, &s), 2 * 2097152.0 / 12.5e9, 1e-12);
+	s = strat(8, 1, 1, 1, 2048, false);
 	/* the size is the profile's output bytes per token: fp32 hidden
 	 * states (4 bytes) double it */
 	lay[1].out_bytes_per_token = 4 * 4096;

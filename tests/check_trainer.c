@@ -141,7 +141,7 @@ END_TEST
  * gradients; torchtitan async TP, FSDP2 (its gathers per layer), autograd's
  * accumulation, torch.compile's fused kernels; DeepSpeed no TP overlap,
  * overlap_comm for the reduction, no parameter prefetch below ZeRO-3,
- * bf16 gradients. With trainer_defaults the bare CLIs: nothing overlapped
+ * bf16 gradients, its pipeline's sends split over TP. With trainer_defaults the bare CLIs: nothing overlapped
  * but FSDP2's own and DeepSpeed ZeRO-3's overlap_comm, torchtitan eager.
  * An option fixed by the user wins over every trainer. */
 START_TEST(test_trainer_features)
@@ -150,15 +150,16 @@ START_TEST(test_trainer_features)
 		int t;
 		bool bare, tp_ov, grad_ov, param_ov, acc_unfused, fsdp, eager;
 		int grad_bytes;
+		bool p2p_split;
 	} want[] = {
-		{ TRAINER_MEGATRON, false, 1, 1, 1, 0, 0, 0, 4 },
-		{ TRAINER_NEMO, false, 1, 1, 1, 0, 0, 0, 4 },
-		{ -1, false, 1, 1, 1, 0, 0, 0, 4 },
-		{ TRAINER_TORCHTITAN, false, 1, 1, 1, 1, 1, 0, 4 },
-		{ TRAINER_DEEPSPEED, false, 0, 1, 0, 1, 0, 0, 2 },
-		{ TRAINER_MEGATRON, true, 0, 0, 0, 0, 0, 0, 4 },
-		{ TRAINER_TORCHTITAN, true, 0, 1, 1, 1, 1, 1, 4 },
-		{ TRAINER_DEEPSPEED, true, 0, 0, 0, 1, 0, 0, 2 },
+		{ TRAINER_MEGATRON, false, 1, 1, 1, 0, 0, 0, 4, 0 },
+		{ TRAINER_NEMO, false, 1, 1, 1, 0, 0, 0, 4, 0 },
+		{ -1, false, 1, 1, 1, 0, 0, 0, 4, 0 },
+		{ TRAINER_TORCHTITAN, false, 1, 1, 1, 1, 1, 0, 4, 0 },
+		{ TRAINER_DEEPSPEED, false, 0, 1, 0, 1, 0, 0, 2, 1 },
+		{ TRAINER_MEGATRON, true, 0, 0, 0, 0, 0, 0, 4, 0 },
+		{ TRAINER_TORCHTITAN, true, 0, 1, 1, 1, 1, 1, 4, 0 },
+		{ TRAINER_DEEPSPEED, true, 0, 0, 0, 1, 0, 0, 2, 1 },
 	};
 	struct model m = { .fp16 = false };
 	struct plan_opts o;
@@ -173,7 +174,7 @@ START_TEST(test_trainer_features)
 				      s.param_overlap == want[i].param_ov &&
 				      s.grad_acc_unfused == want[i].acc_unfused && s.fsdp == want[i].fsdp &&
 				      s.unfused_norm == want[i].eager && s.unfused_pointwise == want[i].eager &&
-				      s.grad_bytes == want[i].grad_bytes,
+				      s.grad_bytes == want[i].grad_bytes && s.p2p_split == want[i].p2p_split,
 			      "case %zu", i);
 	}
 	/* DeepSpeed's ZeRO-3 turns overlap_comm on by default */
