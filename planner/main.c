@@ -1094,7 +1094,8 @@ static int finish(int rc)
 }
 
 /* The options of run w of rs: its spec ("KEY=VALUE,...", KEY a strategy
- * option, gbs or seq) applied onto the command line's, completed as the
+ * option, gbs, seq or trainer: the trainer the run used, whose features
+ * --trainer gives) applied onto the command line's, completed as the
  * what-if mode, one search thread and no progress line. *text receives
  * the malloc'd copy of the spec the layout points into (caller frees).
  * Returns 0, or -1 with e naming the file, line and column of the spec. */
@@ -1109,8 +1110,9 @@ static int run_options(const struct cli *cl, const struct runs *rs, const struct
 		const char *value;
 		int id = spec_key(item, &value);
 
-		if (id < 0 || (options[id].scope != SCOPE_STRATEGY && id != OPT_GBS && id != OPT_SEQ))
-			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not KEY=VALUE of a strategy option (as --compare's), gbs or seq",
+		if (id < 0 || (options[id].scope != SCOPE_STRATEGY && id != OPT_GBS && id != OPT_SEQ &&
+			       id != OPT_TRAINER))
+			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not KEY=VALUE of a strategy option (as --compare's), gbs, seq or trainer",
 				       rs->path, w->line, w->spec_col, w->spec, item);
 		if (parse_value(&sub, &options[id], value))
 			return err_set(e, "%s:%d:%d: spec '%s': '%s' is not a value of --%s", rs->path,

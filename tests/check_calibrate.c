@@ -313,6 +313,17 @@ START_TEST(test_cli)
 	ck_assert_int_eq(run_ampplan(args, NULL, &err), 1);
 	ck_assert_msg(strstr(err, ":2:1: spec 'tp=1,pp=1,dp=8,cp=1' needs tp, pp, dp, cp and mbs"), "%s", err);
 	free(err);
+	/* a run's trainer is a key of its spec; an unknown one is named */
+	remove(bad);
+	free(bad);
+	bad = temp_file("spec,measured_s\n\"tp=1,pp=1,dp=8,cp=1,mbs=1,trainer=nemo\",2\n"
+			"\"tp=1,pp=1,dp=8,cp=1,mbs=1,trainer=colossalai\",2\n");
+	snprintf(args, sizeof args, "calibrate --model llama2-7b --cluster dgx-a100 --runs %s --out %s", bad,
+		 keep);
+	ck_assert_int_eq(run_ampplan(args, NULL, &err), 1);
+	ck_assert_msg(strstr(err, ":3:1: spec 'tp=1,pp=1,dp=8,cp=1,mbs=1,trainer=colossalai': 'colossalai' is not a value of --trainer"),
+		      "%s", err);
+	free(err);
 	text = read_file(keep);
 	ck_assert_str_eq(text, "keep\n");
 	free(text);
