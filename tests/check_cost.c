@@ -907,6 +907,19 @@ START_TEST(test_compute_moe_dispatch)
 }
 END_TEST
 
+/* The toy made an MoE of 4 experts, top 1, f_e = f, its expert weights
+ * 8e6, at EP 2 in s. */
+static void toy_moe(struct strategy *s)
+{
+	toy();
+	toy_cluster();
+	mod.experts = 4;
+	mod.top_k = 1;
+	mod.moe_ffn = mod.ffn;
+	lay[1].expert_params = 8e6;
+	s->ep = 2;
+}
+
 /* Megatron-Core's EP all-to-all overlap (--ep-overlap) on the toy made an
  * MoE of 4 experts, top 1, at EP 2 over DP 2, 1F1B without a pipeline, m =
  * 8 / 2 = 4: schedule_ep_paired 1 - 1/4 = 3/4 of the passes run paired,
@@ -919,13 +932,7 @@ START_TEST(test_ep_overlap_parts)
 	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
 	struct parts off, on;
 
-	toy();
-	toy_cluster();
-	mod.experts = 4;
-	mod.top_k = 1;
-	mod.moe_ffn = mod.ffn;
-	lay[1].expert_params = 8e6;
-	s.ep = 2;
+	toy_moe(&s);
 	ck_assert_int_eq(cost_layer_parts(&off, &mod, 1, &clu, 0, &s, NULL), 0);
 	ck_assert(off.ep_f > 0 && off.ep_f < 1e-3 && off.bwd > 0.1);
 	ck_assert_rel(off.ep_b, off.ep_f, 0);
@@ -955,13 +962,7 @@ START_TEST(test_moe_recompute_all_to_all)
 	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
 	struct parts off, x;
 
-	toy();
-	toy_cluster();
-	mod.experts = 4;
-	mod.top_k = 1;
-	mod.moe_ffn = mod.ffn;
-	lay[1].expert_params = 8e6;
-	s.ep = 2;
+	toy_moe(&s);
 	ck_assert_int_eq(cost_layer_parts(&off, &mod, 1, &clu, 0, &s, NULL), 0);
 	ck_assert(off.ep_f > 0);
 	s.recompute = RECOMPUTE_SELECTIVE;
@@ -992,15 +993,9 @@ START_TEST(test_grouped_gemm)
 	struct strategy s = strat(1, 1, 1, 2, 1, 8, 1000);
 	struct layer_time off, on;
 
-	toy();
-	toy_cluster();
-	mod.experts = 4;
-	mod.top_k = 1;
-	mod.moe_ffn = mod.ffn;
-	lay[1].expert_params = 8e6;
+	toy_moe(&s);
 	gpus[0].eff_max = 1;
 	gpus[0].eff_half_flop = 4e9;
-	s.ep = 2;
 	s.moe_capacity = 1;
 	ck_assert_int_eq(compute_layer(&off, &mod, 1, &gpus[0], &s, NULL), 0);
 	s.grouped_gemm = true;

@@ -401,6 +401,18 @@ START_TEST(test_evaluate_toy)
 }
 END_TEST
 
+/* The toy on two pipeline ranks: E + 2 blocks on group 0, 2 blocks + the
+ * head on the half-speed group 1. */
+static void toy_two_ranks(struct strategy *s)
+{
+	toy();
+	toy_cluster();
+	s->first[0] = 0;
+	s->first[1] = 3;
+	s->first[2] = 6;
+	s->group[1] = 1;
+}
+
 /* Deferred LM-head weight gradients (strategy_deferred) on the placement
  * of test_ranks_toy with m = 64 / (2 x 1) = 32: the head (rank 1, the
  * half-speed group, the bottleneck) has a weight-gradient GEMM as long as
@@ -424,12 +436,7 @@ START_TEST(test_deferred_wgrad)
 	struct cost_rank x[2];
 	struct layer_costs lc = { 0 };
 
-	toy();
-	toy_cluster();
-	s.first[0] = 0;
-	s.first[1] = 3;
-	s.first[2] = 6;
-	s.group[1] = 1;
+	toy_two_ranks(&s);
 	ck_assert_rel(H1.gemm, 1, 1e-12);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	cost_evaluate(&plain, &mod, &clu, &s, &lc);
@@ -470,12 +477,7 @@ START_TEST(test_ranks_recompute_modules)
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part B1 = toy_block(0.5e12, 1e12, 1, 1, false);
 
-	toy();
-	toy_cluster();
-	s.first[0] = 0;
-	s.first[1] = 3;
-	s.first[2] = 6;
-	s.group[1] = 1;
+	toy_two_ranks(&s);
 	s.recompute = RECOMPUTE_SELECTIVE;
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
@@ -528,13 +530,8 @@ START_TEST(test_ranks_toy)
 	double c0 = fb(E) + 2 * fb(B), c1 = 2 * fb(B1) + fb(H1) + 8e-5;
 	double T = 4 * c1 + c0, opt = 2.5e7 * COMPUTE_ADAM_BYTES / 1e12;
 
-	toy();
-	toy_cluster();
+	toy_two_ranks(&s);
 	gpus[0].mem_bytes = gpus[1].mem_bytes = 1e9;
-	s.first[0] = 0;
-	s.first[1] = 3;
-	s.first[2] = 6;
-	s.group[1] = 1;
 	ck_assert(c1 > c0);
 	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
 	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);

@@ -210,6 +210,16 @@ START_TEST(test_fp8_casts)
 }
 END_TEST
 
+/* tiny_moe with experts of FFN 64 and one shared expert of FFN 32, bf16. */
+static void tiny_shared_moe(struct model *m, struct layer *ly)
+{
+	tiny_moe(m, ly);
+	m->moe_ffn = 64;
+	m->shared_experts = 1;
+	m->shared_ffn = 32;
+	m->dtype_bytes = 2;
+}
+
 /* The MoE recomputation modules' memory (memory.c module_savings): an MoE
  * block of A = 1000 bytes a token, 16 tokens at TP 1 with SP, top 2 of 8
  * experts of FFN 64 padded to capacity 1 (lam = 1), one shared expert of
@@ -245,11 +255,7 @@ START_TEST(test_recompute_moe_memory)
 	struct layer_mem lm;
 	struct model m;
 
-	tiny_moe(&m, ly);
-	m.moe_ffn = 64;
-	m.shared_experts = 1;
-	m.shared_ffn = 32;
-	m.dtype_bytes = 2;
+	tiny_shared_moe(&m, ly);
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
 		s.recompute_modules = want[i].mods;
 		memory_layer(&lm, &m, 1, &s);
@@ -296,12 +302,8 @@ START_TEST(test_recompute_moe_time)
 	struct layer_time t;
 	struct model m;
 
-	tiny_moe(&m, ly);
-	m.moe_ffn = 64;
-	m.shared_experts = 1;
-	m.shared_ffn = 32;
+	tiny_shared_moe(&m, ly);
 	m.ffn_kind = FFN_GELU;
-	m.dtype_bytes = 2;
 	s.recompute_modules = RM_MOE_ACT;
 	ck_assert_int_eq(compute_layer(&t, &m, 1, &g, &s, NULL), 0);
 	ck_assert_double_eq_tol(t.recompute, act, 1e-18);
