@@ -261,6 +261,8 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 				cost_layer_parts(&p, m, l, c, g, s, NULL);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
+			for (int j = 0; j < RM_COUNT; j++)
+				tm->recompute_mod[j] += w * p.rc_mod[j];
 			tm->tp += w * (p.tp_f + p.tp_b + p.tp_r);
 			tm->cp += w * (p.cp_f + p.cp_b + p.cp_r);
 			tm->ep += w * (p.ep_f + p.ep_b + p.ep_r);
@@ -533,18 +535,6 @@ int cost_stages(struct cost_stage *out, const struct model *m, const struct clus
 /* Per pipeline rank (cost.h): pipe_terms, rank_time with weight 1 (per
  * micro-batch), the sides split as layer_parts' fwd/bwd/recompute, the
  * tail of each rank (rank_tail) and its memory (rank_memory). */
-/* Scales x's recompute_mod, summed over its layers, to add up to its
- * recompute (rank_time's: half of each of DualPipe's two copies). */
-static void scale_modules(struct cost_rank *x)
-{
-	double sum = 0;
-
-	for (int i = 0; i < RM_COUNT; i++)
-		sum += x->recompute_mod[i];
-	for (int i = 0; i < RM_COUNT && sum > 0; i++)
-		x->recompute_mod[i] *= x->recompute / sum;
-}
-
 int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluster *c,
 	       const struct strategy *s, const struct layer_costs *lc)
 {
@@ -582,8 +572,6 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 				cost_layer_parts(&p, m, l, c, f->group[k], s, NULL);
 				x->compute_fwd += p.fwd;
 				x->compute_bwd += p.bwd;
-				for (int i = 0; i < RM_COUNT; i++)
-					x->recompute_mod[i] += p.rc_mod[i];
 				x->comm_fwd += p.tp_f + p.cp_f + p.ep_f + p.z3_f;
 				x->comm_bwd += p.tp_b + p.cp_b + p.ep_b + p.z3_b +
 					       p.tp_r + p.cp_r + p.ep_r;
@@ -591,7 +579,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		}
 		rank_time(&tm, 1, m, c, s, f, q);
 		x->recompute = tm.recompute;
-		scale_modules(x);
+		memcpy(x->recompute_mod, tm.recompute_mod, sizeof x->recompute_mod);
 		x->tp = tm.tp;
 		x->cp = tm.cp;
 		x->ep = tm.ep;

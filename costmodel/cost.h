@@ -208,6 +208,9 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
  * all-to-alls under the other micro-batch of a DualPipe(V) pair. */
 struct cost_time {
 	double compute, recompute, bubble, tp, cp, pp, dp, ep, optimizer;
+	/* of recompute, by module of selective recomputation (bit 1u << i of
+	 * enum recompute_module; all 0 without it) */
+	double recompute_mod[RM_COUNT];
 	double tp_hidden, cp_hidden, dp_hidden;
 	double vocab;	  /* vocabulary parallelism's collectives, exposed (in
 			   iter_s too, the tenth part) */
@@ -310,9 +313,7 @@ struct cost_rank {
 	int n_chunks;	 /* its virtual stages (vp) */
 	double fwd, bwd; /* per micro-batch, as above */
 	double compute_fwd, compute_bwd, recompute;
-	/* of recompute, by module of selective recomputation (bit 1u << i of
-	 * enum recompute_module; all 0 without it) */
-	double recompute_mod[RM_COUNT];
+	double recompute_mod[RM_COUNT]; /* of recompute, by module (cost_time's) */
 	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 of the forward */
 	double comm_bwd;	  /* of the backward and the recomputation */
 	double tp, cp, ep, zero3; /* the exposed communication by kind */

@@ -151,7 +151,10 @@
 	X(moe_dispatcher, STR, put_text(v, m->experts ? moe_dispatcher_name(s->moe_dispatcher) : ""))         \
 	/* the micro-batches whose LM-head weight gradients wait for the       \
 	 * pipeline flush (strategy_deferred; 0: none) */                                                             \
-	X(deferred_wgrad_micro_batches, NUM, put_int(v, strategy_deferred(s)))
+	X(deferred_wgrad_micro_batches, NUM, put_int(v, strategy_deferred(s)))                                        \
+	/* recompute_s by module of selective recomputation, MODULE:SECONDS   \
+	 * '+'-joined (empty without it) */                                                                          \
+	X(recompute_by_module, STR, put_modules(v, s, r))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };
@@ -224,6 +227,26 @@ static void put_idle(char *v, const struct cluster *c, const struct strategy *s)
 		if (idle >> g & 1)
 			at += (size_t)snprintf(v + at, REPORT_FIELD_MAX - at, "%s%s", at ? "," : "",
 					       c->group[g].name);
+}
+
+/* The modules s reruns with their seconds of r's recompute_s, as
+ * "core_attn:0.148+layernorm:0.0101" (report_g6's digits); "" without
+ * selective recomputation. */
+static void put_modules(char *v, const struct strategy *s, const struct cost_result *r)
+{
+	unsigned mods = strategy_rc_modules(s);
+	size_t at = 0;
+
+	v[0] = 0;
+	for (int i = 0; i < RM_COUNT && at + 64 < REPORT_FIELD_MAX; i++) {
+		char name[32], num[32];
+
+		if (!(mods >> i & 1))
+			continue;
+		recompute_modules_name(1u << i, '+', name, sizeof name);
+		report_g6(num, r->time.recompute_mod[i]);
+		at += (size_t)snprintf(v + at, REPORT_FIELD_MAX - at, "%s%s:%s", at ? "+" : "", name, num);
+	}
 }
 
 void report_fields(char (*f)[REPORT_FIELD_MAX], int rank, const struct plan_row *row,

@@ -695,6 +695,7 @@ static const char *const v2_columns[] = {
 	"moe_pad_capacity",
 	"moe_dispatcher",
 	"deferred_wgrad_micro_batches",
+	"recompute_by_module",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

@@ -468,12 +468,14 @@ END_TEST
  * each block's attention core, 2 B.attn on rank 0 and 2 B1.attn on the
  * half-speed rank 1 (the embedding and the head rerun nothing); with
  * layernorm beside it, core_attn keeps those seconds, layernorm holds
- * what the rank's recomputation gained, and the modules add up to it. */
+ * what the rank's recomputation gained, and the modules add up to it; the
+ * iteration's breakdown (cost_evaluate) is m = 4 x the bottleneck's. */
 START_TEST(test_ranks_recompute_modules)
 {
 	struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
 	struct layer_costs lc = { 0 };
 	struct cost_rank x[2], y[2];
+	struct cost_result r;
 	struct part B = toy_block(1e12, 1e12, 1, 1, false);
 	struct part B1 = toy_block(0.5e12, 1e12, 1, 1, false);
 
@@ -496,6 +498,13 @@ START_TEST(test_ranks_recompute_modules)
 		ck_assert_rel(y[q].recompute_mod[0], x[q].recompute_mod[0], 1e-12);
 		ck_assert_rel(y[q].recompute_mod[1], y[q].recompute - x[q].recompute, 1e-9);
 	}
+	/* the iteration's breakdown: m = 4 x the bottleneck rank's (rank 1) */
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	cost_layers_free(&lc);
+	ck_assert_int_eq(r.bottleneck_rank, 1);
+	ck_assert_rel(r.time.recompute_mod[0], 4 * 2 * B1.attn, 1e-12);
+	ck_assert_rel(r.time.recompute_mod[0] + r.time.recompute_mod[1], r.time.recompute, 1e-12);
 }
 END_TEST
 
