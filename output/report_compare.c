@@ -67,10 +67,22 @@ static struct compare_line *new_line(struct compare *t, const char *label)
 	} while (0)
 
 /* The lines of the strategies themselves: degrees, MoE routing, batches,
- * schedule, recomputation, ZeRO, precision, overlaps, layers and groups. */
+ * schedule, recomputation, ZeRO, precision, overlaps, layers and groups;
+ * where any strategy sets them, the recomputation's modules beyond
+ * core_attn, bf16 Adam moments and the deferred LM-head weight
+ * gradients. */
 static void plan_lines(struct compare *t)
 {
 	const struct model *m = t->m;
+	bool mods = false, moments = false, defer = false;
+
+	for (int i = 0; i < t->n; i++) {
+		const struct strategy *s = &t->rows[i]->s;
+
+		mods |= (strategy_rc_modules(s) & ~RM_CORE_ATTN) != 0;
+		moments |= s->moment_bytes == 2;
+		defer |= strategy_deferred(s) > 0;
+	}
 
 	NUM("TP", "%.0f", row->s.tp);
 	NUM("PP", "%.0f", row->s.pp);
@@ -92,7 +104,14 @@ static void plan_lines(struct compare *t)
 	TEXT("CP flavour",
 	     snprintf(cell, CELL, "%s", row->s.cp > 1 ? report_cp_label(&row->s) + 3 : "-"));
 	TEXT("recompute", snprintf(cell, CELL, "%s", recompute_name(row->s.recompute)));
+	if (mods)
+		TEXT("recompute modules",
+		     recompute_modules_name(strategy_rc_modules(&row->s), '+', cell, CELL));
 	NUM("ZeRO", "%.0f", row->s.zero);
+	if (moments)
+		TEXT("Adam moments", snprintf(cell, CELL, "%s", optim_dtype_name(&row->s)));
+	if (defer)
+		NUM("deferred head wgrads", "%.0f", strategy_deferred(&row->s));
 	TEXT("FP8", snprintf(cell, CELL, "%s", report_on_off(row->s.fp8)));
 	TEXT("overlaps TP/grad/param",
 	     snprintf(cell, CELL, "%s/%s/%s", report_on_off(row->s.tp_overlap),
