@@ -315,9 +315,10 @@ static int check_kernels(const struct model *m, const struct cluster *c,
 		return err_set(e, "--ep-overlap on needs an MoE model (the profile has no experts)");
 	if (o->moment_bytes != 0 && o->moment_bytes != 2 && o->moment_bytes != 4)
 		return err_set(e, "Adam moments take 2 or 4 bytes, not %d", o->moment_bytes);
-	if (o->wgrad_limit < 0 || (o->wgrad_limit > 0 && o->defer_wgrad != 1))
-		return err_set(e, "--wgrad-deferral-limit needs --defer-embedding-wgrad on (and 0 or more micro-batches, not %d)",
-			       o->wgrad_limit);
+	if (o->wgrad_limit < 0)
+		return err_set(e, "--wgrad-deferral-limit takes 0 or more micro-batches, not %d", o->wgrad_limit);
+	if (o->wgrad_limit > 0 && o->defer_wgrad != 1)
+		return err_set(e, "--wgrad-deferral-limit needs --defer-embedding-wgrad on");
 	if (o->defer_wgrad == 1 && o->pp == 1)
 		return err_set(e, "--defer-embedding-wgrad on needs a pipeline (--pp 1 given): Megatron defers to the pipeline flush");
 	return 0;

@@ -163,6 +163,30 @@ START_TEST(nothing_fits_names_the_closest)
 }
 END_TEST
 
+/* Options that contradict each other are usage errors naming them: the
+ * deferral limit without the deferral, the deferral without a pipeline. */
+START_TEST(deferred_wgrad_options)
+{
+	static const struct {
+		const char *args, *msg;
+	} cases[] = {
+		{ "--wgrad-deferral-limit 4", "--wgrad-deferral-limit needs --defer-embedding-wgrad on" },
+		{ "--defer-embedding-wgrad on --pp 1", "--defer-embedding-wgrad on needs a pipeline (--pp 1 given)" },
+	};
+	char args[256], *out, *err;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(args, sizeof args,
+			 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json %s",
+			 cases[i].args);
+		ck_assert_int_eq(run_ampplan(args, &out, &err), 2);
+		ck_assert_msg(strstr(err, cases[i].msg), "%s: %s", cases[i].args, err);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
 /* When the trainer refuses every strategy by one rule, the error names the
  * rule, not the memory of strategies it could not run anyway. */
 START_TEST(nothing_fits_names_the_trainer_rule)
@@ -491,6 +515,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, nothing_fits_names_the_closest);
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
+	tcase_add_test(tc, deferred_wgrad_options);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);
