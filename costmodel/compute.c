@@ -505,7 +505,7 @@ void compute_selective_parts(const struct layer_time *t, unsigned mods, double o
 	/* by bit: core_attn, layernorm, mlp, moe_act, moe, shared_experts,
 	 * mla_up_proj; moe holds moe_act's and shared_experts' */
 	const double part[RM_COUNT] = { t->attn_fwd, t->norm_fwd, t->mlp_fwd, t->act_fwd,
-					t->moe_fwd,  t->shared_fwd, t->mla_up_fwd };
+					t->moe_fwd, t->shared_fwd, t->mla_up_fwd };
 
 	for (int i = 0; i < RM_COUNT; i++) {
 		unsigned bit = 1u << i;

@@ -313,7 +313,8 @@ struct cost_rank {
 	int n_chunks;	 /* its virtual stages (vp) */
 	double fwd, bwd; /* per micro-batch, as above */
 	double compute_fwd, compute_bwd, recompute;
-	double recompute_mod[RM_COUNT]; /* of recompute, by module (cost_time's) */
+	/* of recompute, by module (as cost_time's) */
+	double recompute_mod[RM_COUNT];
 	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 of the forward */
 	double comm_bwd;	  /* of the backward and the recomputation */
 	double tp, cp, ep, zero3; /* the exposed communication by kind */

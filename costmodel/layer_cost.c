@@ -158,7 +158,7 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	struct layer_time t = *tt;
 	bool block = m->layer[l].kind == LAYER_BLOCK, full = s->recompute == RECOMPUTE_FULL;
 	bool moe_rc = block && (strategy_rc_modules(s) & RM_MOE);
-	double tf, tb, routed, step, a2a, ring_f, ring_b, z3;
+	double tf, tb, routed, rerun, step, a2a, ring_f, ring_b, z3;
 	struct strategy sl = *s;
 	int k = strategy_slices(s);
 	bool rec;
@@ -185,11 +185,13 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->tp_f = tp_exposed(s, block, tf - routed, t.gemm_fwd) + routed;
 	p->tp_b = tp_exposed(s, block, tb - routed, 2 * t.gemm_fwd) + routed;
 	/* full recomputation repeats the forward's collectives, the moe
-	 * module the routed experts' */
-	p->tp_r = block && full ? p->tp_f : moe_rc ? routed : 0;
+	 * module the routed experts' (never hidden) */
+	rerun = moe_rc ? routed : 0;
+	if (block && full)
+		rerun = tf;
+	p->tp_r = block && full ? p->tp_f : rerun;
 	/* what the overlap hides: never below 0 (rounding of a difference) */
-	p->tp_h = fmax(0.0, tf + tb + (block && full ? tf : moe_rc ? routed : 0) - p->tp_f - p->tp_b -
-				    p->tp_r);
+	p->tp_h = fmax(0.0, tf + tb + rerun - p->tp_f - p->tp_b - p->tp_r);
 	n = comm_cp_ring_steps(s);
 	step = comm_cp_step(m, l, c, g, s);
 	a2a = comm_cp_a2a(m, l, c, g, s);

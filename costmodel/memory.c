@@ -79,9 +79,10 @@ static double module_savings(const struct model *m, int l, const struct strategy
 		x += 2.0 * m->ffn * dt * tokens / s->tp;
 	if ((mods & RM_MOE) && moe)
 		x += (lam * k * (2.0 * dt * m->moe_ffn + dt * (double)m->hidden) + shared) * tokens / s->tp;
-	else if (moe)
-		x += ((mods & RM_MOE_ACT ? k * m->moe_ffn * dt * lam : 0) +
-		      (mods & RM_SHARED_EXPERTS ? shared : 0)) * tokens / s->tp;
+	if ((mods & RM_MOE_ACT) && moe && !(mods & RM_MOE))
+		x += k * m->moe_ffn * dt * lam * tokens / s->tp;
+	if ((mods & RM_SHARED_EXPERTS) && moe && !(mods & RM_MOE))
+		x += shared * tokens / s->tp;
 	if ((mods & RM_MLA_UP_PROJ) && m->kv_lora_rank > 0)
 		x += (double)dt * m->heads * (2.0 * (m->qk_nope_dim + m->qk_rope_dim) + m->v_head_dim) *
 		     tokens / s->tp;

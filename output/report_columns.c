@@ -148,12 +148,12 @@
 	/* MoE with a capacity factor: inputs padded to capacity (on/off; empty otherwise) */                          \
 	X(moe_pad_capacity, BOOL, m->experts && s->moe_capacity > 0 ? put_int(v, s->moe_pad) : put_text(v, ""))        \
 	/* MoE: the token dispatcher (alltoall, allgather, flex; empty for dense) */                                   \
-	X(moe_dispatcher, STR, put_text(v, m->experts ? moe_dispatcher_name(s->moe_dispatcher) : ""))         \
+	X(moe_dispatcher, STR, put_text(v, m->experts ? moe_dispatcher_name(s->moe_dispatcher) : ""))                  \
 	/* the micro-batches whose LM-head weight gradients wait for the       \
-	 * pipeline flush (strategy_deferred; 0: none) */                                                             \
-	X(deferred_wgrad_micro_batches, NUM, put_int(v, strategy_deferred(s)))                                        \
+	 * pipeline flush (strategy_deferred; 0: none) */                                       \
+	X(deferred_wgrad_micro_batches, NUM, put_int(v, strategy_deferred(s)))                                         \
 	/* recompute_s by module of selective recomputation, MODULE:SECONDS   \
-	 * '+'-joined (empty without it) */                                                                          \
+	 * '+'-joined (empty without it) */                                        \
 	X(recompute_by_module, STR, put_modules(v, s, r))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },

@@ -98,8 +98,8 @@ enum opt_scope { SCOPE_RUN,
 	  OPT_ERROR("unknown recomputation '%s' (none, selective, full)"),                                                                                         \
 	  "fix recomputation: none, selective, full")                                                                                                              \
 	X(RECOMPUTE_MODULES, "recompute-modules", KIND_ENUM, opts.recompute_modules, OPT_NAMES(recompute_modules_parse), SCOPE_STRATEGY, "LIST",                   \
-	  OPT_NEEDS("modules joined by '+' from core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj"),                                                                              \
-	  "what selective recomputation reruns: core_attn (default), layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj, joined by '+'")                                                      \
+	  OPT_NEEDS("modules joined by '+' from core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj"),                                            \
+	  "what selective recomputation reruns: core_attn (default), layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj, joined by '+'")                    \
 	X(ZERO, "zero", KIND_INT, opts.zero, OPT_RANGE(0, 3), SCOPE_STRATEGY, "N",                                                                                 \
 	  OPT_ERROR("--zero needs 0, 1, 2 or 3, not '%s'"),                                                                                                        \
 	  "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3")                                                                                                \
@@ -162,8 +162,8 @@ enum opt_scope { SCOPE_RUN,
 	  "MoE: expert all-to-alls under another micro-batch's compute in 1F1B / interleaved (default: off)")                                                      \
 	X(DEFER_WGRAD, "defer-embedding-wgrad", KIND_SWITCH, opts.defer_wgrad, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                  \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
-	  "defer the LM head's weight-gradient GEMMs to the pipeline flush (Megatron's --defer-embedding-wgrad-compute; default: off)")                           \
-	X(WGRAD_LIMIT, "wgrad-deferral-limit", KIND_INT, opts.wgrad_limit, OPT_RANGE(0, 1000000), SCOPE_STRATEGY, "N",                                            \
+	  "defer the LM head's weight-gradient GEMMs to the pipeline flush (Megatron's --defer-embedding-wgrad-compute; default: off)")                            \
+	X(WGRAD_LIMIT, "wgrad-deferral-limit", KIND_INT, opts.wgrad_limit, OPT_RANGE(0, 1000000), SCOPE_STRATEGY, "N",                                             \
 	  OPT_NEEDS("a number of micro-batches, 0 for all"),                                                                                                       \
 	  "with --defer-embedding-wgrad on: defer at most N micro-batches' (default 0: all)")                                                                      \
 	X(OPTIM_DTYPE, "optim-dtype", KIND_ENUM, opts.moment_bytes, OPT_NAMES(optim_dtype_parse), SCOPE_STRATEGY, "NAME",                                          \

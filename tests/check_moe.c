@@ -185,8 +185,7 @@ START_TEST(test_fp8_casts)
 			       { .kind = LAYER_BLOCK, .params = 1e4, .flops_per_token = 1e6 },
 			       { .kind = LAYER_HEAD } };
 	struct gpu_type g = { .peak_flops = 1e12, .peak_fp8_flops = 2e12, .hbm_bw = 1e12, .eff_max = 1 };
-	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
-			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16, .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH };
 	struct layer_time b, f;
 	struct model m;
 	double bw = 1e12 * COMPUTE_HBM_EFF;
@@ -237,9 +236,7 @@ START_TEST(test_recompute_moe_memory)
 	struct layer ly[3] = { { .kind = LAYER_EMBEDDING },
 			       { .kind = LAYER_BLOCK, .params = 1e9, .expert_params = 8e8, .act_bytes_per_token = 1000 },
 			       { .kind = LAYER_HEAD } };
-	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
-			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH,
-			      .recompute = RECOMPUTE_SELECTIVE };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16, .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH, .recompute = RECOMPUTE_SELECTIVE };
 	static const struct {
 		unsigned mods;
 		double act;
@@ -293,9 +290,7 @@ START_TEST(test_recompute_moe_time)
 			       { .kind = LAYER_BLOCK, .params = 1e4, .flops_per_token = 1e6 },
 			       { .kind = LAYER_HEAD } };
 	struct gpu_type g = { .peak_flops = 1e12, .hbm_bw = 1e12, .eff_max = 1 };
-	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16,
-			      .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH,
-			      .recompute = RECOMPUTE_SELECTIVE };
+	struct strategy s = { .tp = 1, .etp = 1, .cp = 1, .pp = 1, .dp = 2, .ep = 2, .mbs = 1, .seq = 16, .sp = true, .moe_capacity = 1, .moe_pad = true, .attn = ATTN_FLASH, .recompute = RECOMPUTE_SELECTIVE };
 	double bw = 1e12 * COMPUTE_HBM_EFF;
 	double act = 16 * 512 / bw, shared = 3.1967232e-6 + 16 * 128 / bw;
 	double moe = 1.27868928e-5 + act + shared + 16 * 192 / bw + MOE_LAYER_OVERHEAD_S;
