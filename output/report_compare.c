@@ -66,7 +66,8 @@ static struct compare_line *new_line(struct compare *t, const char *label)
 		}                                                \
 	} while (0)
 
-/* The lines of the strategies themselves: degrees, MoE routing, batches,
+/* The lines of the strategies themselves: degrees, MoE routing (its
+ * dispatcher, grouped GEMM and EP overlap too), batches,
  * schedule, recomputation, ZeRO, precision, overlaps, layers and groups;
  * where any strategy sets them, the recomputation's modules beyond
  * core_attn, bf16 Adam moments and the deferred LM-head weight
@@ -97,6 +98,10 @@ static void plan_lines(struct compare *t)
 		     snprintf(cell, CELL, row->s.moe_capacity > 0 ? "%g" : "dropless",
 			      row->s.moe_capacity));
 		NUM("MoE busiest EP rank", "%.3f", moe_load_factor(m, &row->s));
+		TEXT("MoE dispatcher",
+		     snprintf(cell, CELL, "%s", moe_dispatcher_name(row->s.moe_dispatcher)));
+		TEXT("MoE grouped GEMM", snprintf(cell, CELL, "%s", report_on_off(row->s.grouped_gemm)));
+		TEXT("EP overlap", snprintf(cell, CELL, "%s", report_on_off(row->s.ep_overlap)));
 	}
 	NUM("micro-batch (seqs)", "%.0f", row->s.mbs);
 	NUM("micro-batches", "%.0f", row->s.micro_batches);

@@ -799,6 +799,8 @@ START_TEST(expert_tp)
 	ck_assert_ptr_nonnull(strstr(out, "\n  MoE balancing "));
 	ck_assert_ptr_nonnull(strstr(out, "\n* MoE capacity factor "));
 	ck_assert_ptr_nonnull(strstr(out, " dropless "));
+	ck_assert_ptr_nonnull(strstr(out, "\n  MoE dispatcher "));
+	ck_assert_ptr_nonnull(strstr(out, "\n  EP overlap "));
 	/* without them, no lines for the recomputation's modules, bf16
 	 * moments or deferred head gradients */
 	ck_assert_ptr_null(strstr(out, "recompute modules"));
@@ -808,9 +810,10 @@ START_TEST(expert_tp)
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
 				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,zero=1,recompute=selective,recompute-modules=moe_act+layernorm "
-				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,zero=1,defer-embedding-wgrad=on,wgrad-deferral-limit=4,optim-dtype=bf16",
+				     "--compare tp=2,pp=2,dp=32,cp=1,mbs=1,ep=8,zero=1,defer-embedding-wgrad=on,wgrad-deferral-limit=4,optim-dtype=bf16,ep-overlap=on",
 				     &out, &err),
 			 0);
+	ck_assert_ptr_nonnull(strstr(out, "\n* EP overlap "));
 	ck_assert_msg(strstr(out, "\n* recompute modules        layernorm+moe_act "), "%s", out);
 	ck_assert_ptr_nonnull(strstr(out, "\n* Adam moments "));
 	ck_assert_ptr_nonnull(strstr(out, "\n* deferred head wgrads "));
