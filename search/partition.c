@@ -30,6 +30,8 @@ struct partition_memo {
 	unsigned short *jm;	 /* [K][G][n + 1]: row x of stage k at
 					   (k G + x)(n + 1), for cap[k][x] and
 					   inf[k][x] */
+	int span[MAX_STAGES][MAX_GROUPS]; /* the span of each row (struct
+					   dp) */
 };
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
@@ -60,6 +62,8 @@ struct dp {
 					   ([K][n + 1] forced: jrow()) */
 	/* [jrow()] each row of the memory limits: in jm or in memo->jm */
 	const unsigned short **jmr;
+	int *span;	       /* [jrow()] the most layers a stage of the
+					   row holds from any start (jm[i] - i) */
 	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */
@@ -205,10 +209,10 @@ static void fill_sums_of(const struct layer_costs *lc, int n, double *ps)
 }
 
 /* With a memo, the row of stage k for (cap, inf): the one kept, or a new
- * one computed there (*fill set); NULL where the stage has G rows
- * already. */
+ * one computed there (*fill set), *span its span; NULL where the stage
+ * has G rows already. */
 static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, double inf,
-				bool *fill)
+				bool *fill, int **span)
 {
 	int x = 0;
 
@@ -222,6 +226,7 @@ static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, do
 		mm->inf[k][x] = inf;
 		mm->n_jm[k]++;
 	}
+	*span = &mm->span[k][x];
 	return mm->jm + ((size_t)k * mm->G + (size_t)x) * (size_t)(mm->n + 1);
 }
 
@@ -238,16 +243,19 @@ static void fill_jm(struct dp *d)
 		groups_of(d, k, &g0, &g1);
 		for (int g = g0; g < g1; g++) {
 			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1), *kept;
-			int lim = n - (K - 1 - k);
+			int lim = n - (K - 1 - k), *span = &d->span[jrow(d, k, g)], *kept_span = NULL;
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
 			bool fill = true;
 
-			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill)))
+			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill, &kept_span)))
 				jm = kept;
 			d->jmr[jrow(d, k, g)] = jm;
-			if (!fill)
+			if (!fill) {
+				*span = *kept_span;
 				continue;
+			}
+			*span = 0;
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -256,7 +264,11 @@ static void fill_jm(struct dp *d)
 							  cap)
 					j++;
 				jm[i] = (unsigned short)j;
+				if (j - i > *span)
+					*span = j - i;
 			}
+			if (kept_span)
+				*kept_span = *span;
 		}
 	}
 }
@@ -775,7 +787,7 @@ static void alloc_tables(struct dp *d)
 	size_t n1 = (size_t)d->n + 1, states = rows(d), nc = (size_t)d->ncnt;
 	size_t njm = d->ranks ? (size_t)d->K * d->G : (size_t)d->K;
 	size_t nd = (size_t)d->G * n1 + 3 * n1 + (size_t)d->masks * n1 + states * n1 + n1 + states;
-	size_t ni = nc * 5 + states * 2 + states;
+	size_t ni = nc * 5 + states * 2 + states + njm;
 	size_t ns = njm * n1 + states * n1 + n1;
 	char *b;
 
@@ -796,7 +808,8 @@ static void alloc_tables(struct dp *d)
 	d->lo = (int *)(d->full + nc);
 	d->hi = d->lo + states;
 	d->reach = d->hi + states;
-	d->jm = (unsigned short *)(d->reach + states);
+	d->span = d->reach + states;
+	d->jm = (unsigned short *)(d->span + njm);
 	d->par_i = d->jm + njm * n1;
 	d->dq = d->par_i + states * n1;
 	d->par_h = (unsigned char *)(d->dq + n1);
@@ -847,11 +860,82 @@ static void search_from_floor(struct dp *d, double lo, double top)
 		search(d, v, nx, vf, top);
 }
 
+/* With the placement forced and K >= 2 stages, a lower bound on the sum
+ * of the stage costs (sum_k c_k) of every fitting partition, from a
+ * relaxation that drops the order of the middle layers: stage 0 holds the
+ * first layer, the last stage the last, every other stage at least one
+ * middle layer, no stage more layers than fit its memory from any start
+ * (its span; stage 0 starts at 0), each middle layer at the least time of
+ * a middle layer on the stage's group, those beyond one per stage on the
+ * fastest groups first; every p2p and vocabulary share as forced.
+ * INFINITY where the spans cannot hold the layers (then none fits).
+ * O(G n + K + G^2). */
+static double sum_relaxed(const struct dp *d)
+{
+	int n = d->n, K = d->K, left = n - 2, room[MAX_GROUPS] = { 0 };
+	const double *t = d->lc->time;
+	double least[MAX_GROUPS], sum;
+	unsigned used = 0;
+
+	for (int k = 0; k < K; k++)
+		used |= 1u << d->f->group[k];
+	for (int g = 0; g < d->G; g++) {
+		least[g] = INFINITY;
+		for (int l = 1; l < n - 1 && used >> g & 1; l++)
+			if (t[(size_t)g * n + l] < least[g])
+				least[g] = t[(size_t)g * n + l];
+	}
+	sum = t[(size_t)d->f->group[0] * n] + t[(size_t)d->f->group[K - 1] * n + n - 1];
+	for (int k = 0; k < K; k++) {
+		int g = d->f->group[k], lower = k > 0 && k < K - 1;
+		int upper = (k ? d->span[k] : d->jmr[0][0]) - (k == 0 || k == K - 1);
+
+		if (upper < lower)
+			return INFINITY;
+		sum += d->f->send[k] + d->f->vocab[k] + (lower ? least[g] : 0);
+		room[g] += upper - lower;
+		left -= lower;
+	}
+	while (left > 0) {
+		int best = -1, take;
+
+		for (int g = 0; g < d->G; g++)
+			if (room[g] > 0 && (best < 0 || least[g] < least[best]))
+				best = g;
+		if (best < 0)
+			return INFINITY;
+		take = room[best] < left ? room[best] : left;
+		sum += take * least[best];
+		left -= take;
+		room[best] = 0;
+	}
+	return sum;
+}
+
+/* Whether, with the placement forced, no partition can cost below the
+ * incumbent d->cut: a bound lo on the bottleneck (at least the mean of
+ * sum_relaxed's stage costs) and sum_relaxed with the least tail bound
+ * every objective; with a relative margin of 1e-9 against the rounding of
+ * the sums in another order. */
+static bool forced_beaten(const struct dp *d, double sum, double lo)
+{
+	double least = INFINITY;
+
+	if (d->ranks || d->K < 2 || !(d->cut < INFINITY))
+		return false;
+	for (int j = 1; j <= d->n; j++)
+		if (tail(d, d->f->group[0], j) < least)
+			least = tail(d, d->f->group[0], j);
+	if (sum / d->K > lo)
+		lo = sum / d->K;
+	return (d->f->a * lo + d->f->b * sum + least) * (1 - 1e-9) >= d->cut;
+}
+
 /* Sets up d, runs the search, fills the outputs. */
 static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 {
 	int K = d->K, ret = -1;
-	double top, m, nx;
+	double top, m, nx, sum = 0;
 
 	if (!may_fit(d))
 		return -1;
@@ -862,12 +946,19 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	partition_cells += (double)d->K * d->G * (d->n + 1);
 	fill_jm(d);
 	top = stage_top(d);
+	if (!d->ranks && K >= 2 && d->cut < INFINITY) {
+		sum = sum_relaxed(d);
+		if (forced_beaten(d, sum, 0))
+			goto out;
+	}
 	/* No bottleneck is below the relaxation's, nor below the stages'
 	 * mean on the fastest groups; where the relaxation covers nothing,
 	 * no partition fits the caps. */
 	if (greedy(d, top, &m, &nx)) {
 		double lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
 
+		if (forced_beaten(d, sum, lo))
+			goto out;
 		d->floor = lo * (1 - 1e-9);
 		d->best = d->cut;
 		search_from_floor(d, lo, top);
@@ -879,6 +970,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			ret = 0;
 		}
 	}
+out:
 	free_tables(d);
 	return ret;
 }
