@@ -860,82 +860,180 @@ static void search_from_floor(struct dp *d, double lo, double top)
 		search(d, v, nx, vf, top);
 }
 
-/* With the placement forced and K >= 2 stages, a lower bound on the sum
- * of the stage costs (sum_k c_k) of every fitting partition, from a
- * relaxation that drops the order of the middle layers: stage 0 holds the
- * first layer, the last stage the last, every other stage at least one
- * middle layer, no stage more layers than fit its memory from any start
- * (its span; stage 0 starts at 0), each middle layer at the least time of
- * a middle layer on the stage's group, those beyond one per stage on the
- * fastest groups first; every p2p and vocabulary share as forced.
- * INFINITY where the spans cannot hold the layers (then none fits).
- * O(G n + K + G^2). */
-static double sum_relaxed(const struct dp *d)
+/* The relaxation of a forced placement that drops the order of the middle
+ * layers (all but the first and the last): stage 0 holds the first layer,
+ * the last stage the last, every other stage at least one middle layer,
+ * no stage more layers than fit its memory from any start (its span;
+ * stage 0 starts at 0), each middle layer at the least time of a middle
+ * layer on the stage's group; every p2p and vocabulary share as forced.
+ * Its stages merge into classes of the same group, fixed cost and bounds
+ * on their middle layers. */
+struct relax_class {
+	int g, lower, upper; /* group; least and most middle layers */
+	int mult;	     /* stages of the class */
+	int m;		     /* the most middle layers at the bound
+				   being tried (relax_beaten) */
+	double base;	     /* fixed cost: p2p, vocabulary share and
+				   the first or last layer */
+};
+
+struct relax {
+	int n_class, left;	    /* middle layers beyond the lower bounds */
+	double fixed;		    /* sum of base + lower x least */
+	double least[MAX_GROUPS];   /* least middle-layer time per group */
+	struct relax_class c[MAX_STAGES];
+};
+
+/* Fills x for d (placement forced, K >= 2). Returns -1 where some stage
+ * cannot hold its layers (then no partition fits), else 0. O(G n + K C)
+ * for C classes. */
+static int relax_init(const struct dp *d, struct relax *x)
 {
-	int n = d->n, K = d->K, left = n - 2, room[MAX_GROUPS] = { 0 };
+	int n = d->n, K = d->K;
 	const double *t = d->lc->time;
-	double least[MAX_GROUPS], sum;
 	unsigned used = 0;
 
 	for (int k = 0; k < K; k++)
 		used |= 1u << d->f->group[k];
 	for (int g = 0; g < d->G; g++) {
-		least[g] = INFINITY;
+		x->least[g] = INFINITY;
 		for (int l = 1; l < n - 1 && used >> g & 1; l++)
-			if (t[(size_t)g * n + l] < least[g])
-				least[g] = t[(size_t)g * n + l];
+			if (t[(size_t)g * n + l] < x->least[g])
+				x->least[g] = t[(size_t)g * n + l];
 	}
-	sum = t[(size_t)d->f->group[0] * n] + t[(size_t)d->f->group[K - 1] * n + n - 1];
+	x->n_class = 0;
+	x->left = n - 2;
+	x->fixed = 0;
 	for (int k = 0; k < K; k++) {
-		int g = d->f->group[k], lower = k > 0 && k < K - 1;
-		int upper = (k ? d->span[k] : d->jmr[0][0]) - (k == 0 || k == K - 1);
+		struct relax_class c = { .g = d->f->group[k], .lower = k > 0 && k < K - 1, .mult = 1 };
+		int i = 0;
 
-		if (upper < lower)
+		c.upper = (k ? d->span[k] : d->jmr[0][0]) - (k == 0 || k == K - 1);
+		c.base = d->f->send[k] + d->f->vocab[k] +
+			 (k == 0 ? t[(size_t)c.g * n] : 0) + (k == K - 1 ? t[(size_t)c.g * n + n - 1] : 0);
+		if (c.upper < c.lower)
+			return -1;
+		x->fixed += c.base + (c.lower ? x->least[c.g] : 0);
+		x->left -= c.lower;
+		while (i < x->n_class && !(x->c[i].g == c.g && x->c[i].lower == c.lower &&
+					   x->c[i].upper == c.upper && x->c[i].base == c.base))
+			i++;
+		if (i < x->n_class)
+			x->c[i].mult++;
+		else
+			x->c[x->n_class++] = c;
+	}
+	return 0;
+}
+
+/* The least sum of the stage costs of the relaxation where each stage of
+ * class c holds at most c.m middle layers: the layers beyond the lower
+ * bounds on the fastest groups first. INFINITY where that holds no
+ * partition. */
+static double relax_sum(const struct relax *x, int G)
+{
+	int room[MAX_GROUPS] = { 0 }, left = x->left;
+	double sum = x->fixed;
+
+	for (int i = 0; i < x->n_class; i++) {
+		if (x->c[i].m < x->c[i].lower)
 			return INFINITY;
-		sum += d->f->send[k] + d->f->vocab[k] + (lower ? least[g] : 0);
-		room[g] += upper - lower;
-		left -= lower;
+		room[x->c[i].g] += x->c[i].mult * (x->c[i].m - x->c[i].lower);
 	}
 	while (left > 0) {
 		int best = -1, take;
 
-		for (int g = 0; g < d->G; g++)
-			if (room[g] > 0 && (best < 0 || least[g] < least[best]))
+		for (int g = 0; g < G; g++)
+			if (room[g] > 0 && (best < 0 || x->least[g] < x->least[best]))
 				best = g;
 		if (best < 0)
 			return INFINITY;
 		take = room[best] < left ? room[best] : left;
-		sum += take * least[best];
+		sum += take * x->least[best];
 		left -= take;
 		room[best] = 0;
 	}
 	return sum;
 }
 
-/* Whether, with the placement forced, no partition can cost below the
- * incumbent d->cut: a bound lo on the bottleneck (at least the mean of
- * sum_relaxed's stage costs) and sum_relaxed with the least tail bound
- * every objective; with a relative margin of 1e-9 against the rounding of
- * the sums in another order. */
-static bool forced_beaten(const struct dp *d, double sum, double lo)
+/* The bottleneck from which a stage of class c holds m middle layers
+ * (base + m x least), less a relative 1e-9 so that rounding in the
+ * partition's own sums cannot leave a layer out. */
+static double relax_event(const struct relax *x, const struct relax_class *c, int m)
 {
-	double least = INFINITY;
+	return (c->base + m * x->least[c->g]) * (1 - 1e-9);
+}
 
-	if (d->ranks || d->K < 2 || !(d->cut < INFINITY))
-		return false;
+/* The most middle layers of class c (at most c->upper, -1 for none) at
+ * bottleneck u. */
+static int relax_count(const struct relax *x, const struct relax_class *c, double u)
+{
+	double least = x->least[c->g];
+	int m = c->upper;
+
+	if (least > 0 && (u - c->base) / least < c->upper)
+		m = (u - c->base) / least < -1 ? -1 : (int)floor((u - c->base) / least);
+	while (m < c->upper && relax_event(x, c, m + 1) <= u)
+		m++;
+	while (m >= 0 && relax_event(x, c, m) > u)
+		m--;
+	return m;
+}
+
+/* Events relax_beaten follows at most before it gives up. */
+#define RELAX_EVENTS 512
+
+/* Whether, with the placement forced, no partition can cost below the
+ * incumbent d->cut, by the relaxation x: a partition whose stages cost at
+ * most U (at least the mean of its stage costs) costs at least a U + b
+ * relax_sum(at U) + the least tail, and relax_sum is a step function of U;
+ * the bottlenecks are followed up from the least mean through its steps
+ * until a U + b (its least) + tail reaches the incumbent. With a relative
+ * margin of 1e-9 against the rounding of the sums in another order; false
+ * where it cannot tell within RELAX_EVENTS steps. */
+static bool relax_beaten(const struct dp *d, struct relax *x)
+{
+	double a = d->f->a, b = d->f->b, cut = d->cut, tl = INFINITY, all, u;
+
 	for (int j = 1; j <= d->n; j++)
-		if (tail(d, d->f->group[0], j) < least)
-			least = tail(d, d->f->group[0], j);
-	if (sum / d->K > lo)
-		lo = sum / d->K;
-	return (d->f->a * lo + d->f->b * sum + least) * (1 - 1e-9) >= d->cut;
+		if (tail(d, d->f->group[0], j) < tl)
+			tl = tail(d, d->f->group[0], j);
+	for (int i = 0; i < x->n_class; i++)
+		x->c[i].m = x->c[i].upper;
+	all = relax_sum(x, d->G);
+	u = all / d->K * (1 - 1e-9);
+	if ((a * u + b * all + tl) * (1 - 1e-9) >= cut)
+		return true;
+	if (!(a > 0))
+		return false;
+	for (int i = 0; i < x->n_class; i++)
+		x->c[i].m = relax_count(x, &x->c[i], u);
+	for (int e = 0; e < RELAX_EVENTS; e++) {
+		double sum = relax_sum(x, d->G), next = INFINITY;
+		int at = -1;
+
+		if ((a * u + b * sum + tl) * (1 - 1e-9) < cut)
+			return false;
+		for (int i = 0; i < x->n_class; i++)
+			if (x->c[i].m < x->c[i].upper && relax_event(x, &x->c[i], x->c[i].m + 1) < next) {
+				next = relax_event(x, &x->c[i], x->c[i].m + 1);
+				at = i;
+			}
+		if (at < 0 || (a * next + b * all + tl) * (1 - 1e-9) >= cut)
+			return true;
+		u = next;
+		x->c[at].m++;
+	}
+	return false;
 }
 
 /* Sets up d, runs the search, fills the outputs. */
 static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 {
 	int K = d->K, ret = -1;
-	double top, m, nx, sum = 0;
+	double top, m, nx;
+	bool relaxed = !d->ranks && K >= 2 && d->cut < INFINITY;
+	struct relax x;
 
 	if (!may_fit(d))
 		return -1;
@@ -946,19 +1044,17 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	partition_cells += (double)d->K * d->G * (d->n + 1);
 	fill_jm(d);
 	top = stage_top(d);
-	if (!d->ranks && K >= 2 && d->cut < INFINITY) {
-		sum = sum_relaxed(d);
-		if (forced_beaten(d, sum, 0))
-			goto out;
-	}
+	/* with the placement forced, the relaxation first: where it holds no
+	 * partition, none fits; where it bounds every partition at or above
+	 * the incumbent, none beats it */
+	if (relaxed && (relax_init(d, &x) || relax_beaten(d, &x)))
+		goto out;
 	/* No bottleneck is below the relaxation's, nor below the stages'
 	 * mean on the fastest groups; where the relaxation covers nothing,
 	 * no partition fits the caps. */
 	if (greedy(d, top, &m, &nx)) {
 		double lo = greedy_floor(d, d->rem[0] / K * (1 - 1e-9), m);
 
-		if (forced_beaten(d, sum, lo))
-			goto out;
 		d->floor = lo * (1 - 1e-9);
 		d->best = d->cut;
 		search_from_floor(d, lo, top);
