@@ -30,8 +30,8 @@ struct partition_memo {
 	unsigned short *jm;	 /* [K][G][n + 1]: row x of stage k at
 					   (k G + x)(n + 1), for cap[k][x] and
 					   inf[k][x] */
-	int span[MAX_STAGES][MAX_GROUPS]; /* the span of each row (struct
-					   dp) */
+	int span[MAX_STAGES][MAX_GROUPS]; /* the span of each row (row_span;
+					   -1 until one reads it) */
 };
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
@@ -62,8 +62,9 @@ struct dp {
 					   ([K][n + 1] forced: jrow()) */
 	/* [jrow()] each row of the memory limits: in jm or in memo->jm */
 	const unsigned short **jmr;
-	int *span;	       /* [jrow()] the most layers a stage of the
-					   row holds from any start (jm[i] - i) */
+	/* [jrow()] each row's span (row_span), in spans or in memo->span */
+	int **span;
+	int *spans;
 	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */
@@ -209,8 +210,8 @@ static void fill_sums_of(const struct layer_costs *lc, int n, double *ps)
 }
 
 /* With a memo, the row of stage k for (cap, inf): the one kept, or a new
- * one computed there (*fill set), *span its span; NULL where the stage
- * has G rows already. */
+ * one computed there (*fill set), *span its span's slot; NULL where the
+ * stage has G rows already. */
 static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, double inf,
 				bool *fill, int **span)
 {
@@ -243,19 +244,18 @@ static void fill_jm(struct dp *d)
 		groups_of(d, k, &g0, &g1);
 		for (int g = g0; g < g1; g++) {
 			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1), *kept;
-			int lim = n - (K - 1 - k), *span = &d->span[jrow(d, k, g)], *kept_span = NULL;
+			int lim = n - (K - 1 - k), *span = &d->spans[jrow(d, k, g)];
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
 			bool fill = true;
 
-			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill, &kept_span)))
+			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill, &span)))
 				jm = kept;
 			d->jmr[jrow(d, k, g)] = jm;
-			if (!fill) {
-				*span = *kept_span;
+			d->span[jrow(d, k, g)] = span;
+			if (!fill)
 				continue;
-			}
-			*span = 0;
+			*span = -1;
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -264,13 +264,24 @@ static void fill_jm(struct dp *d)
 							  cap)
 					j++;
 				jm[i] = (unsigned short)j;
-				if (j - i > *span)
-					*span = j - i;
 			}
-			if (kept_span)
-				*kept_span = *span;
 		}
 	}
+}
+
+/* The span of stage k's row of the memory limits (placement forced): the
+ * most layers it holds from any start, max jm[i] - i; computed once. */
+static int row_span(const struct dp *d, int k)
+{
+	int *span = d->span[k];
+
+	if (*span < 0) {
+		*span = 0;
+		for (int i = k; i <= d->n - (d->K - k); i++)
+			if (d->jmr[k][i] - i > *span)
+				*span = d->jmr[k][i] - i;
+	}
+	return *span;
 }
 
 /* The last end of stage k on group g from start i: jm[], or i where no
@@ -791,10 +802,11 @@ static void alloc_tables(struct dp *d)
 	size_t ns = njm * n1 + states * n1 + n1;
 	char *b;
 
-	b = d->arena = xmalloc(njm * sizeof(*d->jmr) + nd * sizeof(double) + ni * sizeof(int) +
-			       ns * sizeof(unsigned short) + states * n1);
+	b = d->arena = xmalloc(njm * (sizeof(*d->jmr) + sizeof(*d->span)) + nd * sizeof(double) +
+			       ni * sizeof(int) + ns * sizeof(unsigned short) + states * n1);
 	d->jmr = (const unsigned short **)b;
-	d->pre = (double *)(d->jmr + njm);
+	d->span = (int **)(d->jmr + njm);
+	d->pre = (double *)(d->span + njm);
 	d->sums = d->pre + (size_t)d->G * n1;
 	d->rem = d->sums + 3 * n1;
 	d->val = d->rem + (size_t)d->masks * n1;
@@ -808,8 +820,8 @@ static void alloc_tables(struct dp *d)
 	d->lo = (int *)(d->full + nc);
 	d->hi = d->lo + states;
 	d->reach = d->hi + states;
-	d->span = d->reach + states;
-	d->jm = (unsigned short *)(d->span + njm);
+	d->spans = d->reach + states;
+	d->jm = (unsigned short *)(d->spans + njm);
 	d->par_i = d->jm + njm * n1;
 	d->dq = d->par_i + states * n1;
 	d->par_h = (unsigned char *)(d->dq + n1);
@@ -908,7 +920,7 @@ static int relax_init(const struct dp *d, struct relax *x)
 		struct relax_class c = { .g = d->f->group[k], .lower = k > 0 && k < K - 1, .mult = 1 };
 		int i = 0;
 
-		c.upper = (k ? d->span[k] : d->jmr[0][0]) - (k == 0 || k == K - 1);
+		c.upper = (k ? row_span(d, k) : d->jmr[0][0]) - (k == 0 || k == K - 1);
 		c.base = d->f->send[k] + d->f->vocab[k] +
 			 (k == 0 ? t[(size_t)c.g * n] : 0) + (k == K - 1 ? t[(size_t)c.g * n + n - 1] : 0);
 		if (c.upper < c.lower)
@@ -1121,10 +1133,12 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 
 struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n_stages)
 {
-	struct partition_memo *mm = xcalloc(1, sizeof *mm);
+	/* not zeroed: its rows are read only below n_jm[k] (memo_row) */
+	struct partition_memo *mm = xmalloc(sizeof *mm);
 	int n = lc->n_layer, G = lc->n_group;
 	size_t n1 = (size_t)n + 1;
 
+	memset(mm->n_jm, 0, sizeof mm->n_jm);
 	mm->lc = lc;
 	mm->n = n;
 	mm->G = G;
