@@ -158,13 +158,22 @@ static double send(const struct dp *d, int k, int h, int g)
 	return (k ? d->f->link[h][g] : 0) + d->f->vocab_of[g];
 }
 
-static double tail(const struct dp *d, int g, int j)
+/* Rank 0's tail on group g for each end of stage 0 ([n + 1]), or NULL
+ * where the objective has none (tail() is 0). */
+static const double *tail_row(const struct dp *d, int g)
 {
 	const struct layer_costs *lc = d->lc;
 
 	if (!lc->tail0 || d->f->vp != 1)
-		return 0;
-	return lc->tail0[(size_t)g * (size_t)(d->n + 1) + (size_t)j];
+		return NULL;
+	return lc->tail0 + (size_t)g * (size_t)(d->n + 1);
+}
+
+static double tail(const struct dp *d, int g, int j)
+{
+	const double *t = tail_row(d, g);
+
+	return t ? t[j] : 0;
 }
 
 /* The bit mask of the groups that may host the stages after the counts
@@ -380,13 +389,11 @@ static double greedy_floor(const struct dp *d, double lo, double hi)
 	return hi;
 }
 
-/* Extends row's range [lo, hi] to hold j: the values a pass has not
- * written inside it read INFINITY (no pass initialises a whole row). */
-static void widen(struct dp *d, size_t row, int j)
+/* Extends the range [*lo, *hi] of row v (of d->val) to hold j: the values
+ * a pass has not written inside it read INFINITY (no pass initialises a
+ * whole row). */
+static void widen(double *v, int *lo, int *hi, int j)
 {
-	double *v = d->val + row * (size_t)(d->n + 1);
-	int *lo = &d->lo[row], *hi = &d->hi[row];
-
 	if (*hi < *lo) {
 		*lo = *hi = j;
 		return;
@@ -509,9 +516,9 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		groups_of(d, k, &g0, &g1);
 		groups_before(d, k, &h0, &h1);
 		for (int g = g0; g < g1; g++) {
-			int nc, left, need;
+			int nc, left, need, rlo, rhi;
 			size_t nrow;
-			const double *p = d->pre + (size_t)g * n1, *mono;
+			const double *p = d->pre + (size_t)g * n1, *mono, *tl;
 			const unsigned short *jm = d->jmr[jrow(d, k, g)];
 			double *cur;
 
@@ -523,6 +530,12 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			cur = d->val + nrow * n1;
 			left = d->left[nc];
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
+			/* the range [rlo, rhi] of row nrow (see widen), which only
+			 * this (cnt, g) writes, and stage 0's tails: in locals,
+			 * since the stores below might alias d */
+			rlo = d->lo[nrow];
+			rhi = d->hi[nrow];
+			tl = k ? NULL : tail_row(d, g);
 			for (int h = h0; h < h1; h++) {
 				size_t row = srow(d, cnt, h);
 				const double *prev = d->val + row * n1;
@@ -571,17 +584,19 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					/* stage 0 has the one start 0: its tail needs
 					 * no window */
 					v = (k ? prev[i] : 0) + b * (p[j] - p[i] + sd) +
-					    (k ? 0 : tail(d, g, j));
+					    (k ? 0 : tl ? tl[j] : 0);
 					if (af + v + b * mono[j] >= best)
 						continue;
-					if (j < d->lo[nrow] || j > d->hi[nrow] || v < cur[j]) {
-						widen(d, nrow, j);
+					if (j < rlo || j > rhi || v < cur[j]) {
+						widen(cur, &rlo, &rhi, j);
 						cur[j] = v;
 						par_i[nrow * n1 + j] = (unsigned short)i;
 						par_h[nrow * n1 + j] = (unsigned char)h;
 					}
 				}
 			}
+			d->lo[nrow] = rlo;
+			d->hi[nrow] = rhi;
 		}
 	}
 	*nx = nxl;
