@@ -908,6 +908,8 @@ struct relax {
 	int n_class, left;	    /* middle layers beyond the lower bounds */
 	double fixed;		    /* sum of base + lower x least */
 	double least[MAX_GROUPS];   /* least middle-layer time per group */
+	int n_fast, fast[MAX_GROUPS]; /* the groups with stages, fastest
+					 (least) first */
 	struct relax_class c[MAX_STAGES];
 };
 
@@ -927,6 +929,19 @@ static int relax_init(const struct dp *d, struct relax *x)
 		for (int l = 1; l < n - 1 && used >> g & 1; l++)
 			if (t[(size_t)g * n + l] < x->least[g])
 				x->least[g] = t[(size_t)g * n + l];
+	}
+	x->n_fast = 0;
+	for (int g = 0; g < d->G; g++) {
+		int i = x->n_fast;
+
+		if (!(used >> g & 1))
+			continue;
+		while (i > 0 && x->least[x->fast[i - 1]] > x->least[g]) {
+			x->fast[i] = x->fast[i - 1];
+			i--;
+		}
+		x->fast[i] = g;
+		x->n_fast++;
 	}
 	x->n_class = 0;
 	x->left = n - 2;
@@ -957,7 +972,7 @@ static int relax_init(const struct dp *d, struct relax *x)
  * class c holds at most c.m middle layers: the layers beyond the lower
  * bounds on the fastest groups first. INFINITY where that holds no
  * partition. */
-static double relax_sum(const struct relax *x, int G)
+static double relax_sum(const struct relax *x)
 {
 	int room[MAX_GROUPS] = { 0 }, left = x->left;
 	double sum = x->fixed;
@@ -967,20 +982,13 @@ static double relax_sum(const struct relax *x, int G)
 			return INFINITY;
 		room[x->c[i].g] += x->c[i].mult * (x->c[i].m - x->c[i].lower);
 	}
-	while (left > 0) {
-		int best = -1, take;
+	for (int f = 0; f < x->n_fast && left > 0; f++) {
+		int g = x->fast[f], take = room[g] < left ? room[g] : left;
 
-		for (int g = 0; g < G; g++)
-			if (room[g] > 0 && (best < 0 || x->least[g] < x->least[best]))
-				best = g;
-		if (best < 0)
-			return INFINITY;
-		take = room[best] < left ? room[best] : left;
-		sum += take * x->least[best];
+		sum += take * x->least[g];
 		left -= take;
-		room[best] = 0;
 	}
-	return sum;
+	return left > 0 ? INFINITY : sum;
 }
 
 /* The bottleneck from which a stage of class c holds m middle layers
@@ -1027,7 +1035,7 @@ static bool relax_beaten(const struct dp *d, struct relax *x)
 			tl = tail(d, d->f->group[0], j);
 	for (int i = 0; i < x->n_class; i++)
 		x->c[i].m = x->c[i].upper;
-	all = relax_sum(x, d->G);
+	all = relax_sum(x);
 	u = all / d->K * (1 - 1e-9);
 	if ((a * u + b * all + tl) * (1 - 1e-9) >= cut)
 		return true;
@@ -1036,7 +1044,7 @@ static bool relax_beaten(const struct dp *d, struct relax *x)
 	for (int i = 0; i < x->n_class; i++)
 		x->c[i].m = relax_count(x, &x->c[i], u);
 	for (int e = 0; e < RELAX_EVENTS; e++) {
-		double sum = relax_sum(x, d->G), next = INFINITY;
+		double sum = relax_sum(x), next = INFINITY;
 		int at = -1;
 
 		if ((a * u + b * sum + tl) * (1 - 1e-9) < cut)
