@@ -32,6 +32,7 @@ struct partition_memo {
 					   inf[k][x] */
 	int span[MAX_STAGES][MAX_GROUPS]; /* the span of each row (row_span;
 					   -1 until one reads it) */
+	double least[MAX_GROUPS]; /* least_middle() of each group */
 };
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
@@ -913,6 +914,20 @@ struct relax {
 	struct relax_class c[MAX_STAGES];
 };
 
+/* The least time of a middle layer (all but the first and the last) on
+ * each of the G groups of lc into least[] (INFINITY: none). */
+static void least_middle(const struct layer_costs *lc, int G, double *least)
+{
+	int n = lc->n_layer;
+
+	for (int g = 0; g < G; g++) {
+		least[g] = INFINITY;
+		for (int l = 1; l < n - 1; l++)
+			if (lc->time[(size_t)g * n + l] < least[g])
+				least[g] = lc->time[(size_t)g * n + l];
+	}
+}
+
 /* Fills x for d (placement forced, K >= 2). Returns -1 where some stage
  * cannot hold its layers (then no partition fits), else 0. O(G n + K C)
  * for C classes. */
@@ -924,12 +939,10 @@ static int relax_init(const struct dp *d, struct relax *x)
 
 	for (int k = 0; k < K; k++)
 		used |= 1u << d->f->group[k];
-	for (int g = 0; g < d->G; g++) {
-		x->least[g] = INFINITY;
-		for (int l = 1; l < n - 1 && used >> g & 1; l++)
-			if (t[(size_t)g * n + l] < x->least[g])
-				x->least[g] = t[(size_t)g * n + l];
-	}
+	if (d->memo)
+		memcpy(x->least, d->memo->least, (size_t)d->G * sizeof *x->least);
+	else
+		least_middle(d->lc, d->G, x->least);
 	x->n_fast = 0;
 	for (int g = 0; g < d->G; g++) {
 		int i = x->n_fast;
@@ -948,7 +961,7 @@ static int relax_init(const struct dp *d, struct relax *x)
 	x->fixed = 0;
 	for (int k = 0; k < K; k++) {
 		struct relax_class c = { .g = d->f->group[k], .lower = k > 0 && k < K - 1, .mult = 1 };
-		int i = 0;
+		int i = x->n_class - 1;
 
 		c.upper = (k ? row_span(d, k) : d->jmr[0][0]) - (k == 0 || k == K - 1);
 		c.base = d->f->send[k] + d->f->vocab[k] +
@@ -957,10 +970,11 @@ static int relax_init(const struct dp *d, struct relax *x)
 			return -1;
 		x->fixed += c.base + (c.lower ? x->least[c.g] : 0);
 		x->left -= c.lower;
-		while (i < x->n_class && !(x->c[i].g == c.g && x->c[i].lower == c.lower &&
-					   x->c[i].upper == c.upper && x->c[i].base == c.base))
-			i++;
-		if (i < x->n_class)
+		/* the latest class first: stages of one group run in a row */
+		while (i >= 0 && !(x->c[i].g == c.g && x->c[i].lower == c.lower &&
+				   x->c[i].upper == c.upper && x->c[i].base == c.base))
+			i--;
+		if (i >= 0)
 			x->c[i].mult++;
 		else
 			x->c[x->n_class++] = c;
@@ -1172,6 +1186,7 @@ struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n
 	mm->rem = mm->sums + 3 * n1;
 	mm->have_rem = xcalloc((size_t)mm->masks, 1);
 	mm->jm = xmalloc((size_t)mm->K * (size_t)G * n1 * sizeof *mm->jm);
+	least_middle(lc, G, mm->least);
 	pre_of(lc, n, G, mm->pre);
 	fill_sums_of(lc, n, mm->sums);
 	/* every group's, in slot 0 and (with masks) in its own */
