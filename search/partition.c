@@ -999,8 +999,10 @@ static double relax_sum(const struct relax *x)
 	for (int f = 0; f < x->n_fast && left > 0; f++) {
 		int g = x->fast[f], take = room[g] < left ? room[g] : left;
 
-		sum += take * x->least[g];
-		left -= take;
+		if (take > 0) {
+			sum += take * x->least[g];
+			left -= take;
+		}
 	}
 	return left > 0 ? INFINITY : sum;
 }
@@ -1039,7 +1041,8 @@ static int relax_count(const struct relax *x, const struct relax_class *c, doubl
  * the bottlenecks are followed up from the least mean through its steps
  * until a U + b (its least) + tail reaches the incumbent. With a relative
  * margin of 1e-9 against the rounding of the sums in another order; false
- * where it cannot tell within RELAX_EVENTS steps. */
+ * where it cannot tell within RELAX_EVENTS steps, or where a time is not
+ * finite. */
 static bool relax_beaten(const struct dp *d, struct relax *x)
 {
 	double a = d->f->a, b = d->f->b, cut = d->cut, tl = INFINITY, all, u;
@@ -1047,6 +1050,11 @@ static bool relax_beaten(const struct dp *d, struct relax *x)
 	for (int j = 1; j <= d->n; j++)
 		if (tail(d, d->f->group[0], j) < tl)
 			tl = tail(d, d->f->group[0], j);
+	for (int f = 0; f < x->n_fast; f++)
+		if (!isfinite(x->least[x->fast[f]]))
+			return false;
+	if (!isfinite(x->fixed) || !isfinite(tl) || !isfinite(a) || !isfinite(b))
+		return false;
 	for (int i = 0; i < x->n_class; i++)
 		x->c[i].m = x->c[i].upper;
 	all = relax_sum(x);
