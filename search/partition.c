@@ -30,6 +30,9 @@ struct partition_memo {
 	unsigned short *jm;	 /* [K][G][n + 1]: row x of stage k at
 					   (k G + x)(n + 1), for cap[k][x] and
 					   inf[k][x] */
+	int span[MAX_STAGES][MAX_GROUPS]; /* the span of each row (row_span;
+					   -1 until one reads it) */
+	double least[MAX_GROUPS]; /* least_middle() of each group */
 };
 
 /* The DP's scratch and inputs for one call. In forced mode the count index
@@ -60,6 +63,9 @@ struct dp {
 					   ([K][n + 1] forced: jrow()) */
 	/* [jrow()] each row of the memory limits: in jm or in memo->jm */
 	const unsigned short **jmr;
+	/* [jrow()] each row's span (row_span), in spans or in memo->span */
+	int **span;
+	int *spans;
 	double *val;	       /* [rows()][n + 1] least value */
 	unsigned short *par_i; /* same shape: start of the last stage */
 	unsigned char *par_h;  /* same shape: group of the one before */
@@ -153,13 +159,22 @@ static double send(const struct dp *d, int k, int h, int g)
 	return (k ? d->f->link[h][g] : 0) + d->f->vocab_of[g];
 }
 
-static double tail(const struct dp *d, int g, int j)
+/* Rank 0's tail on group g for each end of stage 0 ([n + 1]), or NULL
+ * where the objective has none (tail() is 0). */
+static const double *tail_row(const struct dp *d, int g)
 {
 	const struct layer_costs *lc = d->lc;
 
 	if (!lc->tail0 || d->f->vp != 1)
-		return 0;
-	return lc->tail0[(size_t)g * (size_t)(d->n + 1) + (size_t)j];
+		return NULL;
+	return lc->tail0 + (size_t)g * (size_t)(d->n + 1);
+}
+
+static double tail(const struct dp *d, int g, int j)
+{
+	const double *t = tail_row(d, g);
+
+	return t ? t[j] : 0;
 }
 
 /* The bit mask of the groups that may host the stages after the counts
@@ -205,10 +220,10 @@ static void fill_sums_of(const struct layer_costs *lc, int n, double *ps)
 }
 
 /* With a memo, the row of stage k for (cap, inf): the one kept, or a new
- * one computed there (*fill set); NULL where the stage has G rows
- * already. */
+ * one computed there (*fill set), *span its span's slot; NULL where the
+ * stage has G rows already. */
 static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, double inf,
-				bool *fill)
+				bool *fill, int **span)
 {
 	int x = 0;
 
@@ -222,6 +237,7 @@ static unsigned short *memo_row(struct partition_memo *mm, int k, double cap, do
 		mm->inf[k][x] = inf;
 		mm->n_jm[k]++;
 	}
+	*span = &mm->span[k][x];
 	return mm->jm + ((size_t)k * mm->G + (size_t)x) * (size_t)(mm->n + 1);
 }
 
@@ -238,16 +254,18 @@ static void fill_jm(struct dp *d)
 		groups_of(d, k, &g0, &g1);
 		for (int g = g0; g < g1; g++) {
 			unsigned short *jm = d->jm + jrow(d, k, g) * (size_t)(n + 1), *kept;
-			int lim = n - (K - 1 - k);
+			int lim = n - (K - 1 - k), *span = &d->spans[jrow(d, k, g)];
 			double cap = d->ranks ? d->f->cap_of[g] * d->f->share[k] : d->f->cap[k];
 			double inf = d->f->inflight[k];
 			bool fill = true;
 
-			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill)))
+			if (d->memo && (kept = memo_row(d->memo, k, cap, inf, &fill, &span)))
 				jm = kept;
 			d->jmr[jrow(d, k, g)] = jm;
+			d->span[jrow(d, k, g)] = span;
 			if (!fill)
 				continue;
+			*span = -1;
 			for (int i = k, j = k; i <= n - (K - k); i++) {
 				if (j < i)
 					j = i;
@@ -259,6 +277,21 @@ static void fill_jm(struct dp *d)
 			}
 		}
 	}
+}
+
+/* The span of stage k's row of the memory limits (placement forced): the
+ * most layers it holds from any start, max jm[i] - i; computed once. */
+static int row_span(const struct dp *d, int k)
+{
+	int *span = d->span[k];
+
+	if (*span < 0) {
+		*span = 0;
+		for (int i = k; i <= d->n - (d->K - k); i++)
+			if (d->jmr[k][i] - i > *span)
+				*span = d->jmr[k][i] - i;
+	}
+	return *span;
 }
 
 /* The last end of stage k on group g from start i: jm[], or i where no
@@ -357,13 +390,11 @@ static double greedy_floor(const struct dp *d, double lo, double hi)
 	return hi;
 }
 
-/* Extends row's range [lo, hi] to hold j: the values a pass has not
- * written inside it read INFINITY (no pass initialises a whole row). */
-static void widen(struct dp *d, size_t row, int j)
+/* Extends the range [*lo, *hi] of row v (of d->val) to hold j: the values
+ * a pass has not written inside it read INFINITY (no pass initialises a
+ * whole row). */
+static void widen(double *v, int *lo, int *hi, int j)
 {
-	double *v = d->val + row * (size_t)(d->n + 1);
-	int *lo = &d->lo[row], *hi = &d->hi[row];
-
 	if (*hi < *lo) {
 		*lo = *hi = j;
 		return;
@@ -486,9 +517,9 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 		groups_of(d, k, &g0, &g1);
 		groups_before(d, k, &h0, &h1);
 		for (int g = g0; g < g1; g++) {
-			int nc, left, need;
+			int nc, left, need, rlo, rhi;
 			size_t nrow;
-			const double *p = d->pre + (size_t)g * n1, *mono;
+			const double *p = d->pre + (size_t)g * n1, *mono, *tl;
 			const unsigned short *jm = d->jmr[jrow(d, k, g)];
 			double *cur;
 
@@ -500,6 +531,12 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 			cur = d->val + nrow * n1;
 			left = d->left[nc];
 			mono = d->rem + (size_t)(d->masks == 1 ? 0 : left | 1 << g) * n1;
+			/* the range [rlo, rhi] of row nrow (see widen), which only
+			 * this (cnt, g) writes, and stage 0's tails: in locals,
+			 * since the stores below might alias d */
+			rlo = d->lo[nrow];
+			rhi = d->hi[nrow];
+			tl = k ? NULL : tail_row(d, g);
 			for (int h = h0; h < h1; h++) {
 				size_t row = srow(d, cnt, h);
 				const double *prev = d->val + row * n1;
@@ -548,17 +585,19 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 					/* stage 0 has the one start 0: its tail needs
 					 * no window */
 					v = (k ? prev[i] : 0) + b * (p[j] - p[i] + sd) +
-					    (k ? 0 : tail(d, g, j));
+					    (k ? 0 : tl ? tl[j] : 0);
 					if (af + v + b * mono[j] >= best)
 						continue;
-					if (j < d->lo[nrow] || j > d->hi[nrow] || v < cur[j]) {
-						widen(d, nrow, j);
+					if (j < rlo || j > rhi || v < cur[j]) {
+						widen(cur, &rlo, &rhi, j);
 						cur[j] = v;
 						par_i[nrow * n1 + j] = (unsigned short)i;
 						par_h[nrow * n1 + j] = (unsigned char)h;
 					}
 				}
 			}
+			d->lo[nrow] = rlo;
+			d->hi[nrow] = rhi;
 		}
 	}
 	*nx = nxl;
@@ -775,14 +814,15 @@ static void alloc_tables(struct dp *d)
 	size_t n1 = (size_t)d->n + 1, states = rows(d), nc = (size_t)d->ncnt;
 	size_t njm = d->ranks ? (size_t)d->K * d->G : (size_t)d->K;
 	size_t nd = (size_t)d->G * n1 + 3 * n1 + (size_t)d->masks * n1 + states * n1 + n1 + states;
-	size_t ni = nc * 5 + states * 2 + states;
+	size_t ni = nc * 5 + states * 2 + states + njm;
 	size_t ns = njm * n1 + states * n1 + n1;
 	char *b;
 
-	b = d->arena = xmalloc(njm * sizeof(*d->jmr) + nd * sizeof(double) + ni * sizeof(int) +
-			       ns * sizeof(unsigned short) + states * n1);
+	b = d->arena = xmalloc(njm * (sizeof(*d->jmr) + sizeof(*d->span)) + nd * sizeof(double) +
+			       ni * sizeof(int) + ns * sizeof(unsigned short) + states * n1);
 	d->jmr = (const unsigned short **)b;
-	d->pre = (double *)(d->jmr + njm);
+	d->span = (int **)(d->jmr + njm);
+	d->pre = (double *)(d->span + njm);
 	d->sums = d->pre + (size_t)d->G * n1;
 	d->rem = d->sums + 3 * n1;
 	d->val = d->rem + (size_t)d->masks * n1;
@@ -796,7 +836,8 @@ static void alloc_tables(struct dp *d)
 	d->lo = (int *)(d->full + nc);
 	d->hi = d->lo + states;
 	d->reach = d->hi + states;
-	d->jm = (unsigned short *)(d->reach + states);
+	d->spans = d->reach + states;
+	d->jm = (unsigned short *)(d->spans + njm);
 	d->par_i = d->jm + njm * n1;
 	d->dq = d->par_i + states * n1;
 	d->par_h = (unsigned char *)(d->dq + n1);
@@ -847,11 +888,209 @@ static void search_from_floor(struct dp *d, double lo, double top)
 		search(d, v, nx, vf, top);
 }
 
+/* The relaxation of a forced placement that drops the order of the middle
+ * layers (all but the first and the last): stage 0 holds the first layer,
+ * the last stage the last, every other stage at least one middle layer,
+ * no stage more layers than fit its memory from any start (its span;
+ * stage 0 starts at 0), each middle layer at the least time of a middle
+ * layer on the stage's group; every p2p and vocabulary share as forced.
+ * Its stages merge into classes of the same group, fixed cost and bounds
+ * on their middle layers. */
+struct relax_class {
+	int g, lower, upper; /* group; least and most middle layers */
+	int mult;	     /* stages of the class */
+	int m;		     /* the most middle layers at the bound
+				   being tried (relax_beaten) */
+	double base;	     /* fixed cost: p2p, vocabulary share and
+				   the first or last layer */
+};
+
+struct relax {
+	int n_class, left;	    /* middle layers beyond the lower bounds */
+	double fixed;		    /* sum of base + lower x least */
+	double least[MAX_GROUPS];   /* least middle-layer time per group */
+	int n_fast, fast[MAX_GROUPS]; /* the groups with stages, fastest
+					 (least) first */
+	struct relax_class c[MAX_STAGES];
+};
+
+/* The least time of a middle layer (all but the first and the last) on
+ * each of the G groups of lc into least[] (INFINITY: none). */
+static void least_middle(const struct layer_costs *lc, int G, double *least)
+{
+	int n = lc->n_layer;
+
+	for (int g = 0; g < G; g++) {
+		least[g] = INFINITY;
+		for (int l = 1; l < n - 1; l++)
+			if (lc->time[(size_t)g * n + l] < least[g])
+				least[g] = lc->time[(size_t)g * n + l];
+	}
+}
+
+/* Fills x for d (placement forced, K >= 2). Returns -1 where some stage
+ * cannot hold its layers (then no partition fits), else 0. O(G n + K C)
+ * for C classes. */
+static int relax_init(const struct dp *d, struct relax *x)
+{
+	int n = d->n, K = d->K;
+	const double *t = d->lc->time;
+	unsigned used = 0;
+
+	for (int k = 0; k < K; k++)
+		used |= 1u << d->f->group[k];
+	if (d->memo)
+		memcpy(x->least, d->memo->least, (size_t)d->G * sizeof *x->least);
+	else
+		least_middle(d->lc, d->G, x->least);
+	x->n_fast = 0;
+	for (int g = 0; g < d->G; g++) {
+		int i = x->n_fast;
+
+		if (!(used >> g & 1))
+			continue;
+		while (i > 0 && x->least[x->fast[i - 1]] > x->least[g]) {
+			x->fast[i] = x->fast[i - 1];
+			i--;
+		}
+		x->fast[i] = g;
+		x->n_fast++;
+	}
+	x->n_class = 0;
+	x->left = n - 2;
+	x->fixed = 0;
+	for (int k = 0; k < K; k++) {
+		struct relax_class c = { .g = d->f->group[k], .lower = k > 0 && k < K - 1, .mult = 1 };
+		int i = x->n_class - 1;
+
+		c.upper = (k ? row_span(d, k) : d->jmr[0][0]) - (k == 0 || k == K - 1);
+		c.base = d->f->send[k] + d->f->vocab[k] +
+			 (k == 0 ? t[(size_t)c.g * n] : 0) + (k == K - 1 ? t[(size_t)c.g * n + n - 1] : 0);
+		if (c.upper < c.lower)
+			return -1;
+		x->fixed += c.base + (c.lower ? x->least[c.g] : 0);
+		x->left -= c.lower;
+		/* the latest class first: stages of one group run in a row */
+		while (i >= 0 && !(x->c[i].g == c.g && x->c[i].lower == c.lower &&
+				   x->c[i].upper == c.upper && x->c[i].base == c.base))
+			i--;
+		if (i >= 0)
+			x->c[i].mult++;
+		else
+			x->c[x->n_class++] = c;
+	}
+	return 0;
+}
+
+/* The least sum of the stage costs of the relaxation where each stage of
+ * class c holds at most c.m middle layers: the layers beyond the lower
+ * bounds on the fastest groups first. INFINITY where that holds no
+ * partition. */
+static double relax_sum(const struct relax *x)
+{
+	int room[MAX_GROUPS] = { 0 }, left = x->left;
+	double sum = x->fixed;
+
+	for (int i = 0; i < x->n_class; i++) {
+		if (x->c[i].m < x->c[i].lower)
+			return INFINITY;
+		room[x->c[i].g] += x->c[i].mult * (x->c[i].m - x->c[i].lower);
+	}
+	for (int f = 0; f < x->n_fast && left > 0; f++) {
+		int g = x->fast[f], take = room[g] < left ? room[g] : left;
+
+		if (take > 0) {
+			sum += take * x->least[g];
+			left -= take;
+		}
+	}
+	return left > 0 ? INFINITY : sum;
+}
+
+/* The bottleneck from which a stage of class c holds m middle layers
+ * (base + m x least), less a relative 1e-9 so that rounding in the
+ * partition's own sums cannot leave a layer out. */
+static double relax_event(const struct relax *x, const struct relax_class *c, int m)
+{
+	return (c->base + m * x->least[c->g]) * (1 - 1e-9);
+}
+
+/* The most middle layers of class c (at most c->upper, -1 for none) at
+ * bottleneck u. */
+static int relax_count(const struct relax *x, const struct relax_class *c, double u)
+{
+	double least = x->least[c->g];
+	int m = c->upper;
+
+	if (least > 0 && (u - c->base) / least < c->upper)
+		m = (u - c->base) / least < -1 ? -1 : (int)floor((u - c->base) / least);
+	while (m < c->upper && relax_event(x, c, m + 1) <= u)
+		m++;
+	while (m >= 0 && relax_event(x, c, m) > u)
+		m--;
+	return m;
+}
+
+/* Events relax_beaten follows at most before it gives up. */
+#define RELAX_EVENTS 512
+
+/* Whether, with the placement forced, no partition can cost below the
+ * incumbent d->cut, by the relaxation x: a partition whose stages cost at
+ * most U (at least the mean of its stage costs) costs at least a U + b
+ * relax_sum(at U) + the least tail, and relax_sum is a step function of U;
+ * the bottlenecks are followed up from the least mean through its steps
+ * until a U + b (its least) + tail reaches the incumbent. With a relative
+ * margin of 1e-9 against the rounding of the sums in another order; false
+ * where it cannot tell within RELAX_EVENTS steps, or where a time is not
+ * finite. */
+static bool relax_beaten(const struct dp *d, struct relax *x)
+{
+	double a = d->f->a, b = d->f->b, cut = d->cut, tl = INFINITY, all, u;
+
+	for (int j = 1; j <= d->n; j++)
+		if (tail(d, d->f->group[0], j) < tl)
+			tl = tail(d, d->f->group[0], j);
+	for (int f = 0; f < x->n_fast; f++)
+		if (!isfinite(x->least[x->fast[f]]))
+			return false;
+	if (!isfinite(x->fixed) || !isfinite(tl) || !isfinite(a) || !isfinite(b))
+		return false;
+	for (int i = 0; i < x->n_class; i++)
+		x->c[i].m = x->c[i].upper;
+	all = relax_sum(x);
+	u = all / d->K * (1 - 1e-9);
+	if ((a * u + b * all + tl) * (1 - 1e-9) >= cut)
+		return true;
+	if (!(a > 0))
+		return false;
+	for (int i = 0; i < x->n_class; i++)
+		x->c[i].m = relax_count(x, &x->c[i], u);
+	for (int e = 0; e < RELAX_EVENTS; e++) {
+		double sum = relax_sum(x), next = INFINITY;
+		int at = -1;
+
+		if ((a * u + b * sum + tl) * (1 - 1e-9) < cut)
+			return false;
+		for (int i = 0; i < x->n_class; i++)
+			if (x->c[i].m < x->c[i].upper && relax_event(x, &x->c[i], x->c[i].m + 1) < next) {
+				next = relax_event(x, &x->c[i], x->c[i].m + 1);
+				at = i;
+			}
+		if (at < 0 || (a * next + b * all + tl) * (1 - 1e-9) >= cut)
+			return true;
+		u = next;
+		x->c[at].m++;
+	}
+	return false;
+}
+
 /* Sets up d, runs the search, fills the outputs. */
 static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 {
 	int K = d->K, ret = -1;
 	double top, m, nx;
+	bool relaxed = !d->ranks && K >= 2 && d->cut < INFINITY;
+	struct relax x;
 
 	if (!may_fit(d))
 		return -1;
@@ -862,6 +1101,11 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 	partition_cells += (double)d->K * d->G * (d->n + 1);
 	fill_jm(d);
 	top = stage_top(d);
+	/* with the placement forced, the relaxation first: where it holds no
+	 * partition, none fits; where it bounds every partition at or above
+	 * the incumbent, none beats it */
+	if (relaxed && (relax_init(d, &x) || relax_beaten(d, &x)))
+		goto out;
 	/* No bottleneck is below the relaxation's, nor below the stages'
 	 * mean on the fastest groups; where the relaxation covers nothing,
 	 * no partition fits the caps. */
@@ -879,6 +1123,7 @@ static int solve(struct dp *d, int *group, unsigned short *first, double *t)
 			ret = 0;
 		}
 	}
+out:
 	free_tables(d);
 	return ret;
 }
@@ -933,10 +1178,12 @@ int partition_solve(const struct layer_costs *lc, const struct pipeline_frame *f
 
 struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n_stages)
 {
-	struct partition_memo *mm = xcalloc(1, sizeof *mm);
+	/* not zeroed: its rows are read only below n_jm[k] (memo_row) */
+	struct partition_memo *mm = xmalloc(sizeof *mm);
 	int n = lc->n_layer, G = lc->n_group;
 	size_t n1 = (size_t)n + 1;
 
+	memset(mm->n_jm, 0, sizeof mm->n_jm);
 	mm->lc = lc;
 	mm->n = n;
 	mm->G = G;
@@ -947,6 +1194,7 @@ struct partition_memo *partition_memo_create(const struct layer_costs *lc, int n
 	mm->rem = mm->sums + 3 * n1;
 	mm->have_rem = xcalloc((size_t)mm->masks, 1);
 	mm->jm = xmalloc((size_t)mm->K * (size_t)G * n1 * sizeof *mm->jm);
+	least_middle(lc, G, mm->least);
 	pre_of(lc, n, G, mm->pre);
 	fill_sums_of(lc, n, mm->sums);
 	/* every group's, in slot 0 and (with masks) in its own */

@@ -120,18 +120,27 @@ static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 }
 
 /* The scalar fields of x's strategy into *s (its stage arrays untouched);
- * returns the tail past them. Without branches on the bits: the sort's
- * ties read it. */
+ * returns the tail past them. Eight bytes at a time where none is kept
+ * (most), else without branches on the bits: the sort's ties read it. */
 static const unsigned char *rec_head(const struct plan_rec *x, struct strategy *s)
 {
 	unsigned char *h = (unsigned char *)s;
 	const unsigned char *t = x->tail; /* first[] follows: *t is in the record */
 
-	for (size_t k = 0; k < HEAD_BYTES; k++) {
-		unsigned bit = x->head[k / 8] >> k % 8 & 1;
+	for (size_t k = 0; k < HEAD_BYTES; k += 8) {
+		unsigned bits = x->head[k / 8];
+		size_t w = HEAD_BYTES - k < 8 ? HEAD_BYTES - k : 8;
 
-		h[k] = (unsigned char)(bit ? *t : 0);
-		t += bit;
+		if (!bits) {
+			memset(h + k, 0, w);
+			continue;
+		}
+		for (size_t i = 0; i < w; i++) {
+			unsigned bit = bits >> i & 1;
+
+			h[k + i] = (unsigned char)(bit ? *t : 0);
+			t += bit;
+		}
 	}
 	return t;
 }

@@ -50,7 +50,8 @@ int trainer_parse(const char *name)
 	return -1;
 }
 
-/* err_set with "<trainer>: " in front. Returns -1. */
+/* err_set with "<trainer>: " in front (e NULL: nothing formatted, as
+ * the search asks only whether). Returns -1. */
 static int refuse(struct err *e, enum trainer t, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -59,6 +60,8 @@ static int refuse(struct err *e, enum trainer t, const char *fmt, ...)
 	char msg[sizeof e->msg];
 	va_list ap;
 
+	if (!e)
+		return -1;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);

@@ -455,6 +455,61 @@ START_TEST(test_all_bounds)
 }
 END_TEST
 
+/* The forced placement's relaxation (partition.c relax_beaten) on the
+ * search's shape: a first and a last layer apart, the middle layers alike
+ * on each group, the groups in blocks of stages with a p2p between
+ * blocks, some with rank 0's tail. With the incumbent a hair above the
+ * optimum (1e-9) the DP still finds it; below (a hair, 1%, 10%: where
+ * the relaxation decides), nothing. */
+START_TEST(test_forced_incumbent)
+{
+	static struct inst in;
+	static double tail0[NG * (NL + 1)];
+	static const double below[] = { 1 - 1e-9, 0.99, 0.9 };
+	int feasible = 0;
+
+	for (int seed = 1; seed <= 400; seed++) {
+		int n, K, G, at = 0;
+		unsigned short first[MAX_STAGES + 1];
+		double want, t = -1;
+
+		rng_state = (uint64_t)seed * 104729;
+		n = irand(4, 40);
+		K = irand(2, n < 16 ? n : 16);
+		G = irand(2, NG);
+		random_inst(&in, n, K, G);
+		for (int g = 0; g < G; g++) {
+			double mid = unif(0.3, 3);
+
+			in.time[g * n] = unif(0.1, 2);
+			in.time[g * n + n - 1] = unif(1, 6);
+			for (int l = 1; l < n - 1; l++)
+				in.time[g * n + l] = mid;
+			for (int j = 0; j <= n; j++)
+				tail0[g * (n + 1) + j] = j * unif(0, 0.01);
+		}
+		in.lc.tail0 = irand(0, 1) ? tail0 : NULL;
+		in.f.vp = 1;
+		for (int k = 0; k < K; k++) {
+			if (k && irand(0, 2) == 0 && at < G - 1)
+				at++;
+			in.f.group[k] = at;
+			in.f.send[k] = k && in.f.group[k - 1] != at ? unif(0, 0.5) : 0;
+		}
+		if (partition_solve(&in.lc, &in.f, first, &want))
+			continue;
+		feasible++;
+		ck_assert_msg(partition_solve_below(&in.lc, &in.f, want * (1 + 1e-9), first, &t) == 0,
+			      "seed %d: none below %.12g", seed, want * (1 + 1e-9));
+		ck_assert_rel(t, want, 1e-12);
+		for (int i = 0; i < 3; i++)
+			ck_assert_int_eq(partition_solve_below(&in.lc, &in.f, want * below[i], first, &t),
+					 -1);
+	}
+	ck_assert_int_ge(feasible, 100);
+}
+END_TEST
+
 /* The largest shapes (130 layers, up to 128 stages) give valid, fitting
  * partitions no worse than an even split. */
 START_TEST(test_large)
@@ -807,6 +862,7 @@ static Suite *partition_suite(void)
 	tcase_add_test(tc, test_edges);
 	tcase_add_test(tc, test_brute_force);
 	tcase_add_test(tc, test_all_bounds);
+	tcase_add_test(tc, test_forced_incumbent);
 	tcase_add_test(tc, test_large);
 	tcase_add_test(tc, test_place_random_deep);
 	suite_add_tcase(s, tc);
