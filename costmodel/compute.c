@@ -345,7 +345,8 @@ static double gemms(const struct gpu_type *g, const struct model *m, int l,
 }
 
 /* The forward seconds each recomputation module of block l reruns
- * (compute_selective) into t (0 for the embedding and the head), from its GEMMs' seconds part[] (gemms) and
+ * (compute_selective) into t (0 for the embedding and the head, and
+ * without selective recomputation, which alone reads them), from its GEMMs' seconds part[] (gemms) and
  * x_tok seconds per byte a token moves (x / the bandwidth, x the measured
  * profile's scale; 0 without a bandwidth); over the MoE block's fixed
  * seconds: a dense MLP's two GEMMs and activation (mlp_fwd); in an MoE
@@ -361,7 +362,7 @@ static void module_parts(struct layer_time *t, const struct model *m, int l,
 	double act, routed;
 
 	t->mlp_fwd = t->act_fwd = t->shared_fwd = t->moe_fwd = t->mla_up_fwd = 0;
-	if (m->layer[l].kind != LAYER_BLOCK)
+	if (m->layer[l].kind != LAYER_BLOCK || s->recompute != RECOMPUTE_SELECTIVE)
 		return;
 	act = act_bytes_per_token(m, l, s) * x_tok;
 	t->mlp_fwd = moe ? 0 : part[2] + part[3] + act;

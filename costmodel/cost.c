@@ -261,7 +261,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 				cost_layer_parts(&p, m, l, c, g, s, NULL);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
-			for (int j = 0; j < RM_COUNT; j++)
+			for (int j = 0; j < RM_COUNT && s->recompute == RECOMPUTE_SELECTIVE; j++)
 				tm->recompute_mod[j] += w * p.rc_mod[j];
 			tm->tp += w * (p.tp_f + p.tp_b + p.tp_r);
 			tm->cp += w * (p.cp_f + p.cp_b + p.cp_r);
