@@ -331,6 +331,20 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 	       mem->allowance;
 }
 
+/* The seconds of the LM head's weight-gradient GEMMs that s defers to the
+ * flush (strategy_deferred; layer_parts' defer), which the rank of the
+ * last stage runs after its last backward; 0 without deferral. */
+static double deferred_wgrad(const struct model *m, const struct cluster *c,
+			     const struct strategy *s, const struct pipeline_frame *f)
+{
+	struct parts p;
+
+	if (!strategy_deferred(s))
+		return 0;
+	cost_layer_parts(&p, m, m->n_layer - 1, c, f->group[f->n_stages - 1], s, NULL);
+	return p.defer;
+}
+
 /* The tail the iteration adds after the pipeline: the latest end of a
  * rank's DP tail (rank_tail, dp + optimizer) counted from rank 0's last
  * backward. The last micro-batch's backward runs from the last stage down
@@ -352,17 +366,11 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 		      const struct model *m, const struct cluster *c, const struct strategy *s,
 		      const struct layer_costs *lc, const struct pipeline_frame *f)
 {
-	double lead = 0, tail = -INFINITY, deferred = 0;
+	double lead = 0, tail = -INFINITY, deferred = deferred_wgrad(m, c, s, f);
 	int L = lc->n_layer, last = strategy_rank(s, f->n_stages - 1);
 
 	*dp = *hidden = *opt = *defer = 0;
 	*rank = 0;
-	if (strategy_deferred(s)) {
-		struct parts p;
-
-		cost_layer_parts(&p, m, L - 1, c, f->group[f->n_stages - 1], s, NULL);
-		deferred = p.defer;
-	}
 	for (int q = 0; q < s->pp; q++) {
 		double d, h, o, w = q == last ? deferred : 0;
 		int g = f->group[q];
@@ -592,12 +600,8 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->busy = P.mb * P.rank_c[q];
 		x->idle = pos(P.t_pipe - x->busy);
 		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
-		if (strategy_deferred(s) && q == strategy_rank(s, f->n_stages - 1)) {
-			struct parts p;
-
-			cost_layer_parts(&p, m, m->n_layer - 1, c, f->group[f->n_stages - 1], s, NULL);
-			x->deferred = p.defer;
-		}
+		if (q == strategy_rank(s, f->n_stages - 1))
+			x->deferred = deferred_wgrad(m, c, s, f);
 		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
 		x->cap_bytes = cluster_group_mem(c, x->group);
 	}

@@ -420,8 +420,9 @@ END_TEST
 
 /* Deferred LM-head weight gradients: Megatron-LM's switch and limit, NeMo's
  * two fields; all micro-batches (limit 0, Megatron's default) without the
- * limit; a plan without a pipeline has nothing to defer and sets neither
- * (Megatron-Core refuses the switch with pp 1). */
+ * limit; a plan without a pipeline has nothing to defer (Megatron-Core
+ * refuses the switch with pp 1), which the writers ask of
+ * strategy_deferred. */
 START_TEST(test_megatron_deferred_wgrad)
 {
 	struct fix f;
