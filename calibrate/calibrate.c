@@ -105,6 +105,13 @@ struct fit {
 	int n_k;
 	int *sel, n_sel; /* indices into k of the constants fitted */
 	bool *use;	 /* runs in the fit (a fold leaves one out) */
+	/* with lin, objective() costs nothing: each timed run i's log time
+	 * moves from its log error lr[i] (log measured / predicted at the
+	 * before values) by sum_j S[j * nt + i] x (log value_j - log
+	 * before_j), its sensitivities to first order */
+	const double *S, *lr;
+	int nt;
+	bool lin;
 	struct err *e;
 	bool failed;
 	long evals;
@@ -171,14 +178,29 @@ static double objective(struct fit *f, const double *x)
 
 	if (f->failed)
 		return HUGE_VAL;
-	set_selected(f, x);
-	for (int r = 0; r < f->n; r++) {
-		if (!f->use[r] || !isfinite(f->run[r].measured_s))
+	if (!f->lin)
+		set_selected(f, x);
+	for (int r = 0, i = 0; r < f->n; r++) {
+		if (!isfinite(f->run[r].measured_s))
 			continue;
-		if (predict(f, r, &t, NULL, NULL))
-			return HUGE_VAL;
-		sum += fabs(log(t / f->run[r].measured_s));
-		n++;
+		if (f->lin && f->use[r]) {
+			double d = f->lr[i];
+
+			for (int j = 0; j < f->n_sel; j++) {
+				const struct calib_const *k = &f->k[f->sel[j]];
+
+				d -= f->S[f->sel[j] * f->nt + i] *
+				     log(clamp(exp(x[j]), k->lo, k->hi) / k->before);
+			}
+			sum += fabs(d);
+			n++;
+		} else if (f->use[r]) {
+			if (predict(f, r, &t, NULL, NULL))
+				return HUGE_VAL;
+			sum += fabs(log(t / f->run[r].measured_s));
+			n++;
+		}
+		i++;
 	}
 	for (int i = 0; i < f->n_sel; i++) {
 		const struct calib_const *k = &f->k[f->sel[i]];
@@ -435,63 +457,6 @@ static struct cluster *run_cluster(const struct cluster *c, int gpus, int line, 
 	return s;
 }
 
-/* Orders the exercised candidates by pivoted Gram-Schmidt on their
- * sensitivity columns S[j * nt + r] (r over the nt timed runs; consumed),
- * at most limit of them, and marks the status of every candidate (the
- * ordered ones CALIB_NO_GAIN until a fit takes them). Returns the number
- * ordered. */
-static int order_candidates(struct fit *f, double *S, int nt, int *order, int limit)
-{
-	bool taken[CALIB_MAX_CONSTS] = { false };
-	double own[CALIB_MAX_CONSTS];
-	int m = 0;
-
-	for (int j = 0; j < f->n_k; j++) {
-		own[j] = 0;
-		for (int r = 0; r < nt; r++)
-			own[j] += S[j * nt + r] * S[j * nt + r];
-		own[j] = sqrt(own[j]);
-		f->k[j].status = f->k[j].sensitivity < CALIB_MIN_SENSITIVITY ? CALIB_UNUSED
-									     : CALIB_NOT_SEPARABLE;
-	}
-	while (m < limit) {
-		int best = -1;
-		double best_norm = 0;
-
-		for (int j = 0; j < f->n_k; j++) {
-			double norm = 0;
-
-			if (taken[j] || f->k[j].status == CALIB_UNUSED)
-				continue;
-			for (int r = 0; r < nt; r++)
-				norm += S[j * nt + r] * S[j * nt + r];
-			norm = sqrt(norm);
-			if (norm >= CALIB_MIN_SEPARATION * own[j] && norm > best_norm) {
-				best = j;
-				best_norm = norm;
-			}
-		}
-		if (best < 0)
-			break;
-		taken[best] = true;
-		order[m++] = best;
-		/* project the chosen direction out of the others */
-		for (int j = 0; j < f->n_k; j++) {
-			double dot = 0;
-
-			if (taken[j])
-				continue;
-			for (int r = 0; r < nt; r++)
-				dot += S[j * nt + r] * S[best * nt + r];
-			for (int r = 0; r < nt; r++)
-				S[j * nt + r] -= dot / (best_norm * best_norm) * S[best * nt + r];
-		}
-	}
-	for (int i = 0; i < m; i++)
-		f->k[order[i]].status = CALIB_NO_GAIN;
-	return m;
-}
-
 /* d log t / d log value of each candidate for each of the nt timed runs
  * (their predictions pred[] at the before values), by a 10% step (inward
  * at an upper bound), into S[j * nt + i]; sets each candidate's
@@ -527,22 +492,132 @@ static void reset(struct fit *f, const double *raw)
 		set_all(f, j, raw[j]);
 }
 
-/* Leave-one-out predictions of the fit of the first m constants of order:
- * each timed run predicted by the fit to the other runs (cv[r]; the
- * untimed keep pred[r]). Returns 0 or -1. */
-static int cross_validate(struct fit *f, const double *raw, const int *order, int m,
-			  const double *pred, double *cv)
+/* The objective with every constant at raw (nothing fitted). */
+static double objective_at_raw(struct fit *f, const double *raw)
+{
+	reset(f, raw);
+	f->n_sel = 0;
+	return objective(f, NULL);
+}
+
+/* Gram-Schmidt: column best of S (nt rows a column) projected out of the
+ * columns not taken. */
+static void project_out(const struct fit *f, double *S, int nt, const bool *taken, int best)
+{
+	double bb = 0;
+
+	for (int r = 0; r < nt; r++)
+		bb += S[best * nt + r] * S[best * nt + r];
+	for (int j = 0; j < f->n_k && bb > 0; j++) {
+		double dot = 0;
+
+		if (taken[j])
+			continue;
+		for (int r = 0; r < nt; r++)
+			dot += S[j * nt + r] * S[best * nt + r];
+		for (int r = 0; r < nt; r++)
+			S[j * nt + r] -= dot / bb * S[best * nt + r];
+	}
+}
+
+/* Orders the exercised candidates by forward selection over the runs in
+ * f->use: each step fits (fit_prefix, on the runs' first-order model:
+ * struct fit's lin, so that choosing costs no run) the candidates taken so
+ * far plus each candidate left, and takes the one whose fit has the least
+ * objective, prior included (so that a constant that would have to move
+ * far to explain the runs loses to one that explains them near its value),
+ * among those separable from the ones taken: the part of its sensitivity
+ * column f->S[j * nt + r] (r over the nt timed runs) that the taken columns
+ * do not explain, by Gram-Schmidt, is at least CALIB_MIN_SEPARATION of its
+ * norm. Stops at limit or when no candidate lowers the objective. Leaves
+ * every constant at raw. With mark, sets every candidate's status: not
+ * exercised, not separable from those taken, or else CALIB_NO_GAIN until a
+ * fit takes it. Returns the number ordered. */
+static int order_candidates(struct fit *f, const double *raw, int *order, int limit, bool mark)
+{
+	int nt = f->nt;
+	bool taken[CALIB_MAX_CONSTS] = { false };
+	double own[CALIB_MAX_CONSTS], values[NM_MAX_DIM], x[NM_MAX_DIM];
+	double *P = xcalloc((size_t)f->n_k * (size_t)nt, sizeof *P), last;
+	int m = 0;
+
+	f->lin = true;
+	last = objective_at_raw(f, raw);
+
+	memcpy(P, f->S, sizeof *P * (size_t)f->n_k * (size_t)nt);
+	for (int j = 0; j < f->n_k; j++) {
+		own[j] = 0;
+		for (int r = 0; r < nt; r++)
+			own[j] += P[j * nt + r] * P[j * nt + r];
+		own[j] = sqrt(own[j]);
+	}
+	while (m < limit && !f->failed) {
+		int best = -1;
+		double best_obj = last;
+
+		for (int j = 0; j < f->n_k; j++) {
+			double norm = 0, obj;
+
+			if (taken[j] || f->k[j].sensitivity < CALIB_MIN_SENSITIVITY)
+				continue;
+			for (int r = 0; r < nt; r++)
+				norm += P[j * nt + r] * P[j * nt + r];
+			if (sqrt(norm) < CALIB_MIN_SEPARATION * own[j])
+				continue;
+			order[m] = j;
+			reset(f, raw);
+			fit_prefix(f, order, m + 1, values);
+			for (int i = 0; i <= m; i++)
+				x[i] = log(values[i]);
+			obj = objective(f, x);
+			if (obj < best_obj) {
+				best = j;
+				best_obj = obj;
+			}
+		}
+		reset(f, raw);
+		if (best < 0)
+			break;
+		taken[best] = true;
+		order[m++] = best;
+		last = best_obj;
+		project_out(f, P, nt, taken, best);
+	}
+	for (int j = 0; j < f->n_k && mark; j++) {
+		double norm = 0;
+
+		for (int r = 0; r < nt; r++)
+			norm += P[j * nt + r] * P[j * nt + r];
+		f->k[j].status = f->k[j].sensitivity < CALIB_MIN_SENSITIVITY ? CALIB_UNUSED
+				 : taken[j] || sqrt(norm) >= CALIB_MIN_SEPARATION * own[j]
+					 ? CALIB_NO_GAIN
+					 : CALIB_NOT_SEPARABLE;
+	}
+	f->lin = false;
+	free(P);
+	return m;
+}
+
+/* Leave-one-out predictions of fits of at most s constants, each timed run
+ * r predicted by the fit to the other runs of the first s (or fewer) of
+ * fold[r][0..fold_m[r]), the order forward selection took on those runs
+ * (cv[r]; a run whose fold took none, and the untimed, keep pred[r]).
+ * Returns 0 or -1. */
+static int cross_validate(struct fit *f, const double *raw, int (*fold)[CALIB_MAX_CONSTS],
+			  const int *fold_m, int s, const double *pred, double *cv)
 {
 	double values[NM_MAX_DIM];
 
 	for (int r = 0; r < f->n; r++) {
+		int k = fold_m[r] < s ? fold_m[r] : s;
+
 		cv[r] = pred[r];
-		if (!isfinite(f->run[r].measured_s))
+		if (!isfinite(f->run[r].measured_s) || !k)
 			continue;
 		for (int q = 0; q < f->n; q++)
 			f->use[q] = q != r;
 		reset(f, raw);
-		fit_prefix(f, order, m, values);
+		fit_prefix(f, fold[r], k, values);
 		if (f->failed || predict(f, r, &cv[r], NULL, NULL))
 			return -1;
 	}
@@ -565,22 +640,37 @@ static double mape_of(const struct calib_run *run, int n, const double *pred)
 	return k ? sum / k : 0;
 }
 
-/* Cross-validates each prefix of order[0..m) (cross_validate), takes the
- * one of least leave-one-out MAPE unless it is not CALIB_MIN_GAIN times
- * below the file's (res->kept), fits it to every run and fills res's
- * statuses, afters, cv_pred, cv_after and pred_after; cv is scratch of
- * f->n. Returns 0 or -1. */
+/* Chooses how many constants to fit, by leave-one-out: for each timed run,
+ * forward selection (order_candidates, at most m) on the other runs, so
+ * that the run left out takes no part in choosing the constants either;
+ * then each number s = 1..m cross-validated (cross_validate). Takes the s
+ * of least leave-one-out MAPE unless it is not CALIB_MIN_GAIN times below
+ * the file's (res->kept), fits the first s of order (the selection on
+ * every run) to every run and fills res's statuses, afters, cv_pred,
+ * cv_after and pred_after; cv is scratch of f->n. Returns 0 or -1. */
 static int choose_and_fit(struct fit *f, const double *raw, const int *order, int m,
 			  struct calib_result *res, const bool *fits, double *cv)
 {
 	double best_mape = HUGE_VAL, values[NM_MAX_DIM];
-	int best = 0, n = f->n;
+	int best = 0, n = f->n, rc = -1;
+	int(*fold)[CALIB_MAX_CONSTS] = xcalloc((size_t)n, sizeof *fold);
+	int *fold_m = xcalloc((size_t)n, sizeof *fold_m);
 
+	memcpy(res->cv_pred, res->pred_before, sizeof(double) * (size_t)n);
+	for (int r = 0; r < n; r++) {
+		if (!isfinite(f->run[r].measured_s))
+			continue;
+		for (int q = 0; q < n; q++)
+			f->use[q] = q != r;
+		fold_m[r] = order_candidates(f, raw, fold[r], m, false);
+	}
+	for (int q = 0; q < n; q++)
+		f->use[q] = true;
 	for (int s = 1; s <= m; s++) {
 		double mp;
 
-		if (cross_validate(f, raw, order, s, res->pred_before, cv))
-			return -1;
+		if (cross_validate(f, raw, fold, fold_m, s, res->pred_before, cv))
+			goto done;
 		mp = mape_of(f->run, n, cv);
 		if (mp < best_mape) {
 			best_mape = mp;
@@ -597,7 +687,8 @@ static int choose_and_fit(struct fit *f, const double *raw, const int *order, in
 		for (int i = 0; i < m; i++)
 			f->k[order[i]].status = CALIB_KEPT;
 		memcpy(res->pred_after, res->pred_before, sizeof(double) * (size_t)n);
-		return 0;
+		rc = 0;
+		goto done;
 	}
 	reset(f, raw);
 	fit_prefix(f, order, best, values);
@@ -608,8 +699,12 @@ static int choose_and_fit(struct fit *f, const double *raw, const int *order, in
 	res->n_fitted = best;
 	for (int r = 0; r < n; r++)
 		if (predict(f, r, &res->pred_after[r], NULL, NULL))
-			return -1;
-	return 0;
+			goto done;
+	rc = 0;
+done:
+	free(fold);
+	free(fold_m);
+	return rc;
 }
 
 /* The memory allowance (calib_mem): each run with a time and a peak
@@ -649,10 +744,11 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	      struct err *e)
 {
 	struct fit f = { .run = runs, .n = n, .e = e };
-	double raw[CALIB_MAX_CONSTS], *S = NULL, *cv = NULL;
+	double raw[CALIB_MAX_CONSTS], *S = NULL, *cv = NULL, *lr = NULL;
 	bool *fits = xcalloc((size_t)n, sizeof *fits), *fits_after = xcalloc((size_t)n, sizeof *fits);
 	double *full = xcalloc((size_t)n, sizeof *full);
 	int order[CALIB_MAX_CONSTS], m, rc = -1;
+	bool exercised = false;
 
 	memset(res, 0, sizeof *res);
 	res->n_runs = n;
@@ -692,8 +788,17 @@ int calib_fit(struct calib_result *res, const struct cluster *c, struct calib_ru
 	S = xcalloc((size_t)f.n_k * (size_t)res->n_timed, sizeof *S);
 	if (sensitivities(&f, raw, res->pred_before, res->n_timed, S))
 		goto done;
-	m = order_candidates(&f, S, res->n_timed, order, (res->n_timed - 1) / CALIB_RUNS_PER_CONST);
-	if (!m) {
+	lr = xcalloc((size_t)res->n_timed, sizeof *lr);
+	for (int r = 0, i = 0; r < n; r++)
+		if (isfinite(runs[r].measured_s))
+			lr[i++] = log(runs[r].measured_s / res->pred_before[r]);
+	f.S = S;
+	f.lr = lr;
+	f.nt = res->n_timed;
+	m = order_candidates(&f, raw, order, (res->n_timed - 1) / CALIB_RUNS_PER_CONST, true);
+	for (int j = 0; j < f.n_k; j++)
+		exercised |= f.k[j].status != CALIB_UNUSED;
+	if (!exercised) {
 		err_set(e, "no run's time depends on a constant calibration fits (efficiency_max, efficiency_half_gflop, fp8_efficiency_max, flash_efficiency, hbm_efficiency, intra_node_efficiency, inter_node_efficiency) by 0.1%% or more for a 10%% change");
 		goto done;
 	}
@@ -717,6 +822,7 @@ done:
 	free(fits_after);
 	free(full);
 	free(S);
+	free(lr);
 	free(cv);
 	if (rc)
 		calib_result_free(res);

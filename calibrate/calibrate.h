@@ -38,8 +38,10 @@ enum calib_status {
 	CALIB_NOT_SEPARABLE, /* its effect on the runs is (nearly) that of
 				constants before it: the runs cannot tell
 				them apart */
-	CALIB_NO_GAIN,	     /* exercised, but fitting it too did not lower
-				the cross-validated error */
+	CALIB_NO_GAIN,	     /* exercised and separable, but fitting it too
+				did not lower the objective or the
+				cross-validated error (or the runs allow
+				no more constants) */
 	CALIB_KEPT	     /* in the best set, but the set did not beat
 				the catalogue's cross-validated error */
 };
@@ -173,11 +175,16 @@ bool calib_param_per_group(enum calib_param param);
  * (tp x pp x dp x cp), on c's one node group cut to that many (nodes of
  * gpus_per_node, or one node of fewer GPUs).
  * Candidates: the calib_param of each GPU type and group of c. Those
- * exercised are ordered by pivoted Gram-Schmidt on their log-sensitivity
- * columns over the timed runs (the one explaining the most first), up to
- * (n_timed - 1) / CALIB_RUNS_PER_CONST of them; the fit of each prefix of
- * that order is cross-validated (leave one timed run out), and the prefix
- * with the least MAPE is fitted to all runs, unless its MAPE is above
+ * exercised are ordered by forward selection (each step the one whose fit
+ * with those before it has the least objective, among those separable from
+ * them by Gram-Schmidt on their log-sensitivity columns over the timed
+ * runs), up to (n_timed - 1) / CALIB_RUNS_PER_CONST of them and while one
+ * lowers the objective. How many to fit is chosen by leave-one-out: each
+ * timed run is predicted by the fit to the others of the first s
+ * constants that forward selection takes on those others (nested, so the
+ * run left out takes no part in choosing them either), and the s of least
+ * MAPE is fitted to all runs (the first s of the order on all runs), unless
+ * its MAPE is above
  * CALIB_MIN_GAIN times the catalogue's own (res->kept). Returns 0, or -1 with e set: a run that
  * cannot be costed (e names its line), fewer than 1 + CALIB_RUNS_PER_CONST
  * (3) runs with a time (too few to fit one constant), or no constant a
