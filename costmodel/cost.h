@@ -268,6 +268,20 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc);
 
+/* cost_evaluate's time and memory test alone, for a search that compares
+ * partitions: r->fits, r->overflow_rank, r->iter_s and r->tail_rank as
+ * cost_evaluate sets them (the same arithmetic), every other field 0.
+ * Counts the call in cost_evaluations. */
+void cost_evaluate_time(struct cost_result *r, const struct model *m,
+			const struct cluster *c, const struct strategy *s,
+			const struct layer_costs *lc);
+
+/* cost_evaluate without counting the call: the full result of a strategy
+ * whose evaluation cost_evaluate_time counted already. */
+void cost_evaluate_again(struct cost_result *r, const struct model *m,
+			 const struct cluster *c, const struct strategy *s,
+			 const struct layer_costs *lc);
+
 /* cost_evaluate calls on the calling thread (the search's work budget
  * reads it; nothing resets it). */
 extern _Thread_local long cost_evaluations;
