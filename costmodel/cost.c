@@ -282,7 +282,8 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
  * frag_share of activations and logits) into *mem; returns their sum,
  * bytes. */
 static double rank_memory(struct cost_mem *mem, const struct model *m, const struct cluster *c,
-			  const struct strategy *s, const struct pipeline_frame *f, int q)
+			  const struct strategy *s, const struct pipeline_frame *f,
+			  const struct layer_terms *lt, int q)
 {
 	static const struct cost_mem zero_mem;
 	int L = m->n_layer, stage[2 * MAX_STAGES];
@@ -292,7 +293,10 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 		for (int l = s->first[stage[i]]; l < s->first[stage[i] + 1]; l++) {
 			struct layer_mem lm;
 
-			memory_layer(&lm, m, l, s);
+			if (lt)
+				lm = lt->mem[l];
+			else
+				memory_layer(&lm, m, l, s);
 			mem->weights += lm.weights;
 			mem->grads += lm.grads;
 			mem->optimizer += lm.optimizer;
@@ -368,6 +372,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 {
 	double lead = 0, tail = -INFINITY, deferred = deferred_wgrad(m, c, s, f);
 	int L = lc->n_layer, last = strategy_rank(s, f->n_stages - 1);
+	const struct layer_terms *lt = cost_terms_of(lc, s);
 
 	*dp = *hidden = *opt = *defer = 0;
 	*rank = 0;
@@ -375,7 +380,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 		double d, h, o, w = q == last ? deferred : 0;
 		int g = f->group[q];
 
-		cost_rank_tail(&d, &h, &o, m, c, s, lc, f->n_stages, q);
+		cost_rank_tail(&d, &h, &o, m, c, s, lc, lt, f->n_stages, q);
 		if (w + d + o - lead > tail) {
 			tail = w + d + o - lead;
 			*opt = o < tail ? o : tail;
@@ -438,6 +443,7 @@ static void evaluate_rest(struct cost_result *r, const struct pipe_terms *P,
 			  const struct layer_costs *lc)
 {
 	const struct pipeline_frame *f = &P->f;
+	const struct layer_terms *lt = cost_terms_of(lc, s);
 	double peaks = 0, flops = 0, best_mem = -1, best_share = -1, gw, gg;
 	int pp = s->pp, mb = P->mb, bn = 0;
 
@@ -482,17 +488,20 @@ static void evaluate_rest(struct cost_result *r, const struct pipe_terms *P,
 	r->time.compute += t->defer;
 
 	/* The heaviest rank's memory by kind; the fullest rank's total. */
-	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, r->heaviest_rank);
+	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, lt, r->heaviest_rank);
 	if (r->fullest_rank == r->heaviest_rank) {
 		r->fullest_bytes = r->peak_bytes;
 	} else {
 		struct cost_mem fm;
 
-		r->fullest_bytes = rank_memory(&fm, m, c, s, f, r->fullest_rank);
+		r->fullest_bytes = rank_memory(&fm, m, c, s, f, lt, r->fullest_rank);
 	}
 
-	for (int l = 0; l < m->n_layer; l++)
-		flops += compute_flops_per_token(m, l, s->seq);
+	if (lt)
+		flops = lt->flops;
+	else
+		for (int l = 0; l < m->n_layer; l++)
+			flops += compute_flops_per_token(m, l, s->seq);
 	if (r->iter_s > 0) {
 		double tokens = (double)s->gbs * s->seq;
 
@@ -646,10 +655,10 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->pipeline_s = P.t_pipe;
 		x->busy = P.mb * P.rank_c[q];
 		x->idle = pos(P.t_pipe - x->busy);
-		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
+		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, cost_terms_of(lc, s), f->n_stages, q);
 		if (q == strategy_rank(s, f->n_stages - 1))
 			x->deferred = deferred_wgrad(m, c, s, f);
-		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
+		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, cost_terms_of(lc, s), q);
 		x->cap_bytes = cluster_group_mem(c, x->group);
 	}
 	return pp;

@@ -13,6 +13,7 @@
 struct model;
 struct cluster;
 struct err;
+struct layer_terms;
 
 /* Megatron-Core DDP's default bucket: max(40M, 1M x DP) parameters
  * (megatron/core/distributed/distributed_data_parallel.py). With
@@ -77,6 +78,10 @@ struct layer_costs {
 	 * NULL: cost_frame computes them. */
 	double *link;
 	int link_key[6];
+	/* The per-layer terms that cost_evaluate reads for every partition
+	 * (cost_int.h struct layer_terms), of the strategy costed; NULL:
+	 * cost_evaluate computes them. */
+	struct layer_terms *terms;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer

@@ -629,7 +629,8 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 /* The tail of pipeline rank r over all its chunks. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		    const struct cluster *c, const struct strategy *s,
-		    const struct layer_costs *lc, int n_stages, int r)
+		    const struct layer_costs *lc, const struct layer_terms *lt, int n_stages,
+		    int r)
 {
 	int g = s->group[r], L = lc->n_layer;
 	double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
@@ -639,7 +640,12 @@ void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model 
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			double d, x;
 
-			memory_params(&m->layer[l], s, &d, &x);
+			if (lt) {
+				d = lt->dense[l];
+				x = lt->expert[l];
+			} else {
+				memory_params(&m->layer[l], s, &d, &x);
+			}
 			D += d;
 			E += x;
 			fwd += lc->fwd[(size_t)g * L + l];
@@ -671,9 +677,8 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 		comm_dp_plan(&plan, c, g, s);
 		t[0] = 0;
 		for (int l = 0; l < L; l++) {
-			double d, x;
+			double d = lc->terms->dense[l], x = lc->terms->expert[l];
 
-			memory_params(&m->layer[l], s, &d, &x);
 			D += d;
 			E += x;
 			fwd += lc->fwd[(size_t)g * L + l];
@@ -716,6 +721,49 @@ void cost_link_key(int *key, const struct strategy *s)
 	key[5] = s->sp | s->p2p_split << 1;
 }
 
+/* The key of s's layer terms (struct layer_terms) into k: the bytes of
+ * s before its stage arrays, with its schedule and virtual stages 0. */
+static void terms_key(unsigned char *k, const struct strategy *s)
+{
+	struct strategy x;
+
+	memcpy(&x, s, LAYER_TERMS_KEY);
+	x.schedule = (enum schedule)0;
+	x.vp = 0;
+	x.n_stages = 0;
+	memcpy(k, &x, LAYER_TERMS_KEY);
+}
+
+const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const struct strategy *s)
+{
+	unsigned char k[LAYER_TERMS_KEY];
+
+	if (!lc->terms)
+		return NULL;
+	terms_key(k, s);
+	return memcmp(k, lc->terms->key, sizeof k) ? NULL : lc->terms;
+}
+
+/* lc->terms of s for the L layers of m (one block; cost_layers_free
+ * frees it). */
+static void terms_make(struct layer_costs *lc, const struct model *m, const struct strategy *s)
+{
+	int L = m->n_layer;
+	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense));
+
+	terms_key(t->key, s);
+	t->mem = (struct layer_mem *)(void *)(t + 1);
+	t->dense = (double *)(void *)(t->mem + L);
+	t->expert = t->dense + L;
+	t->flops = 0;
+	for (int l = 0; l < L; l++) {
+		memory_layer(&t->mem[l], m, l, s);
+		memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
+		t->flops += compute_flops_per_token(m, l, s->seq);
+	}
+	lc->terms = t;
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
  * summed) and its forward side; per layer the bytes per GPU (memory_layer;
  * activations and logits with the allowance's share that grows with them,
@@ -730,6 +778,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
+	lc->terms = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
@@ -794,10 +843,10 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 		lc->vocab_bytes = lm.weights + lm.grads + lm.optimizer +
 				  (lm.act + lm.extra) * (1 + cost_frag_share(c));
 	}
+	terms_make(lc, m, s);
 	for (int l = 0; l < L; l++) {
-		struct layer_mem lm;
+		const struct layer_mem lm = lc->terms->mem[l];
 
-		memory_layer(&lm, m, l, s);
 		lc->state_bytes[l] = lm.weights + lm.grads + lm.optimizer;
 		lc->act_bytes[l] = lm.act * (1 + cost_frag_share(c));
 		lc->extra_bytes[l] = lm.extra * (1 + cost_frag_share(c));
@@ -813,6 +862,8 @@ void cost_layers_free(struct layer_costs *lc)
 	if (!lc)
 		return;
 	free(lc->time);
+	free(lc->terms);
+	lc->terms = NULL;
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;
