@@ -235,10 +235,11 @@ static int rank_stages(int *stage, const struct strategy *s, const struct pipeli
  * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
  * exposed tp, cp, ep, dp (ZeRO-3 gathers) and the hidden ones. pp, bubble
  * and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
- * of the other copy's stage pp - 1 - q that it also runs. */
+ * of the other copy's stage pp - 1 - q that it also runs. lt: the
+ * layers' terms of s (cost_terms_of), or NULL. */
 static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
-		      const struct pipeline_frame *f, int q)
+		      const struct pipeline_frame *f, const struct layer_terms *lt, int q)
 {
 	struct parts v;
 	int stage[2 * MAX_STAGES], n = rank_stages(stage, s, f, q);
@@ -257,7 +258,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			/* cannot fail: cost_layers checked the measured profiles;
 			 * a block like the one before: its parts (layers_alike) */
-			if (!(l > s->first[k] && cost_layers_alike(m, l - 1, l)))
+			if (!(l > s->first[k] && (lt ? lt->alike[l] : cost_layers_alike(m, l - 1, l))))
 				cost_layer_parts(&p, m, l, c, g, s, NULL);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
@@ -472,7 +473,7 @@ static void evaluate_rest(struct cost_result *r, const struct pipe_terms *P,
 	}
 
 	/* The bottleneck rank's parts, per micro-batch, times m. */
-	rank_time(&r->time, mb, m, c, s, f, bn);
+	rank_time(&r->time, mb, m, c, s, f, lt, bn);
 	r->bottleneck_rank = bn;
 	r->bottleneck_fwd = lc->vocab_fwd[f->group[bn]];
 	for (int j = 0, k = bn; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, bn, ++j))
@@ -641,7 +642,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 					       p.tp_r + p.cp_r + p.ep_r;
 			}
 		}
-		rank_time(&tm, 1, m, c, s, f, q);
+		rank_time(&tm, 1, m, c, s, f, cost_terms_of(lc, s), q);
 		x->recompute = tm.recompute;
 		memcpy(x->recompute_mod, tm.recompute_mod, sizeof x->recompute_mod);
 		x->tp = tm.tp;

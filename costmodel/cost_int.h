@@ -98,7 +98,8 @@ void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model 
 /* What cost_evaluate reads of each layer whatever the partition, the
  * schedule and the virtual stages, kept by cost_layers (layer_costs.terms;
  * one block, freed by cost_layers_free): memory_layer and memory_params of
- * each layer and the model's forward FLOPs per token, for the strategy
+ * each layer, the model's forward FLOPs per token and which blocks are
+ * like the one before (cost_layers_alike: the model's alone), for the strategy
  * whose bytes before its stage arrays key holds, with its schedule, vp and
  * n_stages 0 (memory_layer, memory_params and compute_flops_per_token read
  * none of them, nor the stage arrays). */
@@ -109,6 +110,11 @@ struct layer_terms {
 	double flops;		/* sum of compute_flops_per_token at key.seq */
 	struct layer_mem *mem;	/* [n_layer] memory_layer */
 	double *dense, *expert; /* [n_layer] memory_params */
+	bool *alike;		/* [n_layer] l > 0 and cost_layers_alike(l - 1,
+				   l) */
+	/* these terms' own number (never 0): cost_rank_tail keeps the tails
+	 * of ranks of one chunk under it (layer_cost.c) */
+	unsigned long long id;
 };
 
 /* lc's terms where they are s's (the same key), else NULL. */

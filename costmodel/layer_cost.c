@@ -5,6 +5,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -626,6 +627,38 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 	stage_tail_with(dp, hidden, opt, c, s, g, &plan, D, E, fwd, bwd);
 }
 
+/* Slots of the tails cost_rank_tail keeps, a power of 2. */
+#define TAIL_SLOTS 1024
+
+/* A kept tail: of a rank that runs one chunk, layers [first, end) on group
+ * g, n_stages 1 or more (the tied duplicate), under the layer terms
+ * numbered id (cost_rank_tail reads nothing else of the strategy but what
+ * their key holds, nor of lc but its times); key: tail_key. */
+struct rank_tail {
+	unsigned long long id, key;
+	double dp, hidden, opt;
+};
+
+/* The tails kept on this thread (id 0: empty), and the number of the
+ * next layer terms made. */
+static _Thread_local struct rank_tail kept_tails[TAIL_SLOTS];
+static atomic_ullong terms_made;
+
+/* The key of struct rank_tail for group g, layers [i, j), one stage or
+ * more. */
+static unsigned long long tail_key(int g, int i, int j, bool one)
+{
+	return (unsigned long long)g << 48 | (unsigned long long)i << 32 |
+	       (unsigned long long)j << 16 | one;
+}
+
+/* The slot of (id, key) (Fibonacci hashing). */
+static size_t tail_slot(unsigned long long id, unsigned long long key)
+{
+	return (size_t)(((key ^ id * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull) >> 54) &
+	       (TAIL_SLOTS - 1);
+}
+
 /* The tail of pipeline rank r over all its chunks. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		    const struct cluster *c, const struct strategy *s,
@@ -635,7 +668,22 @@ void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model 
 	int g = s->group[r], L = lc->n_layer;
 	double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
 	double bwd = lc->vocab_time[g] - lc->vocab_fwd[g];
+	struct rank_tail *kept = NULL;
 
+	/* one chunk: the tail kept for its group and layers, or kept now */
+	if (lt && strategy_vp(s) == 1 && r < n_stages) {
+		unsigned long long key = tail_key(g, s->first[r], s->first[r + 1], n_stages == 1);
+
+		kept = &kept_tails[tail_slot(lt->id, key)];
+		if (kept->id == lt->id && kept->key == key) {
+			*dp = kept->dp;
+			*hidden = kept->hidden;
+			*opt = kept->opt;
+			return;
+		}
+		kept->id = lt->id;
+		kept->key = key;
+	}
 	for (int j = 0, k = r; j < strategy_vp(s) && k < n_stages; k = strategy_stage(s, r, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			double d, x;
@@ -654,6 +702,11 @@ void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model 
 	if (n_stages == 1)
 		D -= cost_tied_dense(m, s);
 	stage_tail(dp, hidden, opt, c, s, g, D, E, fwd, bwd);
+	if (kept) {
+		kept->dp = *dp;
+		kept->hidden = *hidden;
+		kept->opt = *opt;
+	}
 }
 
 /* lc->tail0 for every end of the first stage on each group with ranks
@@ -749,17 +802,21 @@ const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const stru
 static void terms_make(struct layer_costs *lc, const struct model *m, const struct strategy *s)
 {
 	int L = m->n_layer;
-	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense));
+	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense +
+								 sizeof *t->alike));
 
 	terms_key(t->key, s);
 	t->mem = (struct layer_mem *)(void *)(t + 1);
 	t->dense = (double *)(void *)(t->mem + L);
 	t->expert = t->dense + L;
+	t->alike = (bool *)(t->expert + L);
 	t->flops = 0;
+	t->id = atomic_fetch_add(&terms_made, 1) + 1;
 	for (int l = 0; l < L; l++) {
 		memory_layer(&t->mem[l], m, l, s);
 		memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
 		t->flops += compute_flops_per_token(m, l, s->seq);
+		t->alike[l] = l > 0 && cost_layers_alike(m, l - 1, l);
 	}
 	lc->terms = t;
 }
@@ -782,6 +839,7 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
+	terms_make(lc, m, s);
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + (size_t)G * G,
 		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
@@ -792,9 +850,9 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 			double f;
 
 			/* a block like the one before: its parts (layers_alike) */
-			if (!(l > 0 && cost_layers_alike(m, l - 1, l)) &&
-			    cost_layer_parts(&p, m, l, c, g, s, e) < 0) {
+			if (!lc->terms->alike[l] && cost_layer_parts(&p, m, l, c, g, s, e) < 0) {
 				free(buf);
+				cost_layers_free(lc);
 				return -1;
 			}
 			f = parts_fwd(&p);
@@ -831,6 +889,8 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 
 		if (cost_vocab_parts(&p, m, c, g, s, e) < 0) {
 			free(buf);
+			lc->time = NULL;
+			cost_layers_free(lc);
 			return -1;
 		}
 		lc->vocab_fwd[g] = parts_fwd(&p);
@@ -843,7 +903,6 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 		lc->vocab_bytes = lm.weights + lm.grads + lm.optimizer +
 				  (lm.act + lm.extra) * (1 + cost_frag_share(c));
 	}
-	terms_make(lc, m, s);
 	for (int l = 0; l < L; l++) {
 		const struct layer_mem lm = lc->terms->mem[l];
 
