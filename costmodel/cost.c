@@ -259,7 +259,7 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 			/* cannot fail: cost_layers checked the measured profiles;
 			 * a block like the one before: its parts (layers_alike) */
 			if (!(l > s->first[k] && (lt ? lt->alike[l] : cost_layers_alike(m, l - 1, l))))
-				cost_layer_parts(&p, m, l, c, g, s, NULL);
+				cost_layer_parts_kept(&p, m, l, c, g, s, lt);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
 			for (int j = 0; j < RM_COUNT && s->recompute == RECOMPUTE_SELECTIVE; j++)

@@ -112,10 +112,21 @@ struct layer_terms {
 	double *dense, *expert; /* [n_layer] memory_params */
 	bool *alike;		/* [n_layer] l > 0 and cost_layers_alike(l - 1,
 				   l) */
+	int *rep;		/* [n_layer] the first layer of l's run of
+				   alike blocks (l where none is before) */
 	/* these terms' own number (never 0): cost_rank_tail keeps the tails
 	 * of ranks of one chunk under it (layer_cost.c) */
 	unsigned long long id;
 };
+
+/* cost_layer_parts(p, m, l, c, g, s, NULL), kept on the thread for the
+ * layer terms lt of s (NULL: computed): under the terms' number, group g,
+ * the first layer of l's run of alike blocks (whose parts are l's:
+ * cost_layers_alike) and, with EP, s's schedule and vp (layer_parts reads
+ * them only for the EP all-to-all, 0 without EP). */
+void cost_layer_parts_kept(struct parts *p, const struct model *m, int l,
+			   const struct cluster *c, int g, const struct strategy *s,
+			   const struct layer_terms *lt);
 
 /* lc's terms where they are s's (the same key), else NULL. */
 const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const struct strategy *s);

@@ -659,6 +659,49 @@ static size_t tail_slot(unsigned long long id, unsigned long long key)
 	       (TAIL_SLOTS - 1);
 }
 
+/* Slots of the layers' parts cost_layer_parts_kept keeps, a power of 2. */
+#define PARTS_SLOTS 256
+
+/* A kept part: under the layer terms numbered id, key (parts_key) of the
+ * group, layer, schedule and vp. */
+struct kept_part {
+	unsigned long long id, key;
+	struct parts p;
+};
+
+static _Thread_local struct kept_part kept_parts[PARTS_SLOTS];
+
+/* The key of struct kept_part for group g, layer l, schedule sc and vp. */
+static unsigned long long parts_key(int g, int l, int sc, int vp)
+{
+	return (unsigned long long)g << 56 | (unsigned long long)l << 24 |
+	       (unsigned long long)sc << 12 | (unsigned long long)vp;
+}
+
+void cost_layer_parts_kept(struct parts *p, const struct model *m, int l,
+			   const struct cluster *c, int g, const struct strategy *s,
+			   const struct layer_terms *lt)
+{
+	unsigned long long key;
+	struct kept_part *k;
+	bool ep = s->ep > 1;
+
+	if (!lt || s->vp < 0 || s->vp > 4095 || (int)s->schedule < 0 || (int)s->schedule > 4095) {
+		cost_layer_parts(p, m, l, c, g, s, NULL);
+		return;
+	}
+	key = parts_key(g, lt->rep[l], ep ? (int)s->schedule : 0, ep ? s->vp : 0);
+	k = &kept_parts[tail_slot(lt->id, key) & (PARTS_SLOTS - 1)];
+	if (k->id == lt->id && k->key == key) {
+		*p = k->p;
+		return;
+	}
+	cost_layer_parts(p, m, lt->rep[l], c, g, s, NULL);
+	k->id = lt->id;
+	k->key = key;
+	k->p = *p;
+}
+
 /* The tail of pipeline rank r over all its chunks. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		    const struct cluster *c, const struct strategy *s,
@@ -803,13 +846,14 @@ static void terms_make(struct layer_costs *lc, const struct model *m, const stru
 {
 	int L = m->n_layer;
 	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense +
-								 sizeof *t->alike));
+								 sizeof *t->rep + sizeof *t->alike));
 
 	terms_key(t->key, s);
 	t->mem = (struct layer_mem *)(void *)(t + 1);
 	t->dense = (double *)(void *)(t->mem + L);
 	t->expert = t->dense + L;
-	t->alike = (bool *)(t->expert + L);
+	t->rep = (int *)(t->expert + L);
+	t->alike = (bool *)(t->rep + L);
 	t->flops = 0;
 	t->id = atomic_fetch_add(&terms_made, 1) + 1;
 	for (int l = 0; l < L; l++) {
@@ -817,6 +861,7 @@ static void terms_make(struct layer_costs *lc, const struct model *m, const stru
 		memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
 		t->flops += compute_flops_per_token(m, l, s->seq);
 		t->alike[l] = l > 0 && cost_layers_alike(m, l - 1, l);
+		t->rep[l] = t->alike[l] ? t->rep[l - 1] : l;
 	}
 	lc->terms = t;
 }
