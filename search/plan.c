@@ -251,6 +251,15 @@ void plan_row_set(struct plan *p, int i, const struct plan_row *row)
 		p->row[i] = rec_new(p, row);
 }
 
+void plan_row_set_trainers(struct plan *p, int i, const struct plan_row *row)
+{
+	struct plan_rec *x = p->row[i];
+
+	memcpy(x->trainer_s, row->trainer_s, sizeof x->trainer_s);
+	memcpy(x->trainer_feat, row->trainer_feat, sizeof x->trainer_feat);
+	x->trainers = row->trainers;
+}
+
 void plan_row_add(struct plan *p, const struct plan_row *row)
 {
 	struct plan_rec *x = rec_new(p, row);

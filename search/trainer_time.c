@@ -266,7 +266,10 @@ static void *rows_work(void *arg)
 		struct plan_row row;
 		int rc = trainer_row(plan_row_get(j->p, i, &row), j->m, j->c, j->o, &j->e);
 
-		if (rc >= 0)
+		/* 0: only its trainers' fields changed (trainer_times) */
+		if (rc == 0)
+			plan_row_set_trainers(j->p, i, &row);
+		else if (rc > 0)
 			plan_row_set(j->p, i, &row);
 		j->rc = rc < 0 ? -1 : j->rc | rc;
 	}
