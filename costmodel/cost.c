@@ -235,10 +235,11 @@ static int rank_stages(int *stage, const struct strategy *s, const struct pipeli
  * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
  * exposed tp, cp, ep, dp (ZeRO-3 gathers) and the hidden ones. pp, bubble
  * and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
- * of the other copy's stage pp - 1 - q that it also runs. */
+ * of the other copy's stage pp - 1 - q that it also runs. lt: the
+ * layers' terms of s (cost_terms_of), or NULL. */
 static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
-		      const struct pipeline_frame *f, int q)
+		      const struct pipeline_frame *f, const struct layer_terms *lt, int q)
 {
 	struct parts v;
 	int stage[2 * MAX_STAGES], n = rank_stages(stage, s, f, q);
@@ -257,8 +258,8 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			/* cannot fail: cost_layers checked the measured profiles;
 			 * a block like the one before: its parts (layers_alike) */
-			if (!(l > s->first[k] && cost_layers_alike(m, l - 1, l)))
-				cost_layer_parts(&p, m, l, c, g, s, NULL);
+			if (!(l > s->first[k] && (lt ? lt->alike[l] : cost_layers_alike(m, l - 1, l))))
+				cost_layer_parts_kept(&p, m, l, c, g, s, lt);
 			tm->compute += w * (p.fwd + p.bwd);
 			tm->recompute += w * p.recompute;
 			for (int j = 0; j < RM_COUNT && s->recompute == RECOMPUTE_SELECTIVE; j++)
@@ -282,7 +283,8 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
  * frag_share of activations and logits) into *mem; returns their sum,
  * bytes. */
 static double rank_memory(struct cost_mem *mem, const struct model *m, const struct cluster *c,
-			  const struct strategy *s, const struct pipeline_frame *f, int q)
+			  const struct strategy *s, const struct pipeline_frame *f,
+			  const struct layer_terms *lt, int q)
 {
 	static const struct cost_mem zero_mem;
 	int L = m->n_layer, stage[2 * MAX_STAGES];
@@ -292,7 +294,10 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 		for (int l = s->first[stage[i]]; l < s->first[stage[i] + 1]; l++) {
 			struct layer_mem lm;
 
-			memory_layer(&lm, m, l, s);
+			if (lt)
+				lm = lt->mem[l];
+			else
+				memory_layer(&lm, m, l, s);
 			mem->weights += lm.weights;
 			mem->grads += lm.grads;
 			mem->optimizer += lm.optimizer;
@@ -368,6 +373,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 {
 	double lead = 0, tail = -INFINITY, deferred = deferred_wgrad(m, c, s, f);
 	int L = lc->n_layer, last = strategy_rank(s, f->n_stages - 1);
+	const struct layer_terms *lt = cost_terms_of(lc, s);
 
 	*dp = *hidden = *opt = *defer = 0;
 	*rank = 0;
@@ -375,7 +381,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 		double d, h, o, w = q == last ? deferred : 0;
 		int g = f->group[q];
 
-		cost_rank_tail(&d, &h, &o, m, c, s, lc, f->n_stages, q);
+		cost_rank_tail(&d, &h, &o, m, c, s, lc, lt, f->n_stages, q);
 		if (w + d + o - lead > tail) {
 			tail = w + d + o - lead;
 			*opt = o < tail ? o : tail;
@@ -390,6 +396,118 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 			lead += lc->time[(size_t)g * L + l] - lc->fwd[(size_t)g * L + l];
 		if (q + 1 < f->n_stages)
 			lead += f->send[q + 1] / 2;
+	}
+}
+
+/* The tail's parts of an evaluation (iter_tail): exposed DP, its hidden
+ * part, the optimizer step and the deferred GEMMs' exposed seconds. */
+struct tail_parts {
+	double dp, hidden, opt, defer;
+};
+
+/* The part of cost_evaluate that the time and the memory test need:
+ * clears r, fills P, r->fits and r->overflow_rank (each rank's memory
+ * against its cap), the tail (iter_tail: *t and r->tail_rank) and
+ * r->iter_s. */
+static void evaluate_time(struct cost_result *r, struct pipe_terms *P, struct tail_parts *t,
+			  const struct model *m, const struct cluster *c,
+			  const struct strategy *s, const struct layer_costs *lc)
+{
+	static const struct cost_result zero_result;
+	const struct pipeline_frame *f = &P->f;
+
+	*r = zero_result;
+	r->overflow_rank = -1;
+	r->fits = true;
+	pipe_terms(P, m, c, s, lc);
+	for (int q = 0; q < s->pp; q++) {
+		/* the frame's caps leave out the vocabulary share, which
+		 * rank_mem holds */
+		double cap = (f->n_stages == 1 ? f->cap[0] : f->cap_of[f->group[q]] * f->vp) +
+			     lc->vocab_bytes;
+
+		if (P->rank_mem[q] > cap && r->fits) {
+			r->fits = false;
+			r->overflow_rank = q;
+		}
+	}
+	iter_tail(&t->dp, &t->hidden, &t->opt, &t->defer, &r->tail_rank, m, c, s, lc, f);
+	r->iter_s = P->t_pipe + t->dp + t->opt + t->defer;
+}
+
+/* The rest of cost_evaluate, after evaluate_time filled r, P and t: the
+ * ranks' peaks and memory shares, the bottleneck rank's breakdown, the
+ * memory by kind and the throughput. */
+static void evaluate_rest(struct cost_result *r, const struct pipe_terms *P,
+			  const struct tail_parts *t, const struct model *m,
+			  const struct cluster *c, const struct strategy *s,
+			  const struct layer_costs *lc)
+{
+	const struct pipeline_frame *f = &P->f;
+	const struct layer_terms *lt = cost_terms_of(lc, s);
+	double peaks = 0, flops = 0, best_mem = -1, best_share = -1, gw, gg;
+	int pp = s->pp, mb = P->mb, bn = 0;
+
+	memory_gathered(m, s, &gw, &gg);
+	for (int q = 0; q < pp; q++) {
+		double gpu_mem = cluster_group_mem(c, s->group[q]);
+		double share = (P->rank_mem[q] + gw + gg + cost_context_bytes(c)) / gpu_mem;
+
+		if (P->rank_c[q] > P->rank_c[bn])
+			bn = q;
+		const struct node_group *G = &c->group[s->group[q]];
+
+		if (!G->n_part)
+			peaks += (double)s->tp * s->cp * s->dp * c->gpu[G->gpu].peak_flops;
+		for (int i = 0; i < G->n_part; i++)
+			peaks += (double)G->part_gpus[i] * c->gpu[c->group[G->part_group[i]].gpu].peak_flops;
+		if (P->rank_mem[q] > best_mem) {
+			best_mem = P->rank_mem[q];
+			r->heaviest_rank = q;
+		}
+		if (share > best_share) {
+			best_share = share;
+			r->fullest_rank = q;
+			r->fullest_cap = gpu_mem;
+		}
+	}
+
+	/* The bottleneck rank's parts, per micro-batch, times m. */
+	rank_time(&r->time, mb, m, c, s, f, lt, bn);
+	r->bottleneck_rank = bn;
+	r->bottleneck_fwd = lc->vocab_fwd[f->group[bn]];
+	for (int j = 0, k = bn; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, bn, ++j))
+		for (int l = s->first[k]; l < s->first[k + 1]; l++)
+			r->bottleneck_fwd += lc->fwd[(size_t)f->group[k] * lc->n_layer + l];
+	r->bottleneck_send = P->rank_send[bn];
+	r->bottleneck_bwd = pos(P->rank_c[bn] - P->rank_send[bn] - r->bottleneck_fwd);
+	r->time.pp = P->a * P->rank_send[bn] + P->b * P->send_all;
+	r->time.bubble = pos(P->t_pipe - mb * (P->rank_c[bn] - P->rank_send[bn]) - r->time.pp);
+	r->time.dp += t->dp;
+	r->time.dp_hidden += t->hidden;
+	r->time.optimizer = t->opt;
+	r->time.compute += t->defer;
+
+	/* The heaviest rank's memory by kind; the fullest rank's total. */
+	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, lt, r->heaviest_rank);
+	if (r->fullest_rank == r->heaviest_rank) {
+		r->fullest_bytes = r->peak_bytes;
+	} else {
+		struct cost_mem fm;
+
+		r->fullest_bytes = rank_memory(&fm, m, c, s, f, lt, r->fullest_rank);
+	}
+
+	if (lt)
+		flops = lt->flops;
+	else
+		for (int l = 0; l < m->n_layer; l++)
+			flops += compute_flops_per_token(m, l, s->seq);
+	if (r->iter_s > 0) {
+		double tokens = (double)s->gbs * s->seq;
+
+		r->tokens_per_s = tokens / r->iter_s;
+		r->mfu = peaks > 0 ? 3 * tokens * flops / (r->iter_s * peaks) : 0;
 	}
 }
 
@@ -426,91 +544,30 @@ void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc)
 {
-	static const struct cost_result zero_result;
+	cost_evaluations++;
+	cost_evaluate_again(r, m, c, s, lc);
+}
+
+void cost_evaluate_again(struct cost_result *r, const struct model *m,
+			 const struct cluster *c, const struct strategy *s,
+			 const struct layer_costs *lc)
+{
 	struct pipe_terms P;
-	const struct pipeline_frame *f = &P.f;
-	double tail_dp, tail_hid, tail_opt, tail_defer, peaks = 0, flops = 0, best_mem = -1, best_share = -1;
-	double gw, gg;
-	int pp = s->pp, mb, bn = 0;
+	struct tail_parts t;
+
+	evaluate_time(r, &P, &t, m, c, s, lc);
+	evaluate_rest(r, &P, &t, m, c, s, lc);
+}
+
+void cost_evaluate_time(struct cost_result *r, const struct model *m,
+			const struct cluster *c, const struct strategy *s,
+			const struct layer_costs *lc)
+{
+	struct pipe_terms P;
+	struct tail_parts t;
 
 	cost_evaluations++;
-	*r = zero_result;
-	r->overflow_rank = -1;
-	r->fits = true;
-	pipe_terms(&P, m, c, s, lc);
-	mb = P.mb;
-	for (int q = 0; q < pp; q++) {
-		/* the frame's caps leave out the vocabulary share, which
-		 * rank_mem holds */
-		double cap = (f->n_stages == 1 ? f->cap[0] : f->cap_of[f->group[q]] * f->vp) +
-			     lc->vocab_bytes;
-
-		if (P.rank_mem[q] > cap && r->fits) {
-			r->fits = false;
-			r->overflow_rank = q;
-		}
-	}
-
-	iter_tail(&tail_dp, &tail_hid, &tail_opt, &tail_defer, &r->tail_rank, m, c, s, lc, f);
-	memory_gathered(m, s, &gw, &gg);
-	for (int q = 0; q < pp; q++) {
-		double gpu_mem = cluster_group_mem(c, s->group[q]);
-		double share = (P.rank_mem[q] + gw + gg + cost_context_bytes(c)) / gpu_mem;
-
-		if (P.rank_c[q] > P.rank_c[bn])
-			bn = q;
-		const struct node_group *G = &c->group[s->group[q]];
-
-		if (!G->n_part)
-			peaks += (double)s->tp * s->cp * s->dp * c->gpu[G->gpu].peak_flops;
-		for (int i = 0; i < G->n_part; i++)
-			peaks += (double)G->part_gpus[i] * c->gpu[c->group[G->part_group[i]].gpu].peak_flops;
-		if (P.rank_mem[q] > best_mem) {
-			best_mem = P.rank_mem[q];
-			r->heaviest_rank = q;
-		}
-		if (share > best_share) {
-			best_share = share;
-			r->fullest_rank = q;
-			r->fullest_cap = gpu_mem;
-		}
-	}
-
-	/* The bottleneck rank's parts, per micro-batch, times m. */
-	rank_time(&r->time, mb, m, c, s, f, bn);
-	r->bottleneck_rank = bn;
-	r->bottleneck_fwd = lc->vocab_fwd[f->group[bn]];
-	for (int j = 0, k = bn; j < strategy_vp(s) && k < f->n_stages; k = strategy_stage(s, bn, ++j))
-		for (int l = s->first[k]; l < s->first[k + 1]; l++)
-			r->bottleneck_fwd += lc->fwd[(size_t)f->group[k] * lc->n_layer + l];
-	r->bottleneck_send = P.rank_send[bn];
-	r->bottleneck_bwd = pos(P.rank_c[bn] - P.rank_send[bn] - r->bottleneck_fwd);
-	r->time.pp = P.a * P.rank_send[bn] + P.b * P.send_all;
-	r->time.bubble = pos(P.t_pipe - mb * (P.rank_c[bn] - P.rank_send[bn]) - r->time.pp);
-	r->time.dp += tail_dp;
-	r->time.dp_hidden += tail_hid;
-	r->time.optimizer = tail_opt;
-	r->time.compute += tail_defer;
-	r->iter_s = P.t_pipe + tail_dp + tail_opt + tail_defer;
-
-	/* The heaviest rank's memory by kind; the fullest rank's total. */
-	r->peak_bytes = rank_memory(&r->mem, m, c, s, f, r->heaviest_rank);
-	if (r->fullest_rank == r->heaviest_rank) {
-		r->fullest_bytes = r->peak_bytes;
-	} else {
-		struct cost_mem fm;
-
-		r->fullest_bytes = rank_memory(&fm, m, c, s, f, r->fullest_rank);
-	}
-
-	for (int l = 0; l < m->n_layer; l++)
-		flops += compute_flops_per_token(m, l, s->seq);
-	if (r->iter_s > 0) {
-		double tokens = (double)s->gbs * s->seq;
-
-		r->tokens_per_s = tokens / r->iter_s;
-		r->mfu = peaks > 0 ? 3 * tokens * flops / (r->iter_s * peaks) : 0;
-	}
+	evaluate_time(r, &P, &t, m, c, s, lc);
 }
 
 /* Per virtual stage (cost.h): fwd = sum of layer_costs.fwd over its
@@ -585,7 +642,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 					       p.tp_r + p.cp_r + p.ep_r;
 			}
 		}
-		rank_time(&tm, 1, m, c, s, f, q);
+		rank_time(&tm, 1, m, c, s, f, cost_terms_of(lc, s), q);
 		x->recompute = tm.recompute;
 		memcpy(x->recompute_mod, tm.recompute_mod, sizeof x->recompute_mod);
 		x->tp = tm.tp;
@@ -599,10 +656,10 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->pipeline_s = P.t_pipe;
 		x->busy = P.mb * P.rank_c[q];
 		x->idle = pos(P.t_pipe - x->busy);
-		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, f->n_stages, q);
+		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, cost_terms_of(lc, s), f->n_stages, q);
 		if (q == strategy_rank(s, f->n_stages - 1))
 			x->deferred = deferred_wgrad(m, c, s, f);
-		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, q);
+		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, cost_terms_of(lc, s), q);
 		x->cap_bytes = cluster_group_mem(c, x->group);
 	}
 	return pp;

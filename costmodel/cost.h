@@ -13,6 +13,7 @@
 struct model;
 struct cluster;
 struct err;
+struct layer_terms;
 
 /* Megatron-Core DDP's default bucket: max(40M, 1M x DP) parameters
  * (megatron/core/distributed/distributed_data_parallel.py). With
@@ -77,6 +78,10 @@ struct layer_costs {
 	 * NULL: cost_frame computes them. */
 	double *link;
 	int link_key[6];
+	/* The per-layer terms that cost_evaluate reads for every partition
+	 * (cost_int.h struct layer_terms), of the strategy costed; NULL:
+	 * cost_evaluate computes them. */
+	struct layer_terms *terms;
 };
 
 /* Seconds of CP communication exposed per micro-batch by one transformer
@@ -267,6 +272,20 @@ struct cost_result {
 void cost_evaluate(struct cost_result *r, const struct model *m,
 		   const struct cluster *c, const struct strategy *s,
 		   const struct layer_costs *lc);
+
+/* cost_evaluate's time and memory test alone, for a search that compares
+ * partitions: r->fits, r->overflow_rank, r->iter_s and r->tail_rank as
+ * cost_evaluate sets them (the same arithmetic), every other field 0.
+ * Counts the call in cost_evaluations. */
+void cost_evaluate_time(struct cost_result *r, const struct model *m,
+			const struct cluster *c, const struct strategy *s,
+			const struct layer_costs *lc);
+
+/* cost_evaluate without counting the call: the full result of a strategy
+ * whose evaluation cost_evaluate_time counted already. */
+void cost_evaluate_again(struct cost_result *r, const struct model *m,
+			 const struct cluster *c, const struct strategy *s,
+			 const struct layer_costs *lc);
 
 /* cost_evaluate calls on the calling thread (the search's work budget
  * reads it; nothing resets it). */

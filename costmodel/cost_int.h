@@ -5,12 +5,14 @@
 #define AMPPLAN_COST_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "cost.h"
 #include "strategy.h"
 
 struct cluster;
 struct err;
+struct layer_mem;
 struct model;
 struct strategy;
 
@@ -86,10 +88,48 @@ int cost_vocab_parts(struct parts *p, const struct model *m, const struct cluste
  * copy; Megatron keeps a second only on a separate last stage). */
 double cost_tied_dense(const struct model *m, const struct strategy *s);
 
-/* The tail of pipeline rank r over all its chunks. */
+/* The tail of pipeline rank r over all its chunks; lt: the layers'
+ * terms of s (cost_terms_of), or NULL. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		    const struct cluster *c, const struct strategy *s,
-		    const struct layer_costs *lc, int n_stages, int r);
+		    const struct layer_costs *lc, const struct layer_terms *lt, int n_stages,
+		    int r);
+
+/* What cost_evaluate reads of each layer whatever the partition, the
+ * schedule and the virtual stages, kept by cost_layers (layer_costs.terms;
+ * one block, freed by cost_layers_free): memory_layer and memory_params of
+ * each layer, the model's forward FLOPs per token and which blocks are
+ * like the one before (cost_layers_alike: the model's alone), for the strategy
+ * whose bytes before its stage arrays key holds, with its schedule, vp and
+ * n_stages 0 (memory_layer, memory_params and compute_flops_per_token read
+ * none of them, nor the stage arrays). */
+#define LAYER_TERMS_KEY offsetof(struct strategy, first)
+
+struct layer_terms {
+	unsigned char key[LAYER_TERMS_KEY];
+	double flops;		/* sum of compute_flops_per_token at key.seq */
+	struct layer_mem *mem;	/* [n_layer] memory_layer */
+	double *dense, *expert; /* [n_layer] memory_params */
+	bool *alike;		/* [n_layer] l > 0 and cost_layers_alike(l - 1,
+				   l) */
+	int *rep;		/* [n_layer] the first layer of l's run of
+				   alike blocks (l where none is before) */
+	/* these terms' own number (never 0): cost_rank_tail keeps the tails
+	 * of ranks of one chunk under it (layer_cost.c) */
+	unsigned long long id;
+};
+
+/* cost_layer_parts(p, m, l, c, g, s, NULL), kept on the thread for the
+ * layer terms lt of s (NULL: computed): under the terms' number, group g,
+ * the first layer of l's run of alike blocks (whose parts are l's:
+ * cost_layers_alike) and, with EP, s's schedule and vp (layer_parts reads
+ * them only for the EP all-to-all, 0 without EP). */
+void cost_layer_parts_kept(struct parts *p, const struct model *m, int l,
+			   const struct cluster *c, int g, const struct strategy *s,
+			   const struct layer_terms *lt);
+
+/* lc's terms where they are s's (the same key), else NULL. */
+const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const struct strategy *s);
 
 /* The allowance per GPU (memory.h): the user's (cluster.mem_allowance), or
  * MEM_CONTEXT_BYTES plus MEM_FRAG_SHARE of the activations and logits. */

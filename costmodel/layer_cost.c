@@ -5,6 +5,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -626,20 +627,116 @@ static void stage_tail(double *dp, double *hidden, double *opt, const struct clu
 	stage_tail_with(dp, hidden, opt, c, s, g, &plan, D, E, fwd, bwd);
 }
 
+/* Slots of the tails cost_rank_tail keeps, a power of 2. */
+#define TAIL_SLOTS 1024
+
+/* A kept tail: of a rank that runs one chunk, layers [first, end) on group
+ * g, n_stages 1 or more (the tied duplicate), under the layer terms
+ * numbered id (cost_rank_tail reads nothing else of the strategy but what
+ * their key holds, nor of lc but its times); key: tail_key. */
+struct rank_tail {
+	unsigned long long id, key;
+	double dp, hidden, opt;
+};
+
+/* The tails kept on this thread (id 0: empty), and the number of the
+ * next layer terms made. */
+static _Thread_local struct rank_tail kept_tails[TAIL_SLOTS];
+static atomic_ullong terms_made;
+
+/* The key of struct rank_tail for group g, layers [i, j), one stage or
+ * more. */
+static unsigned long long tail_key(int g, int i, int j, bool one)
+{
+	return (unsigned long long)g << 48 | (unsigned long long)i << 32 |
+	       (unsigned long long)j << 16 | one;
+}
+
+/* The slot of (id, key) (Fibonacci hashing). */
+static size_t tail_slot(unsigned long long id, unsigned long long key)
+{
+	return (size_t)(((key ^ id * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull) >> 54) &
+	       (TAIL_SLOTS - 1);
+}
+
+/* Slots of the layers' parts cost_layer_parts_kept keeps, a power of 2. */
+#define PARTS_SLOTS 256
+
+/* A kept part: under the layer terms numbered id, key (parts_key) of the
+ * group, layer, schedule and vp. */
+struct kept_part {
+	unsigned long long id, key;
+	struct parts p;
+};
+
+static _Thread_local struct kept_part kept_parts[PARTS_SLOTS];
+
+/* The key of struct kept_part for group g, layer l, schedule sc and vp. */
+static unsigned long long parts_key(int g, int l, int sc, int vp)
+{
+	return (unsigned long long)g << 56 | (unsigned long long)l << 24 |
+	       (unsigned long long)sc << 12 | (unsigned long long)vp;
+}
+
+void cost_layer_parts_kept(struct parts *p, const struct model *m, int l,
+			   const struct cluster *c, int g, const struct strategy *s,
+			   const struct layer_terms *lt)
+{
+	unsigned long long key;
+	struct kept_part *k;
+	bool ep = s->ep > 1;
+
+	if (!lt || s->vp < 0 || s->vp > 4095 || (int)s->schedule < 0 || (int)s->schedule > 4095) {
+		cost_layer_parts(p, m, l, c, g, s, NULL);
+		return;
+	}
+	key = parts_key(g, lt->rep[l], ep ? (int)s->schedule : 0, ep ? s->vp : 0);
+	k = &kept_parts[tail_slot(lt->id, key) & (PARTS_SLOTS - 1)];
+	if (k->id == lt->id && k->key == key) {
+		*p = k->p;
+		return;
+	}
+	cost_layer_parts(p, m, lt->rep[l], c, g, s, NULL);
+	k->id = lt->id;
+	k->key = key;
+	k->p = *p;
+}
+
 /* The tail of pipeline rank r over all its chunks. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,
 		    const struct cluster *c, const struct strategy *s,
-		    const struct layer_costs *lc, int n_stages, int r)
+		    const struct layer_costs *lc, const struct layer_terms *lt, int n_stages,
+		    int r)
 {
 	int g = s->group[r], L = lc->n_layer;
 	double D = memory_vocab_params(m, s), E = 0, fwd = lc->vocab_fwd[g];
 	double bwd = lc->vocab_time[g] - lc->vocab_fwd[g];
+	struct rank_tail *kept = NULL;
 
+	/* one chunk: the tail kept for its group and layers, or kept now */
+	if (lt && strategy_vp(s) == 1 && r < n_stages) {
+		unsigned long long key = tail_key(g, s->first[r], s->first[r + 1], n_stages == 1);
+
+		kept = &kept_tails[tail_slot(lt->id, key)];
+		if (kept->id == lt->id && kept->key == key) {
+			*dp = kept->dp;
+			*hidden = kept->hidden;
+			*opt = kept->opt;
+			return;
+		}
+		kept->id = lt->id;
+		kept->key = key;
+	}
 	for (int j = 0, k = r; j < strategy_vp(s) && k < n_stages; k = strategy_stage(s, r, ++j))
 		for (int l = s->first[k]; l < s->first[k + 1]; l++) {
 			double d, x;
 
-			memory_params(&m->layer[l], s, &d, &x);
+			if (lt) {
+				d = lt->dense[l];
+				x = lt->expert[l];
+			} else {
+				memory_params(&m->layer[l], s, &d, &x);
+			}
 			D += d;
 			E += x;
 			fwd += lc->fwd[(size_t)g * L + l];
@@ -648,6 +745,11 @@ void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model 
 	if (n_stages == 1)
 		D -= cost_tied_dense(m, s);
 	stage_tail(dp, hidden, opt, c, s, g, D, E, fwd, bwd);
+	if (kept) {
+		kept->dp = *dp;
+		kept->hidden = *hidden;
+		kept->opt = *opt;
+	}
 }
 
 /* lc->tail0 for every end of the first stage on each group with ranks
@@ -671,9 +773,8 @@ static void first_stage_tails(struct layer_costs *lc, const struct model *m,
 		comm_dp_plan(&plan, c, g, s);
 		t[0] = 0;
 		for (int l = 0; l < L; l++) {
-			double d, x;
+			double d = lc->terms->dense[l], x = lc->terms->expert[l];
 
-			memory_params(&m->layer[l], s, &d, &x);
 			D += d;
 			E += x;
 			fwd += lc->fwd[(size_t)g * L + l];
@@ -716,6 +817,55 @@ void cost_link_key(int *key, const struct strategy *s)
 	key[5] = s->sp | s->p2p_split << 1;
 }
 
+/* The key of s's layer terms (struct layer_terms) into k: the bytes of
+ * s before its stage arrays, with its schedule and virtual stages 0. */
+static void terms_key(unsigned char *k, const struct strategy *s)
+{
+	struct strategy x;
+
+	memcpy(&x, s, LAYER_TERMS_KEY);
+	x.schedule = (enum schedule)0;
+	x.vp = 0;
+	x.n_stages = 0;
+	memcpy(k, &x, LAYER_TERMS_KEY);
+}
+
+const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const struct strategy *s)
+{
+	unsigned char k[LAYER_TERMS_KEY];
+
+	if (!lc->terms)
+		return NULL;
+	terms_key(k, s);
+	return memcmp(k, lc->terms->key, sizeof k) ? NULL : lc->terms;
+}
+
+/* lc->terms of s for the L layers of m (one block; cost_layers_free
+ * frees it). */
+static void terms_make(struct layer_costs *lc, const struct model *m, const struct strategy *s)
+{
+	int L = m->n_layer;
+	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense +
+								 sizeof *t->rep + sizeof *t->alike));
+
+	terms_key(t->key, s);
+	t->mem = (struct layer_mem *)(void *)(t + 1);
+	t->dense = (double *)(void *)(t->mem + L);
+	t->expert = t->dense + L;
+	t->rep = (int *)(t->expert + L);
+	t->alike = (bool *)(t->rep + L);
+	t->flops = 0;
+	t->id = atomic_fetch_add(&terms_made, 1) + 1;
+	for (int l = 0; l < L; l++) {
+		memory_layer(&t->mem[l], m, l, s);
+		memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
+		t->flops += compute_flops_per_token(m, l, s->seq);
+		t->alike[l] = l > 0 && cost_layers_alike(m, l - 1, l);
+		t->rep[l] = t->alike[l] ? t->rep[l - 1] : l;
+	}
+	lc->terms = t;
+}
+
 /* Fills lc: per (group, layer) the seconds per micro-batch (layer_parts
  * summed) and its forward side; per layer the bytes per GPU (memory_layer;
  * activations and logits with the allowance's share that grows with them,
@@ -730,9 +880,11 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
+	lc->terms = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
+	terms_make(lc, m, s);
 	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + (size_t)G * G,
 		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
@@ -743,9 +895,9 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 			double f;
 
 			/* a block like the one before: its parts (layers_alike) */
-			if (!(l > 0 && cost_layers_alike(m, l - 1, l)) &&
-			    cost_layer_parts(&p, m, l, c, g, s, e) < 0) {
+			if (!lc->terms->alike[l] && cost_layer_parts(&p, m, l, c, g, s, e) < 0) {
 				free(buf);
+				cost_layers_free(lc);
 				return -1;
 			}
 			f = parts_fwd(&p);
@@ -782,6 +934,8 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 
 		if (cost_vocab_parts(&p, m, c, g, s, e) < 0) {
 			free(buf);
+			lc->time = NULL;
+			cost_layers_free(lc);
 			return -1;
 		}
 		lc->vocab_fwd[g] = parts_fwd(&p);
@@ -795,9 +949,8 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 				  (lm.act + lm.extra) * (1 + cost_frag_share(c));
 	}
 	for (int l = 0; l < L; l++) {
-		struct layer_mem lm;
+		const struct layer_mem lm = lc->terms->mem[l];
 
-		memory_layer(&lm, m, l, s);
 		lc->state_bytes[l] = lm.weights + lm.grads + lm.optimizer;
 		lc->act_bytes[l] = lm.act * (1 + cost_frag_share(c));
 		lc->extra_bytes[l] = lm.extra * (1 + cost_frag_share(c));
@@ -813,6 +966,8 @@ void cost_layers_free(struct layer_costs *lc)
 	if (!lc)
 		return;
 	free(lc->time);
+	free(lc->terms);
+	lc->terms = NULL;
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
 	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
 	lc->n_layer = lc->n_group = 0;

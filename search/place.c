@@ -61,15 +61,20 @@ static bool next_perm(int *a, int n)
  * (cost.c iter_tail), which the DP does not see. While it helps, moves a
  * layer from the rank that sets the tail (r->tail_rank) to the stage
  * before it, which lengthens its lead, or to the stage after it, which
- * shrinks its reduction; s and r take the result. */
+ * shrinks its reduction; s and r take the result. The moves are compared
+ * by their time and memory alone (cost_evaluate_time, each counted as an
+ * evaluation); the one taken last is costed in full once, uncounted. */
 void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t)
 {
+	struct cost_result cur = *r;
+	bool moved = false;
+
 	if (s->vp != 1 || !r->fits || !(t < r->iter_s * (1 - 1e-9)))
 		return;
-	while (r->tail_rank > 0 && !search_over(S)) {
+	while (cur.tail_rank > 0 && !search_over(S)) {
 		struct strategy b = *s;
-		struct cost_result br = *r;
-		int q = r->tail_rank;
+		struct cost_result br = cur;
+		int q = cur.tail_rank;
 
 		for (int d = 0; d < 2; d++) {
 			struct strategy x = *s;
@@ -79,17 +84,20 @@ void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *
 			if (k >= x.n_stages || at <= x.first[k - 1] || at >= x.first[k + 1])
 				continue;
 			x.first[k] = (unsigned short)at;
-			cost_evaluate(&xr, S->m, S->c, &x, &S->lc);
+			cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
 			if (xr.fits && xr.iter_s < br.iter_s * (1 - 1e-12)) {
 				b = x;
 				br = xr;
 			}
 		}
-		if (!(br.iter_s < r->iter_s))
-			return;
+		if (!(br.iter_s < cur.iter_s))
+			break;
 		*s = b;
-		*r = br;
+		cur = br;
+		moved = true;
 	}
+	if (moved)
+		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
 }
 
 /* Partitions the layers for placement s->group (or takes the fixed

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -78,20 +79,43 @@ struct plan_arena {
 	pthread_mutex_t lock;
 };
 
+/* The eight bytes of h from k (fewer at the end of the head: the rest
+ * 0) as one word, in memory order (the byte order does not matter: only
+ * which bytes are 0). */
+static uint64_t head_word(const unsigned char *h, size_t k)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, h + k, HEAD_BYTES - k < 8 ? HEAD_BYTES - k : 8);
+	return v;
+}
+
+/* The nonzero bytes of the word v: a word with the top bit of each such
+ * byte set (the low seven bits added to 0x7f carry into the top one where
+ * any is set, and no byte carries into the next), their count. */
+static int nonzero_bytes(uint64_t v)
+{
+	const uint64_t low = 0x7f7f7f7f7f7f7f7fu;
+	uint64_t top = (((v & low) + low) | v) & ~low;
+
+	return (int)(((top >> 7) * 0x0101010101010101u) >> 56);
+}
+
 /* The bytes of the record of row, its room rounded up to 8. */
 static size_t rec_size(const struct plan_row *row)
 {
 	const unsigned char *h = (const unsigned char *)&row->s;
 	size_t n = offsetof(struct plan_rec, tail) + 3 * (size_t)row->s.n_stages + 2;
 
-	for (size_t k = 0; k < HEAD_BYTES; k++)
-		n += h[k] != 0;
+	for (size_t k = 0; k < HEAD_BYTES; k += 8)
+		n += (size_t)nonzero_bytes(head_word(h, k));
 	if (row->why[0])
 		n += strlen(row->why) + 1;
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Writes row into x (its room from rec_size). */
+/* Writes row into x (its room from rec_size). Eight head bytes at a time:
+ * most words are 0. */
 static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 {
 	const unsigned char *h = (const unsigned char *)&row->s;
@@ -106,11 +130,17 @@ static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 	x->trainers = row->trainers;
 	x->why = row->why[0] != '\0';
 	memset(x->head, 0, sizeof x->head);
-	for (size_t k = 0; k < HEAD_BYTES; k++)
-		if (h[k]) {
-			x->head[k / 8] |= (unsigned char)(1u << k % 8);
-			*t++ = h[k];
-		}
+	for (size_t k = 0; k < HEAD_BYTES; k += 8) {
+		size_t w = HEAD_BYTES - k < 8 ? HEAD_BYTES - k : 8;
+
+		if (!head_word(h, k))
+			continue;
+		for (size_t i = 0; i < w; i++)
+			if (h[k + i]) {
+				x->head[k / 8] |= (unsigned char)(1u << i);
+				*t++ = h[k + i];
+			}
+	}
 	memcpy(t, row->s.first, sizeof *row->s.first * (size_t)(n + 1));
 	t += sizeof *row->s.first * (size_t)(n + 1);
 	memcpy(t, row->s.group, (size_t)n);
@@ -120,28 +150,19 @@ static void rec_fill(struct plan_rec *x, const struct plan_row *row)
 }
 
 /* The scalar fields of x's strategy into *s (its stage arrays untouched);
- * returns the tail past them. Eight bytes at a time where none is kept
- * (most), else without branches on the bits: the sort's ties read it. */
+ * returns the tail past them. The head cleared at once, then the kept
+ * bytes of each word that has any, up to its last (the sort's ties read
+ * it). */
 static const unsigned char *rec_head(const struct plan_rec *x, struct strategy *s)
 {
 	unsigned char *h = (unsigned char *)s;
-	const unsigned char *t = x->tail; /* first[] follows: *t is in the record */
+	const unsigned char *t = x->tail;
 
-	for (size_t k = 0; k < HEAD_BYTES; k += 8) {
-		unsigned bits = x->head[k / 8];
-		size_t w = HEAD_BYTES - k < 8 ? HEAD_BYTES - k : 8;
-
-		if (!bits) {
-			memset(h + k, 0, w);
-			continue;
-		}
-		for (size_t i = 0; i < w; i++) {
-			unsigned bit = bits >> i & 1;
-
-			h[k + i] = (unsigned char)(bit ? *t : 0);
-			t += bit;
-		}
-	}
+	memset(h, 0, HEAD_BYTES);
+	for (size_t k = 0; k < HEAD_BYTES; k += 8)
+		for (unsigned bits = x->head[k / 8], i = 0; bits; bits >>= 1, i++)
+			if (bits & 1)
+				h[k + i] = *t++;
 	return t;
 }
 
@@ -228,6 +249,15 @@ void plan_row_set(struct plan *p, int i, const struct plan_row *row)
 		rec_fill(p->row[i], row);
 	else
 		p->row[i] = rec_new(p, row);
+}
+
+void plan_row_set_trainers(struct plan *p, int i, const struct plan_row *row)
+{
+	struct plan_rec *x = p->row[i];
+
+	memcpy(x->trainer_s, row->trainer_s, sizeof x->trainer_s);
+	memcpy(x->trainer_feat, row->trainer_feat, sizeof x->trainer_feat);
+	x->trainers = row->trainers;
 }
 
 void plan_row_add(struct plan *p, const struct plan_row *row)

@@ -311,6 +311,11 @@ struct plan_row *plan_row_get(const struct plan *p, int i, struct plan_row *buf)
  * set different rows at once. */
 void plan_row_set(struct plan *p, int i, const struct plan_row *row);
 
+/* plan_row_set for a row that differs from row i of p at most in its
+ * trainers' fields (trainers, trainer_s, trainer_feat): writes those
+ * alone, in place. */
+void plan_row_set_trainers(struct plan *p, int i, const struct plan_row *row);
+
 /* Appends row to p's rows (n_row + 1); one thread at a time. */
 void plan_row_add(struct plan *p, const struct plan_row *row);
 

@@ -122,7 +122,7 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 	   evaluation */
 	struct strategy seen[TRAINER_COUNT + 1];
 	double seen_s[TRAINER_COUNT + 1] = { row->r.iter_s };
-	int n_seen = 1;
+	int n_seen = 1, no_ranks[MAX_GROUPS] = { 0 };
 
 	memcpy(&seen[0], &row->s, sizeof row->s); /* bytes, as v's copy */
 
@@ -141,7 +141,10 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 		if (k < n_seen) {
 			row->trainer_s[t] = seen_s[k];
 		} else {
-			if (cost_layers(&lc, m, c, &v, NULL, e))
+			/* cost_evaluate reads no first-stage tails
+			   (layer_costs.tail0): none made, as for groups
+			   without ranks */
+			if (cost_layers(&lc, m, c, &v, no_ranks, e))
 				return -1;
 			cost_evaluate(&r, m, c, &v, &lc);
 			cost_layers_free(&lc);
@@ -263,7 +266,10 @@ static void *rows_work(void *arg)
 		struct plan_row row;
 		int rc = trainer_row(plan_row_get(j->p, i, &row), j->m, j->c, j->o, &j->e);
 
-		if (rc >= 0)
+		/* 0: only its trainers' fields changed (trainer_times) */
+		if (rc == 0)
+			plan_row_set_trainers(j->p, i, &row);
+		else if (rc > 0)
 			plan_row_set(j->p, i, &row);
 		j->rc = rc < 0 ? -1 : j->rc | rc;
 	}
