@@ -565,7 +565,6 @@ static int order_candidates(struct fit *f, const double *raw, int *order, int li
 			if (sqrt(norm) < CALIB_MIN_SEPARATION * own[j])
 				continue;
 			order[m] = j;
-			reset(f, raw);
 			fit_prefix(f, order, m + 1, values);
 			for (int i = 0; i <= m; i++)
 				x[i] = log(values[i]);
@@ -575,7 +574,6 @@ static int order_candidates(struct fit *f, const double *raw, int *order, int li
 				best_obj = obj;
 			}
 		}
-		reset(f, raw);
 		if (best < 0)
 			break;
 		taken[best] = true;
@@ -583,6 +581,9 @@ static int order_candidates(struct fit *f, const double *raw, int *order, int li
 		last = best_obj;
 		project_out(f, P, nt, taken, best);
 	}
+	/* the fits left their values set (fit_prefix); the first-order
+	   objective read none of them */
+	reset(f, raw);
 	for (int j = 0; j < f->n_k && mark; j++) {
 		double norm = 0;
 
