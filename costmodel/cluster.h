@@ -38,6 +38,9 @@ struct gpu_type {
 				   peer link inside a node (NVLink, Infinity
 				   Fabric, or PCIe); the default of its
 				   groups' intra_bw; 0 = not given */
+	double host_bw;		/* bytes/s, one direction, of its link to the
+				   host's memory (PCIe: what activation
+				   offloading copies over); 0 = not given */
 };
 
 /* Most real node groups a mixed group draws on. */

@@ -479,6 +479,16 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		memory_params(ly, s, &dense, &expert);
 		t->bwd += (dense + expert) * (2 * memory_grad_bytes(s) + dt) / bw;
 	}
+	t->offload = 0;
+	if (block && s->offload_modules) {
+		struct layer_mem lm;
+
+		if (g->host_bw <= 0)
+			return err_set(e, "GPU type '%s' has no host_link_GBps: activation offloading (--offload-modules) copies over it",
+				       g->name ? g->name : "?");
+		memory_layer(&lm, m, l, s);
+		t->offload = lm.offload / (g->host_bw * OFFLOAD_COPY_EFF);
+	}
 	switch (ly->kind == LAYER_BLOCK ? s->recompute : RECOMPUTE_NONE) {
 	case RECOMPUTE_FULL:
 		t->recompute = t->fwd;

@@ -21,6 +21,13 @@ struct model;
  * less. Not fitted: a round figure of that range. */
 #define COMPUTE_HBM_EFF 0.8
 
+/* The share of the GPU's host link (gpu_type.host_bw, PCIe one direction)
+ * that activation offloading's copies between pinned host memory and the
+ * GPU reach: NVIDIA's bandwidthTest with pinned memory reports about 80%
+ * of a PCIe x16 link's per-direction rate (about 26 of Gen4's 31.5 GB/s).
+ * An assumption, not fitted: no validation run offloads. */
+#define OFFLOAD_COPY_EFF 0.8
+
 /* Attention-kernel constants (Dao 2023, FlashAttention-2, Sec. 4.1 and
  * Figs. 4-7: on A100 with head dim 128 and causal masking FA-2 reaches
  * about 70% of peak forward and 50-55% backward, FlashAttention 1 about
@@ -136,6 +143,11 @@ struct layer_time {
 	double moe_fwd;	   /* moe: the MoE layer (routed and shared experts,
 			      permutations, router), its all-to-alls apart */
 	double mla_up_fwd; /* mla_up_proj: MLA's up projections and RoPE */
+	double offload;	   /* activation offloading: the seconds of one copy
+			      of the layer's offloaded bytes (memory_offload,
+			      as memory_layer keeps them) over the host link
+			      at OFFLOAD_COPY_EFF; once to the host in the
+			      forward pass, once back for the backward */
 };
 
 /* Forward FLOPs per token of layer l at sequence length seq (the model's

@@ -233,8 +233,8 @@ static int rank_stages(int *stage, const struct strategy *s, const struct pipeli
 
 /* Adds w x the parts of pipeline rank q's layers (all its chunks; per
  * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
- * exposed tp, cp, ep, dp (ZeRO-3 gathers) and the hidden ones. pp, bubble
- * and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
+ * exposed tp, cp, ep, dp (ZeRO-3 gathers), offload copies and the hidden
+ * ones. pp, bubble and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
  * of the other copy's stage pp - 1 - q that it also runs. lt: the
  * layers' terms of s (cost_terms_of), or NULL. */
 static void rank_time(struct cost_time *tm, double w, const struct model *m,
@@ -272,6 +272,8 @@ static void rank_time(struct cost_time *tm, double w, const struct model *m,
 			tm->cp_hidden += w * p.cp_h;
 			tm->ep_hidden += w * p.ep_h;
 			tm->dp_hidden += w * p.z3_h;
+			tm->offload += w * (p.of_f + p.of_b);
+			tm->offload_hidden += w * p.of_h;
 		}
 	}
 }
@@ -302,6 +304,7 @@ static double rank_memory(struct cost_mem *mem, const struct model *m, const str
 			mem->grads += lm.grads;
 			mem->optimizer += lm.optimizer;
 			mem->activations += f->inflight[stage[i]] * lm.act;
+			mem->offloaded += f->inflight[stage[i]] * lm.offload;
 			mem->logits += lm.extra;
 		}
 	if (f->n_stages == 1 && cost_tied_dense(m, s) > 0) {
@@ -637,8 +640,8 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 				cost_layer_parts(&p, m, l, c, f->group[k], s, NULL);
 				x->compute_fwd += p.fwd;
 				x->compute_bwd += p.bwd;
-				x->comm_fwd += p.tp_f + p.cp_f + p.ep_f + p.z3_f;
-				x->comm_bwd += p.tp_b + p.cp_b + p.ep_b + p.z3_b +
+				x->comm_fwd += p.tp_f + p.cp_f + p.ep_f + p.z3_f + p.of_f;
+				x->comm_bwd += p.tp_b + p.cp_b + p.ep_b + p.z3_b + p.of_b +
 					       p.tp_r + p.cp_r + p.ep_r;
 			}
 		}
@@ -649,6 +652,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->cp = tm.cp;
 		x->ep = tm.ep;
 		x->zero3 = tm.dp;
+		x->offload = tm.offload;
 		x->vocab = tm.vocab;
 		x->fwd = x->compute_fwd + x->comm_fwd;
 		x->bwd = x->compute_bwd + x->recompute + x->comm_bwd;

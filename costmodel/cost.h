@@ -217,15 +217,21 @@ struct cost_time {
 	 * enum recompute_module; all 0 without it) */
 	double recompute_mod[RM_COUNT];
 	double tp_hidden, cp_hidden, dp_hidden;
-	double vocab;	  /* vocabulary parallelism's collectives, exposed (in
+	double vocab;	       /* vocabulary parallelism's collectives, exposed (in
 			   iter_s too, the tenth part) */
-	double ep_hidden; /* EP all-to-all under the paired micro-batch's
+	double ep_hidden;      /* EP all-to-all under the paired micro-batch's
 				   compute (DualPipe, DualPipeV) */
+	double offload;	       /* activation offloading's host copies, exposed */
+	double offload_hidden; /* and under the compute */
 };
 
-/* Bytes per GPU on the heaviest pipeline rank; they add up to peak_bytes. */
+/* Bytes per GPU on the heaviest pipeline rank; all but offloaded add up to
+ * peak_bytes. */
 struct cost_mem {
 	double weights, grads, optimizer, activations, logits, allowance;
+	double offloaded; /* activations offloaded to host memory at the peak
+			     (strategy.offload_modules: memory_offload x the
+			     micro-batches in flight); not on the GPU */
 };
 
 /* What the allowance of mem (a rank's, or the heaviest's) is made of on
@@ -334,13 +340,16 @@ struct cost_rank {
 	double compute_fwd, compute_bwd, recompute;
 	/* of recompute, by module (as cost_time's) */
 	double recompute_mod[RM_COUNT];
-	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 of the forward */
+	double comm_fwd;	  /* exposed TP + CP + EP + ZeRO-3 + offload copies
+				     of the forward */
 	double comm_bwd;	  /* of the backward and the recomputation */
 	double tp, cp, ep, zero3; /* the exposed communication by kind */
+	double offload;		  /* the exposed host copies of activation
+				     offloading (cost_time.offload) */
 	double vocab;		  /* vocabulary parallelism's collectives
 				   (cost_time.vocab), also in comm_fwd and
 				   comm_bwd: with it comm_fwd + comm_bwd =
-				   tp + cp + ep + zero3 + vocab */
+				   tp + cp + ep + zero3 + offload + vocab */
 	double send;		  /* p2p seconds per micro-batch into its stages
 				   (cost_stage.send summed) */
 	double pipeline_s;	  /* T_pipe of the iteration, the same for all */

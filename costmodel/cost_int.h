@@ -28,6 +28,7 @@ struct parts {
 	double cp_f, cp_b, cp_r, cp_h;
 	double ep_f, ep_b, ep_r, ep_h;
 	double z3_f, z3_b, z3_h; /* ZeRO-3 parameter gathers */
+	double of_f, of_b, of_h; /* activation offloading's host copies */
 	double vc_f, vc_b;	 /* vocabulary parallelism's collectives */
 	double defer;		 /* the head's weight-gradient GEMMs deferred
 				   to the pipeline flush, seconds per

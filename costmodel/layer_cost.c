@@ -140,6 +140,13 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  * - ZeRO-3: the parameter gather prefetched under the layer's compute,
  *   forward max(0, gather - fwd), backward max(0, gather - bwd); the
  *   backward's gather serves the recomputation too;
+ * - activation offloading (s->offload_modules): the copy of the layer's
+ *   offloaded bytes (memory_offload) to host memory runs beside the next
+ *   layer's forward, and its copy back beside the next layer's backward
+ *   (the one before it in the backward order), each at the GPU's host link
+ *   (compute_offload_copy); at the layer's granularity, a layer like it:
+ *   forward max(0, copy - fwd), backward max(0, copy - bwd), as ZeRO-3's
+ *   gathers;
  * - SlimPipe (s->slices = n > 1): compute as slice_time; TP and EP as n
  *   slices of seq/n tokens (the same bytes, n x the latency); CP as the
  *   whole micro-batch (each slice's K and V go round once);
@@ -224,6 +231,9 @@ static void parts_of(struct parts *p, const struct model *m, int l,
 	p->z3_f = exposed(z3, t.fwd);
 	p->z3_b = exposed(z3, t.bwd);
 	p->z3_h = 2 * z3 - p->z3_f - p->z3_b;
+	p->of_f = exposed(t.offload, t.fwd);
+	p->of_b = exposed(t.offload, t.bwd);
+	p->of_h = 2 * t.offload - p->of_f - p->of_b;
 }
 
 /* Every part of p times w. */
@@ -236,6 +246,7 @@ static void parts_scale(struct parts *p, double w)
 	p->cp_f *= w, p->cp_b *= w, p->cp_r *= w, p->cp_h *= w;
 	p->ep_f *= w, p->ep_b *= w, p->ep_r *= w, p->ep_h *= w;
 	p->z3_f *= w, p->z3_b *= w, p->z3_h *= w;
+	p->of_f *= w, p->of_b *= w, p->of_h *= w;
 	p->vc_f *= w, p->vc_b *= w;
 }
 
@@ -543,7 +554,7 @@ double cost_cp_exposed(const struct model *m, const struct cluster *c,
 /* The forward side (forward compute and its exposed comm). */
 static double parts_fwd(const struct parts *p)
 {
-	return p->fwd + p->tp_f + p->cp_f + p->ep_f + p->z3_f + p->vc_f;
+	return p->fwd + p->tp_f + p->cp_f + p->ep_f + p->z3_f + p->of_f + p->vc_f;
 }
 
 /* The recomputation side. */
@@ -554,7 +565,7 @@ static double parts_rc(const struct parts *p)
 
 static double parts_bwd(const struct parts *p)
 {
-	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b + p->vc_b;
+	return p->bwd + p->tp_b + p->cp_b + p->ep_b + p->z3_b + p->of_b + p->vc_b;
 }
 
 /* All of a layer's seconds per micro-batch. */

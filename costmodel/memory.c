@@ -2,6 +2,7 @@
  * activations kept for the backward pass under TP/SP/CP and recomputation. */
 #include "memory.h"
 
+#include <math.h>
 #include <stdbool.h>
 
 #include "model.h"
@@ -89,6 +90,59 @@ static double module_savings(const struct model *m, int l, const struct strategy
 	return x;
 }
 
+/* Fine-grained activation offloading (Megatron-Core's --offload-modules):
+ * each module's input, which the module saves for its backward pass, goes
+ * to host memory as the forward pass leaves the module and comes back
+ * before its backward pass. Per token per GPU, dtype bytes x:
+ * - attn_norm, mlp_norm: the norm's input, h (/t with SP or t = 1, the
+ *   residual stream's shard);
+ * - qkv_linear: the QKV projection's input (the norm's output), h (/t as
+ *   above: with SP the shard is saved and gathered again for the backward);
+ * - core_attn: Q, K and V, (a d_q + g d_q + g d_v) / t (MLA: a (2 d_q +
+ *   d_v) / t, its heads' up-projected K and V), split over TP by heads;
+ * - attn_proj: the output projection's input, a d_v / t;
+ * - expert_fc1 (MoE blocks): the routed experts' first GEMM input, the
+ *   top_k copies of each token the dispatch delivers, lam k h / t
+ *   (moe_load_factor lam: the busiest EP rank's share, as memory_layer);
+ * - moe_act (MoE blocks): the activation function's input, the first
+ *   GEMM's output, lam k f_e / t, twice that for a gated MLP (SwiGLU).
+ * Korthikanti et al. 2022 Table 2 counts these tensors among a block's
+ * activations (A); memory_layer takes them out of what stays on the GPU,
+ * never below 0. */
+double memory_offload(const struct model *m, int l, const struct strategy *s)
+{
+	unsigned mods = s->offload_modules;
+	int dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
+	bool split = s->sp || s->tp <= 1, moe;
+	double h = (double)m->hidden / (split ? s->tp : 1), x = 0;
+	double dq = m->kv_lora_rank > 0 ? m->qk_nope_dim + m->qk_rope_dim : m->head_dim;
+	double dv = m->kv_lora_rank > 0 ? m->v_head_dim : m->head_dim;
+	double g = m->kv_lora_rank > 0 ? m->heads : m->kv_heads;
+
+	if (!mods || m->layer[l].kind != LAYER_BLOCK)
+		return 0;
+	moe = model_block_moe(m, l - 1);
+	if (mods & OM_ATTN_NORM)
+		x += h;
+	if (mods & OM_QKV_LINEAR)
+		x += h;
+	if (mods & OM_CORE_ATTN)
+		x += (m->heads * dq + g * (dq + dv)) / s->tp;
+	if (mods & OM_ATTN_PROJ)
+		x += m->heads * dv / s->tp;
+	if (mods & OM_MLP_NORM)
+		x += h;
+	if (moe) {
+		double k = m->top_k * moe_load_factor(m, s) / s->tp;
+
+		if (mods & OM_EXPERT_FC1)
+			x += k * m->hidden;
+		if (mods & OM_MOE_ACT)
+			x += k * m->moe_ffn * (m->ffn_kind == FFN_SWIGLU ? 2 : 1);
+	}
+	return dt * x;
+}
+
 /* Activations per micro-batch per GPU (Korthikanti et al. 2022 Sec. 4,
  * Table 2), from the layer's act_bytes_per_token A (sequence-parallel form,
  * attention scores not stored: 34h for GPT, (18 + 4f/h)h in Megatron):
@@ -148,7 +202,11 @@ static double module_savings(const struct model *m, int l, const struct strategy
  * token, or h without SP) and output gradient (V / t a token) until the
  * flush: D x b*s/c x dtype x (h / t + V / t) more extra bytes on the
  * head's stage (Megatron-Core's embedding_activation_buffer and
- * grad_output_buffer). */
+ * grad_output_buffer).
+ * Offloading (memory_offload) moves its modules' inputs off the GPU:
+ * lm->offload of lm->act, which keeps the rest. The layer being offloaded
+ * or brought back is on the GPU meanwhile: transient, within the
+ * allowance's share of the activations. */
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s)
 {
@@ -160,6 +218,7 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 
 	states(lm, ly, s);
 	lm->extra = 0;
+	lm->offload = 0;
 	if (ly->kind != LAYER_BLOCK) {
 		lm->act = s->vocab_par ? 0 : A * tokens / (split ? s->tp : 1);
 		if (ly->kind == LAYER_HEAD && !s->vocab_par)
@@ -201,6 +260,10 @@ void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		lm->act -= module_savings(m, l, s, tokens);
 		if (lm->act < keep)
 			lm->act = keep;
+	}
+	if (s->offload_modules) {
+		lm->offload = fmin(memory_offload(m, l, s) * tokens, lm->act);
+		lm->act -= lm->offload;
 	}
 }
 
@@ -270,7 +333,7 @@ void memory_vocab(struct layer_mem *lm, const struct model *m, const struct stra
 	struct layer v = { 0 };
 	struct layer_mem head;
 
-	lm->weights = lm->grads = lm->optimizer = lm->act = lm->extra = 0;
+	lm->weights = lm->grads = lm->optimizer = lm->act = lm->extra = lm->offload = 0;
 	if (!s->vocab_par || m->n_layer < 2)
 		return;
 	v.kind = LAYER_BLOCK;

@@ -29,6 +29,8 @@ struct layer_mem {
 	double weights, grads, optimizer; /* model states, whole iteration */
 	double act;			  /* activations kept per in-flight micro-batch */
 	double extra;			  /* transient while the layer runs (fp32 logits) */
+	double offload;			  /* of the activations per in-flight micro-batch,
+					     those offloaded to host memory (not in act) */
 };
 
 /* Bytes per gradient of strategy s: s->grad_bytes, 4 when unset. */
@@ -52,6 +54,11 @@ void memory_params(const struct layer *ly, const struct strategy *s,
 
 /* Fills lm for layer l of m under s (tp, cp, dp, ep, mbs, seq, recompute,
  * zero, sp, attn, fp8, grad_bytes). */
+/* Bytes per token per GPU that fine-grained activation offloading moves
+ * to host memory from block l under s (s->offload_modules; 0 for the
+ * embedding and the head). See memory.c. */
+double memory_offload(const struct model *m, int l, const struct strategy *s);
+
 void memory_layer(struct layer_mem *lm, const struct model *m, int l,
 		  const struct strategy *s);
 

@@ -52,27 +52,33 @@ const char *moe_balance_name(enum moe_balance x)
 	return balance_names[x];
 }
 
-static const char *const rm_names[] = { "core_attn", "layernorm", "mlp", "moe_act", "moe",
-					"shared_experts", "mla_up_proj" };
+static const char *const rm_names[RM_COUNT] = { "core_attn", "layernorm", "mlp", "moe_act", "moe",
+						"shared_experts", "mla_up_proj" };
+static const char *const om_names[OM_COUNT] = { "attn_norm", "qkv_linear", "core_attn", "attn_proj",
+						"mlp_norm", "expert_fc1", "moe_act" };
 
-char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n)
+/* The names of mask's bits (names[i] for bit i, count of them), joined
+ * by sep into buf. */
+static char *modules_name(const char *const *names, size_t count, unsigned mask, char sep,
+			  char *buf, size_t n)
 {
 	size_t w = 0;
 
 	if (n)
 		buf[0] = '\0';
-	for (size_t i = 0; i < sizeof rm_names / sizeof *rm_names; i++) {
+	for (size_t i = 0; i < count; i++) {
 		if (!(mask & (1u << i)) || w >= n)
 			continue;
 		if (w)
 			w += (size_t)snprintf(buf + w, n - w, "%c", sep);
 		if (w < n)
-			w += (size_t)snprintf(buf + w, n - w, "%s", rm_names[i]);
+			w += (size_t)snprintf(buf + w, n - w, "%s", names[i]);
 	}
 	return buf;
 }
 
-int recompute_modules_parse(const char *list)
+/* The bits of a '+'-separated list of names[0..count), or -1. */
+static int modules_parse(const char *const *names, size_t count, const char *list)
 {
 	int mask = 0;
 	const char *p = list;
@@ -80,10 +86,10 @@ int recompute_modules_parse(const char *list)
 	while (*p) {
 		size_t len = strcspn(p, "+"), i;
 
-		for (i = 0; i < sizeof rm_names / sizeof *rm_names; i++)
-			if (strlen(rm_names[i]) == len && strncmp(p, rm_names[i], len) == 0)
+		for (i = 0; i < count; i++)
+			if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0)
 				break;
-		if (i == sizeof rm_names / sizeof *rm_names)
+		if (i == count)
 			return -1;
 		mask |= 1 << i;
 		p += len;
@@ -91,6 +97,26 @@ int recompute_modules_parse(const char *list)
 			return -1;
 	}
 	return mask ? mask : -1;
+}
+
+char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n)
+{
+	return modules_name(rm_names, RM_COUNT, mask, sep, buf, n);
+}
+
+int recompute_modules_parse(const char *list)
+{
+	return modules_parse(rm_names, RM_COUNT, list);
+}
+
+char *offload_modules_name(unsigned mask, char sep, char *buf, size_t n)
+{
+	return modules_name(om_names, OM_COUNT, mask, sep, buf, n);
+}
+
+int offload_modules_parse(const char *list)
+{
+	return modules_parse(om_names, OM_COUNT, list);
 }
 
 /* The parallel dimensions of s above 1 among TP, CP, PP and EP. */

@@ -36,6 +36,24 @@ enum recompute_module { RM_CORE_ATTN = 1,
 			RM_ALL = 127 };
 /* The number of module bits: bit i is 1u << i, i < RM_COUNT. */
 #define RM_COUNT 7
+/* The modules whose saved inputs fine-grained activation offloading moves
+ * to host memory in the forward pass and back for the backward pass
+ * (Megatron-Core's fine-grained activation offloading, --offload-modules;
+ * bits of strategy.offload_modules): the attention norm's input
+ * (attn_norm), the QKV projection's input (qkv_linear), the attention
+ * core's Q, K and V (core_attn), the output projection's input
+ * (attn_proj), the MLP norm's input (mlp_norm), an MoE block's routed
+ * experts' first GEMM input (expert_fc1) and their activation function's
+ * input (moe_act). memory.c memory_offload has their bytes. */
+enum offload_module { OM_ATTN_NORM = 1,
+		      OM_QKV_LINEAR = 2,
+		      OM_CORE_ATTN = 4,
+		      OM_ATTN_PROJ = 8,
+		      OM_MLP_NORM = 16,
+		      OM_EXPERT_FC1 = 32,
+		      OM_MOE_ACT = 64 };
+/* The number of offload module bits. */
+#define OM_COUNT 7
 /* How context parallelism moves the sequence (Megatron's --cp-comm-type):
  * a ring passing K and V (p2p; Liu et al. 2023), all-to-alls that give each
  * rank whole sequences of heads / cp heads (a2a; DeepSpeed-Ulysses, Jacobs
@@ -136,6 +154,10 @@ struct strategy {
 	unsigned recompute_modules;	    /* with RECOMPUTE_SELECTIVE, the modules
 				   rerun (enum recompute_module bits); 0 reads
 				   as RM_CORE_ATTN (strategy_rc_modules) */
+	unsigned offload_modules;	    /* the modules whose saved inputs go
+				   to host memory and back (enum
+				   offload_module bits; 0: none; planning
+				   only, no trainer here runs it) */
 	enum moe_dispatcher moe_dispatcher; /* MoE token dispatcher */
 	bool moe_pad;			    /* MoE with a capacity factor: every expert's
 				   input padded to its capacity, so that each
@@ -228,6 +250,11 @@ char *recompute_modules_name(unsigned mask, char sep, char *buf, size_t n);
 /* The bits of a '+'-separated list of those names ("core_attn+mlp"), or
  * -1 for an empty list or an unknown name. */
 int recompute_modules_parse(const char *list);
+/* As recompute_modules_name and _parse, for the offload module bits:
+ * "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+ * "expert_fc1", "moe_act". */
+char *offload_modules_name(unsigned mask, char sep, char *buf, size_t n);
+int offload_modules_parse(const char *list);
 
 /* Orders two strategies by simplicity, for rankings that must break an
  * exact tie of time and memory: fewer parallel dimensions above 1 (TP,

@@ -29,7 +29,7 @@
  *   intra_node_efficiency, inter_node_efficiency   [0.01, 1]
  *   efficiency_half_gflop               [0, 1e9] GFLOP
  *   latencies (us)                      [0, 1e6]
- *   link_GBps                           [0.1, 1e6] GB/s
+ *   link_GBps, host_link_GBps           [0.1, 1e6] GB/s
  *   price_per_gpu_hour                  [0.001, 1e4] USD
  *   nodes [1, 1e6], gpus_per_node [1, 1024], at most 1e7 GPUs and
  *   MAX_GROUPS (16) groups in all. */
@@ -63,7 +63,8 @@ static const char *const root_fields[] = {
 #define GPU_FIGURES                                                           \
 	"vendor", "peak_bf16_tflops", "memory_GiB", "hbm_GBps", "link_GBps",  \
 		"efficiency_max", "efficiency_half_gflop", "peak_fp8_tflops", \
-		"fp8_efficiency_max", "flash_efficiency", "hbm_efficiency"
+		"fp8_efficiency_max", "flash_efficiency", "hbm_efficiency",   \
+		"host_link_GBps"
 static const char *const gpu_figures[] = { GPU_FIGURES, NULL };
 static const char *const gpu_fields[] = {
 	GPU_FIGURES, "catalogue", "source", "note", NULL
@@ -141,8 +142,9 @@ static int read_vendor(const cJSON *o, const char *where,
  * optional, default 0: constant efficiency; peak_fp8_tflops optional,
  * default 0: no FP8; fp8_efficiency_max optional, default efficiency_max;
  * flash_efficiency optional, default 0: the compute model's; hbm_efficiency
- * optional, default 0: COMPUTE_HBM_EFF (compute.h); link_GBps
- * optional, default 0: none; vendor optional, default NVIDIA. Other keys are
+ * optional, default 0: COMPUTE_HBM_EFF (compute.h); link_GBps and
+ * host_link_GBps optional, default 0: none; vendor optional, default
+ * NVIDIA. Other keys are
  * not looked at. */
 static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 			bool need_eff, struct err *e)
@@ -154,6 +156,7 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 	g->flash_eff = 0;
 	g->hbm_eff = 0;
 	g->link_bw = 0;
+	g->host_bw = 0;
 	if (read_vendor(o, where, &g->vendor, e) ||
 	    pos_num(o, where, "peak_bf16_tflops", true, MIN_TFLOPS, MAX_TFLOPS,
 		    1e12, &g->peak_flops, e) ||
@@ -163,6 +166,8 @@ static int read_figures(struct gpu_type *g, const cJSON *o, const char *where,
 		    &g->hbm_bw, e) ||
 	    pos_num(o, where, "link_GBps", false, MIN_GBPS, MAX_GBPS, 1e9,
 		    &g->link_bw, e) ||
+	    pos_num(o, where, "host_link_GBps", false, MIN_GBPS, MAX_GBPS, 1e9,
+		    &g->host_bw, e) ||
 	    pos_num(o, where, "efficiency_max", need_eff, MIN_EFF, 1, 1,
 		    &g->eff_max, e) ||
 	    json_num(o, where, "efficiency_half_gflop", false, 0, MAX_HALF_GFLOP,

@@ -154,7 +154,15 @@
 	X(deferred_wgrad_micro_batches, NUM, put_int(v, strategy_deferred(s)))                                         \
 	/* recompute_s by module of selective recomputation, MODULE:SECONDS   \
 	 * '+'-joined (empty without it) */                                        \
-	X(recompute_by_module, STR, put_modules(v, s, r))
+	X(recompute_by_module, STR, put_modules(v, s, r))                                                              \
+	/* fine-grained activation offloading (planning only): its modules,    \
+	 * '+'-joined (empty without it), its host copies exposed and hidden   \
+	 * under compute (seconds per iteration, the exposed in iteration_s),  \
+	 * and the heaviest rank's bytes in host memory */                                       \
+	X(offload_modules, STR, offload_modules_name(s->offload_modules, '+', v, REPORT_FIELD_MAX))                    \
+	X(offload_copy_s, NUM, put_num(v, r->time.offload))                                                            \
+	X(offload_copy_hidden_s, NUM, put_num(v, r->time.offload_hidden))                                              \
+	X(offloaded_GiB, NUM, put_num(v, r->mem.offloaded / GiB))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

@@ -70,12 +70,12 @@ static struct compare_line *new_line(struct compare *t, const char *label)
  * dispatcher, grouped GEMM and EP overlap too), batches,
  * schedule, recomputation, ZeRO, precision, overlaps, layers and groups;
  * where any strategy sets them, the recomputation's modules beyond
- * core_attn, bf16 Adam moments and the deferred LM-head weight
- * gradients. */
+ * core_attn, the offloaded modules, bf16 Adam moments and the deferred
+ * LM-head weight gradients. */
 static void plan_lines(struct compare *t)
 {
 	const struct model *m = t->m;
-	bool mods = false, moments = false, defer = false;
+	bool mods = false, moments = false, defer = false, offload = false;
 
 	for (int i = 0; i < t->n; i++) {
 		const struct strategy *s = &t->rows[i]->s;
@@ -83,6 +83,7 @@ static void plan_lines(struct compare *t)
 		mods |= (strategy_rc_modules(s) & ~RM_CORE_ATTN) != 0;
 		moments |= s->moment_bytes == 2;
 		defer |= strategy_deferred(s) > 0;
+		offload |= s->offload_modules != 0;
 	}
 
 	NUM("TP", "%.0f", row->s.tp);
@@ -112,6 +113,13 @@ static void plan_lines(struct compare *t)
 	if (mods)
 		TEXT("recompute modules",
 		     recompute_modules_name(strategy_rc_modules(&row->s), '+', cell, CELL));
+	if (offload)
+		TEXT("offload modules", {
+			if (row->s.offload_modules)
+				offload_modules_name(row->s.offload_modules, '+', cell, CELL);
+			else
+				snprintf(cell, CELL, "-");
+		});
 	NUM("ZeRO", "%.0f", row->s.zero);
 	if (moments)
 		TEXT("Adam moments", snprintf(cell, CELL, "%s", optim_dtype_name(&row->s)));
@@ -125,9 +133,14 @@ static void plan_lines(struct compare *t)
 	TEXT("GPUs/stage", report_groups(cell, CELL, row, t->c));
 }
 
-/* The lines of the iteration time and its parts, tokens/s and MFU. */
+/* The lines of the iteration time and its parts (the offload copies where
+ * any strategy offloads), tokens/s and MFU. */
 static void time_lines(struct compare *t)
 {
+	bool offload = false;
+
+	for (int i = 0; i < t->n; i++)
+		offload |= t->rows[i]->s.offload_modules != 0;
 	NUM("iteration s", "%.3f", row->r.iter_s);
 	NUM("  compute s", "%.3f", row->r.time.compute);
 	NUM("  recompute s", "%.3f", row->r.time.recompute);
@@ -139,6 +152,10 @@ static void time_lines(struct compare *t)
 	NUM("  EP comm s", "%.3f", row->r.time.ep);
 	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
+	if (offload) {
+		NUM("  offload copy s", "%.3f", row->r.time.offload);
+		NUM("offloaded GiB (host)", "%.2f", row->r.mem.offloaded / GiB);
+	}
 	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
 	NUM("MFU % of BF16 peak", "%.1f", 100.0 * row->r.mfu); /* FP8 rows too */
 }

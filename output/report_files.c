@@ -188,10 +188,12 @@ static void json_number(cJSON *o, const char *name, const char *text)
 /* Adds to o the ms per micro-batch of virtual stage st and, if with_rank,
  * the time and memory of its pipeline rank y (the rank_ keys; with
  * selective recomputation of the modules mods, each one's ms per
- * micro-batch as rank_recompute_MODULE_ms), each with 6 digits as the
+ * micro-batch as rank_recompute_MODULE_ms; with offload, its exposed
+ * offload copies' ms per micro-batch and its bytes in host memory,
+ * rank_offload_ms and rank_offloaded_GiB), each with 6 digits as the
  * columns (report_fields). */
 static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct cost_rank *y,
-			  bool with_rank, unsigned mods)
+			  bool with_rank, unsigned mods, bool offload)
 {
 	const struct cost_mem *mm = &y->mem;
 	const struct {
@@ -238,6 +240,14 @@ static void stage_numbers(cJSON *o, const struct cost_stage *st, const struct co
 		snprintf(text, sizeof text, "%.6g", 1e3 * y->recompute_mod[i]);
 		json_number(o, name, text);
 	}
+	if (with_rank && offload) {
+		char text[32];
+
+		snprintf(text, sizeof text, "%.6g", 1e3 * y->offload);
+		json_number(o, "rank_offload_ms", text);
+		snprintf(text, sizeof text, "%.6g", mm->offloaded / GiB);
+		json_number(o, "rank_offloaded_GiB", text);
+	}
 }
 
 /* The per-stage details of a row: layers, pipeline rank, node group, GPU;
@@ -272,7 +282,8 @@ static cJSON *json_stages(const struct plan_row *row, const struct model *m,
 		cJSON_AddStringToObject(o, "group", g->name);
 		cJSON_AddStringToObject(o, "gpu", c->gpu[g->gpu].name);
 		if (x) /* the rank's keys once, on its first virtual stage */
-			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp, strategy_rc_modules(s));
+			stage_numbers(o, &st[k], &x[strategy_rank(s, k)], k < s->pp, strategy_rc_modules(s),
+				      s->offload_modules != 0);
 		cJSON_AddItemToArray(a, o);
 	}
 	free(x);

@@ -181,9 +181,15 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 	for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
 		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", spent[i].name, spent[i].v,
 			r->iter_s > 0 ? 100.0 * spent[i].v / r->iter_s : 0.0);
+	if (s->offload_modules)
+		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", "offload copy", t->offload,
+			r->iter_s > 0 ? 100.0 * t->offload / r->iter_s : 0.0);
 	fprintf(out, "  communication hidden under compute (not in the iteration):\n");
 	for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++)
 		fprintf(out, "    %-12s %9.3f s  %s\n", hidden[i].name, hidden[i].v, hidden[i].with);
+	if (s->offload_modules)
+		fprintf(out, "    %-12s %9.3f s  %s\n", "offload copy", t->offload_hidden,
+			"to and from host memory, beside the next layer's forward and backward");
 	if (m->experts > 0)
 		fprintf(out, "    %-12s %9.3f s  %s\n", "EP comm", t->ep_hidden,
 			schedule_fb_overlap(s->schedule) || s->ep_overlap
@@ -271,6 +277,9 @@ static void explain_memory(FILE *out, const struct plan_row *row, const struct c
 		r->fits ? "" : ", does not fit");
 	for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
 		fprintf(out, "    %-12s %9.2f GiB\n", held[i].name, held[i].v / GiB);
+	if (row->s.offload_modules)
+		fprintf(out, "    %-12s %9.2f GiB  in host memory, not on the GPU (%s)\n", "offloaded",
+			mm->offloaded / GiB, offload_modules_name(row->s.offload_modules, '+', (char[128]){ 0 }, 128));
 }
 
 void report_explain(FILE *out, const struct plan_row *row, const struct model *m,
@@ -340,9 +349,9 @@ void report_ranks(FILE *out, const struct plan_row *row, const struct model *m,
 	if (!x)
 		return;
 	fprintf(out, "  per pipeline rank: ms per micro-batch (fwd and bwd with their exposed TP/CP/EP/ZeRO-3\n"
-		     "  comm, bwd with recomputation; p2p sends apart), bubble = idle share of the %.3f s pipeline,\n"
+		     "  comm%s, bwd with recomputation; p2p sends apart), bubble = idle share of the %.3f s pipeline,\n"
 		     "  GiB per GPU (used/capacity and its parts):\n",
-		x[0].pipeline_s);
+		s->offload_modules ? " and offload copies" : "", x[0].pipeline_s);
 	fprintf(out, "    %4s %-18s %-10s %-12s %9s %9s %8s %7s %6s %11s %7s %7s %7s %7s %6s %6s\n",
 		"rank", "GPU", "group", "layers", "fwd ms", "bwd ms", "comm ms", "p2p ms", "bubble",
 		"used/cap", "weights", "grads", "optim", "activ", "logits", "allow");

@@ -100,6 +100,9 @@ enum opt_scope { SCOPE_RUN,
 	X(RECOMPUTE_MODULES, "recompute-modules", KIND_ENUM, opts.recompute_modules, OPT_NAMES(recompute_modules_parse), SCOPE_STRATEGY, "LIST",                   \
 	  OPT_NEEDS("modules joined by '+' from core_attn, layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj"),                                            \
 	  "what selective recomputation reruns: core_attn (default), layernorm, mlp, moe_act, moe, shared_experts, mla_up_proj, joined by '+'")                    \
+	X(OFFLOAD_MODULES, "offload-modules", KIND_ENUM, opts.offload_modules, OPT_NAMES(offload_modules_parse), SCOPE_STRATEGY, "LIST",                           \
+	  OPT_NEEDS("modules joined by '+' from attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act"),                                      \
+	  "offload these modules' saved inputs to host memory (planning only): attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act")        \
 	X(ZERO, "zero", KIND_INT, opts.zero, OPT_RANGE(0, 3), SCOPE_STRATEGY, "N",                                                                                 \
 	  OPT_ERROR("--zero needs 0, 1, 2 or 3, not '%s'"),                                                                                                        \
 	  "fix the ZeRO stage: 0, 1 (distributed optimizer), 2, 3")                                                                                                \

@@ -406,6 +406,7 @@ static int search_groups(struct plan **out, struct model *m, const struct cluste
 	s.moe_pad = opts.moe_pad == 1;
 	s.moe_dispatcher = (enum moe_dispatcher)opts.moe_dispatcher;
 	s.recompute_modules = (unsigned)opts.recompute_modules;
+	s.offload_modules = (unsigned)opts.offload_modules;
 	rc = pool_run(&S, &s, e);
 	if (opts.progress)
 		opts.progress(1.0, opts.progress_arg);

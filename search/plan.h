@@ -86,6 +86,9 @@ struct plan_opts {
 				   (Megatron's fp32 main gradients) */
 	int recompute_modules; /* strategy.recompute_modules of the selective
 				   strategies; 0: core_attn */
+	int offload_modules;   /* strategy.offload_modules of every strategy
+				   (needs recompute none or selective); 0:
+				   none */
 	int moe_dispatcher;    /* MoE: enum moe_dispatcher (default alltoall) */
 	int moe_pad;	       /* MoE: strategy.moe_pad, 1 on, 0 or -1 off */
 	int grouped_gemm;      /* MoE: strategy.grouped_gemm, 1 on, 0 or -1 off

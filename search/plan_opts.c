@@ -303,6 +303,14 @@ static int check_kernels(const struct model *m, const struct cluster *c,
 	if (o->recompute_modules && o->recompute >= 0 && o->recompute != RECOMPUTE_SELECTIVE)
 		return err_set(e, "--recompute-modules needs --recompute selective (not %s)",
 			       recompute_name((enum recompute)o->recompute));
+	if (o->offload_modules && o->recompute != RECOMPUTE_NONE && o->recompute != RECOMPUTE_SELECTIVE)
+		return err_set(e, "--offload-modules needs --recompute none or selective (%s)",
+			       o->recompute < 0 ? "the search would try full recomputation, which keeps only each block's input"
+						: "full recomputation keeps only each block's input");
+	if (o->offload_modules & ~((1 << OM_COUNT) - 1))
+		return err_set(e, "offload modules %#x out of range", (unsigned)o->offload_modules);
+	if ((o->offload_modules & (OM_EXPERT_FC1 | OM_MOE_ACT)) && !m->experts)
+		return err_set(e, "--offload-modules expert_fc1 and moe_act need an MoE model (the profile has no experts)");
 	if (o->moe_dispatcher < 0 || o->moe_dispatcher >= MOE_DISPATCH_COUNT)
 		return err_set(e, "MoE dispatcher %d out of range", o->moe_dispatcher);
 	if (!m->experts && o->moe_dispatcher != MOE_DISPATCH_ALLTOALL)

@@ -528,8 +528,10 @@ int trainer_nodes_fit(const struct cluster *c, const struct strategy *s, struct 
  * et al. 2025) and uneven per-replica micro-batch counts (Megatron-LM
  * and NeMo: micro-batches = gbs / (mbs x dp) on every DP rank;
  * torchtitan: one local_batch_size; DeepSpeed: one
- * gradient_accumulation_steps). Checked last, so that a strategy a trainer refuses anyway
- * names that rule. */
+ * gradient_accumulation_steps), and fine-grained activation offloading
+ * (Megatron-Core has it, but its flags are not among those TRAINERS.md
+ * lists, which are what the launch writers may set). Checked last, so
+ * that a strategy a trainer refuses anyway names that rule. */
 static int check_planning_only(enum trainer t, const struct strategy *s, struct err *e)
 {
 	if (s->vocab_par)
@@ -538,6 +540,9 @@ static int check_planning_only(enum trainer t, const struct strategy *s, struct 
 	if (strategy_slices(s) > 1)
 		return refuse(e, t, "SlimPipe (%d slices per micro-batch) is a planning option only: %s does not slice micro-batches along the sequence",
 			      strategy_slices(s), names[t]);
+	if (s->offload_modules)
+		return refuse(e, t, "activation offloading (--offload-modules) is a planning option only: no %s flag this release checks offloads activations",
+			      names[t]);
 	if (strategy_uneven(s))
 		return refuse(e, t, "uneven per-replica micro-batches are a planning option only: %s",
 			      t == TRAINER_TORCHTITAN

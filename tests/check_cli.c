@@ -3,6 +3,7 @@
  * tests/data/bad: check_limits.c); check_cli_plans.c has the strategy
  * options and the plans they give. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <csv.h>
 #include <math.h>
 #include <stdbool.h>
@@ -184,6 +185,58 @@ START_TEST(deferred_wgrad_options)
 		free(out);
 		free(err);
 	}
+}
+END_TEST
+
+/* --offload-modules: refused where it contradicts the recomputation or the
+ * model; else a planning option (no trainer) whose bytes leave the GPU.
+ * Llama-3-8B (h 4096, 32 blocks, bf16) at 4096 tokens, TP 1, PP 1:
+ * attn_norm and mlp_norm offload 2 x 4096 x 2 bytes a token, 16384 x 4096
+ * x 32 blocks x the one micro-batch in flight = 2 GiB, which the
+ * activations lose. */
+START_TEST(offload_options)
+{
+	static const struct {
+		const char *args, *msg;
+	} cases[] = {
+		{ "--offload-modules attn_norm", "--offload-modules needs --recompute none or selective (the search would try full recomputation" },
+		{ "--offload-modules attn_norm --recompute full", "--offload-modules needs --recompute none or selective (full recomputation keeps only each block's input)" },
+		{ "--offload-modules moe_act --recompute none", "--offload-modules expert_fc1 and moe_act need an MoE model" },
+		{ "--offload-modules attn_norm+ --recompute none", "--offload-modules needs modules joined by '+'" },
+	};
+	const char *what_if = "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --tp 1 --pp 1 "
+			      "--dp 128 --cp 1 --mbs 1 --gbs 256 --seq 4096 --recompute none --zero 1 --json -";
+	char args[512], *out, *err;
+	cJSON *base, *off;
+	const cJSON *b, *o;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(args, sizeof args,
+			 "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json %s",
+			 cases[i].args);
+		ck_assert_int_eq(run_ampplan(args, &out, &err), 2);
+		ck_assert_msg(strstr(err, cases[i].msg), "%s: %s", cases[i].args, err);
+		free(out);
+		free(err);
+	}
+	base = json_of(what_if);
+	snprintf(args, sizeof args, "%s --offload-modules mlp_norm+attn_norm", what_if);
+	off = json_of(args);
+	b = cJSON_GetArrayItem(field(base, "strategies"), 0);
+	o = cJSON_GetArrayItem(field(off, "strategies"), 0);
+	ck_assert_str_eq(field(o, "offload_modules")->valuestring, "attn_norm+mlp_norm");
+	ck_assert_str_eq(field(b, "offload_modules")->valuestring, "");
+	ck_assert_str_eq(field(o, "trainers")->valuestring, "none");
+	ck_assert_rel(field(o, "offloaded_GiB")->valuedouble, 2.0, 1e-5);
+	ck_assert_rel(field(b, "activations_GiB")->valuedouble - field(o, "activations_GiB")->valuedouble,
+		      2.0, 1e-4);
+	ck_assert_rel(field(b, "offloaded_GiB")->valuedouble, 0, 0);
+	/* H100's PCIe Gen5 moves a block's 64 MiB in 1.3 ms, less than its
+	   compute: hidden */
+	ck_assert_rel(field(o, "offload_copy_s")->valuedouble, 0, 0);
+	ck_assert_double_gt(field(o, "offload_copy_hidden_s")->valuedouble, 0);
+	cJSON_Delete(base);
+	cJSON_Delete(off);
 }
 END_TEST
 
@@ -516,6 +569,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, cluster_no_strategy_can_use);
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, deferred_wgrad_options);
+	tcase_add_test(tc, offload_options);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);

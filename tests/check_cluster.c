@@ -206,6 +206,7 @@ static const struct {
 	{ "cluster-efficiency.json", "field 'gpu_types.A100-SXM4-80GB.efficiency_max' must be a number in [0.01, 1]" },
 	{ "cluster-fp8-peak.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number in [0.1, " },
 	{ "cluster-fp8-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.fp8_efficiency_max' must be a number in [0.01, 1]" },
+	{ "cluster-host-link.json", "field 'gpu_types.H100-SXM5-80GB.host_link_GBps' must be a number in [0.1, " },
 	{ "cluster-fp8-string.json", "field 'gpu_types.H100-SXM5-80GB.peak_fp8_tflops' must be a number" },
 	{ "cluster-flash-efficiency.json", "field 'gpu_types.H100-SXM5-80GB.flash_efficiency' must be a number in [0.01, 1]" },
 	{ "cluster-nonint-gpn.json", "field 'groups[0].gpus_per_node' must be an integer" },
@@ -524,6 +525,10 @@ START_TEST(test_catalogue_override)
 	ck_assert_rel(g->fp8_eff_max, 0.6, 1e-15);
 	ck_assert_rel(g->flash_eff, 0.75, 1e-15);
 	ck_assert_int_eq(g->vendor, VENDOR_NVIDIA);
+	ck_assert_rel(g->host_bw, 64e9, 1e-15); /* PCIe Gen5 x16 */
+	cluster_free(c);
+	c = load_one("\"catalogue\": \"T4-16GB\", \"host_link_GBps\": 12", "");
+	ck_assert_rel(c->gpu[0].host_bw, 12e9, 1e-15); /* overridden */
 	cluster_free(c);
 	/* the group's intra_node_GBps wins over the GPU's link */
 	c = load_one("\"catalogue\": \"A100-SXM4-40GB\"", ", \"intra_node_GBps\": 31.5");

@@ -696,6 +696,10 @@ static const char *const v2_columns[] = {
 	"moe_dispatcher",
 	"deferred_wgrad_micro_batches",
 	"recompute_by_module",
+	"offload_modules",
+	"offload_copy_s",
+	"offload_copy_hidden_s",
+	"offloaded_GiB",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

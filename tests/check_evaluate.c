@@ -1002,6 +1002,52 @@ START_TEST(test_slimpipe)
 }
 END_TEST
 
+/* Activation offloading's copies (README "Cost model"): the toy on one
+ * 1 TFLOP/s GPU (TP, PP, DP 1), 4 micro-batches, attn_norm offloaded: the
+ * block's input, 1000 x 2 bytes a token x 1000 tokens = 2e6 bytes per
+ * micro-batch, over a host link of 1 MB/s at OFFLOAD_COPY_EFF: c = 2e6 /
+ * (1e6 x 0.8) = 2.5 s each way. The copy out runs beside the next layer's
+ * forward and the copy back beside its backward (a block like it:
+ * toy_block's fwd and bwd), so each block exposes max(0, c - fwd) +
+ * max(0, c - bwd) per micro-batch, and the iteration is 4 x 4 x that
+ * longer; the rest of 2c is hidden. The 4 blocks' 2e6 bytes of the one
+ * micro-batch in flight are in host memory, not in the activations. */
+START_TEST(test_offload_time)
+{
+	struct strategy s = strat(1, 1, 1, 1, 1, 4, 1000);
+	struct layer_costs lc = { 0 };
+	struct cost_result base, off;
+	struct part b;
+	double c = 2e6 / (1e6 * OFFLOAD_COPY_EFF), x;
+
+	toy();
+	toy_cluster();
+	gpus[0].host_bw = gpus[1].host_bw = 1e6;
+	b = toy_block(1e12, 1e12, 1, 1, false);
+	x = fmax(0, c - b.fwd) + fmax(0, c - b.bwd);
+	ck_assert(c > b.fwd); /* the copy shows */
+	s.first[1] = (unsigned short)mod.n_layer;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&base, &mod, &clu, &s, &lc);
+	cost_layers_free(&lc);
+	s.offload_modules = OM_ATTN_NORM;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&off, &mod, &clu, &s, &lc);
+	ck_assert_rel(off.iter_s - base.iter_s, 16 * x, 1e-9);
+	ck_assert_rel(off.time.offload, 16 * x, 1e-9);
+	ck_assert_rel(off.time.offload_hidden, 16 * (2 * c - x), 1e-9);
+	ck_assert_rel(off.mem.offloaded, 4 * 2e6, 1e-12);
+	ck_assert_rel(base.mem.activations - off.mem.activations, 4 * 2e6, 1e-9);
+	ck_assert_rel(base.mem.offloaded, 0, 0);
+	ck_assert_rel(base.time.offload, 0, 0);
+	cost_layers_free(&lc);
+	/* a GPU type without a host link cannot offload (cost_layers costs
+	   every group's) */
+	gpus[1].host_bw = 0;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), -1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("evaluate");
@@ -1009,6 +1055,7 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_eq3_time);
+	tcase_add_test(tc, test_offload_time);
 	tcase_add_test(tc, test_mixed_replicas);
 	tcase_add_test(tc, test_uneven_split_hand);
 	tcase_add_test(tc, test_uneven_split_brute);

@@ -9,6 +9,7 @@
 #include "cost.h"
 #include "memory.h"
 #include "model.h"
+#include "moe.h"
 #include "strategy.h"
 #include "testutil.h"
 
@@ -243,6 +244,70 @@ START_TEST(test_memory_recompute_modules)
 	s.recompute_modules = RM_LAYERNORM | RM_CORE_ATTN;
 	memory_layer(&lm, &mod, 1, &s);
 	ck_assert_rel(lm.act, 94371840.0, 1e-12);
+}
+END_TEST
+
+/* Fine-grained activation offloading (memory_offload): the GPT-3 block at
+ * TP 8 with SP, 2048 tokens, bf16, 96 heads of 128 (MHA). Per token per
+ * GPU: attn_norm, qkv_linear and mlp_norm h / 8 x 2 = 3072 bytes each;
+ * core_attn Q, K and V, 3 x 12288 / 8 x 2 = 9216; attn_proj 12288 / 8 x 2
+ * = 3072: 21504 in all, x 2048 tokens = 44040192 of the block's 34h x 256
+ * = 106954752. Without SP the norms' inputs are whole, 24576 a token. */
+START_TEST(test_memory_offload)
+{
+	struct strategy s = strat(8, 1, 1, 8, 1, 8, 2048);
+	struct layer_mem lm;
+
+	gpt(2, 12288, 96, 51200, 2048);
+	s.sp = true;
+	s.offload_modules = OM_ATTN_NORM;
+	ck_assert_rel(memory_offload(&mod, 1, &s), 3072, 1e-15);
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.offload, 3072.0 * 2048, 1e-15);
+	ck_assert_rel(lm.act, 106954752.0 - 3072.0 * 2048, 1e-15);
+	s.offload_modules = OM_ATTN_NORM | OM_QKV_LINEAR | OM_CORE_ATTN | OM_ATTN_PROJ | OM_MLP_NORM;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.offload, 44040192.0, 1e-15);
+	ck_assert_rel(lm.act, 106954752.0 - 44040192.0, 1e-15);
+	/* the MoE modules move nothing in a dense block, the head nothing */
+	s.offload_modules = OM_EXPERT_FC1 | OM_MOE_ACT;
+	ck_assert_rel(memory_offload(&mod, 1, &s), 0, 0);
+	s.offload_modules = OM_ATTN_NORM;
+	ck_assert_rel(memory_offload(&mod, 3, &s), 0, 0);
+	memory_layer(&lm, &mod, 3, &s);
+	ck_assert_rel(lm.offload, 0, 0);
+	s.sp = false;
+	ck_assert_rel(memory_offload(&mod, 1, &s), 24576, 1e-15);
+	/* what is offloaded never exceeds what the block keeps */
+	s.sp = true;
+	lay[1].act_bytes_per_token = 1000;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.offload, 1000.0 * 2048 / 8, 1e-15);
+	ck_assert_rel(lm.act, 0, 0);
+}
+END_TEST
+
+/* The MoE modules: a SwiGLU MoE block of 8 experts, top 2, f_e 1024, h
+ * 4096 at TP 2 (EP 1, dropless: the busiest rank's load factor lam, which
+ * the model gives): expert_fc1 the dispatched copies, lam x 2 x 4096 / 2 x
+ * 2 bytes a token; moe_act the first GEMM's two rows, lam x 2 x 2 x 1024
+ * / 2 x 2. */
+START_TEST(test_memory_offload_moe)
+{
+	struct strategy s = strat(2, 1, 1, 4, 1, 4, 2048);
+	double lam;
+
+	gpt(2, 4096, 32, 51200, 2048);
+	mod.experts = 8;
+	mod.top_k = 2;
+	mod.moe_ffn = 1024;
+	mod.ffn_kind = FFN_SWIGLU;
+	ck_assert(model_block_moe(&mod, 0));
+	lam = moe_load_factor(&mod, &s);
+	s.offload_modules = OM_EXPERT_FC1;
+	ck_assert_rel(memory_offload(&mod, 1, &s), lam * 2 * 4096 / 2 * 2, 1e-15);
+	s.offload_modules = OM_MOE_ACT;
+	ck_assert_rel(memory_offload(&mod, 1, &s), lam * 2 * 2 * 1024 / 2 * 2, 1e-15);
 }
 END_TEST
 
@@ -735,6 +800,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_memory_moment_bytes);
 	tcase_add_test(tc, test_allowance_parts);
 	tcase_add_test(tc, test_memory_recompute_modules);
+	tcase_add_test(tc, test_memory_offload);
+	tcase_add_test(tc, test_memory_offload_moe);
 	tcase_add_test(tc, test_memory_grad_bytes);
 	tcase_add_test(tc, test_memory_zero3_gathered);
 	tcase_add_test(tc, test_attention_memory);

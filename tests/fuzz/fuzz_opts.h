@@ -59,7 +59,9 @@ static inline void fuzz_opts(struct plan_opts *o, struct fuzz_in *in, char layou
 	o->attn = FUZZ_PICK(in, ATTN_FLASH, ATTN_FLASH1, ATTN_FUSED_SOFTMAX, ATTN_UNFUSED);
 	{
 		/* its high bits (0 in the older seeds): the recomputation
-		 * modules and the deferred LM-head weight gradients */
+		 * modules, the deferred LM-head weight gradients and
+		 * activation offloading (the two-group fixture's H100 has no
+		 * host link: refused there) */
 		static const int mods[8] = { 0, 0, RM_LAYERNORM | RM_MLP, RM_MOE | RM_SHARED_EXPERTS,
 					     RM_MLA_UP_PROJ | RM_MOE_ACT, RM_ALL, 0, 0 };
 		unsigned b = fuzz_byte(in);
@@ -68,6 +70,7 @@ static inline void fuzz_opts(struct plan_opts *o, struct fuzz_in *in, char layou
 		o->recompute_modules = mods[(b >> 1) & 7];
 		o->defer_wgrad = (b >> 4) & 1;
 		o->wgrad_limit = o->defer_wgrad ? (int)((b >> 5) & 3) : 0;
+		o->offload_modules = b >> 7 ? OM_ATTN_NORM | OM_CORE_ATTN | OM_MLP_NORM : 0;
 	}
 	o->grad_bytes = FUZZ_PICK(in, 0, 2, 4);
 	o->fp8 = FUZZ_PICK(in, -1, 0, 1);

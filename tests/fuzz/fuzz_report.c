@@ -31,6 +31,7 @@
 static const char one_group_cluster[] =
 	"{\"name\": \"fuzz one node\", \"gpu_types\": {\n"
 	"  \"A100-40GB\": {\"peak_bf16_tflops\": 312, \"memory_GiB\": 40, \"hbm_GBps\": 1555,\n"
+	"                \"host_link_GBps\": 31.5,\n"
 	"                \"efficiency_max\": 0.6, \"efficiency_half_gflop\": 20}},\n"
 	" \"groups\": [{\"name\": \"a100\", \"nodes\": 1, \"gpus_per_node\": 4,\n"
 	"   \"gpu\": \"A100-40GB\", \"intra_node_GBps\": 300, \"intra_node_latency_us\": 2,\n"
