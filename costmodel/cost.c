@@ -234,9 +234,9 @@ static int rank_stages(int *stage, const struct strategy *s, const struct pipeli
 /* Adds w x the parts of pipeline rank q's layers (all its chunks; per
  * micro-batch, layer_parts) to tm: compute (fwd + bwd), recompute, the
  * exposed tp, cp, ep, dp (ZeRO-3 gathers), offload copies and the hidden
- * ones. pp, bubble and optimizer are left alone. DualPipe: w / 2 of its stage q and w / 2
- * of the other copy's stage pp - 1 - q that it also runs. lt: the
- * layers' terms of s (cost_terms_of), or NULL. */
+ * ones. pp, bubble and optimizer are left alone. DualPipe: w / 2 of its
+ * stage q and w / 2 of the other copy's stage pp - 1 - q that it also
+ * runs. lt: the layers' terms of s (cost_terms_of), or NULL. */
 static void rank_time(struct cost_time *tm, double w, const struct model *m,
 		      const struct cluster *c, const struct strategy *s,
 		      const struct pipeline_frame *f, const struct layer_terms *lt, int q)

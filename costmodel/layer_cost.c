@@ -144,7 +144,7 @@ static int type_time(struct layer_time *t, const struct model *m, int l,
  *   offloaded bytes (memory_offload) to host memory runs beside the next
  *   layer's forward, and its copy back beside the next layer's backward
  *   (the one before it in the backward order), each at the GPU's host link
- *   (compute_offload_copy); at the layer's granularity, a layer like it:
+ *   (compute_layer's offload); at the layer's granularity, a layer like it:
  *   forward max(0, copy - fwd), backward max(0, copy - bwd), as ZeRO-3's
  *   gathers;
  * - SlimPipe (s->slices = n > 1): compute as slice_time; TP and EP as n

@@ -108,10 +108,13 @@ static double module_savings(const struct model *m, int l, const struct strategy
  *   GEMM's output, lam k f_e / t, twice that for a gated MLP (SwiGLU).
  * Korthikanti et al. 2022 Table 2 counts these tensors among a block's
  * activations (A); memory_layer takes them out of what stays on the GPU,
- * never below 0. */
+ * never below 0. A tensor that selective recomputation does not keep is
+ * not offloaded: qkv_linear's under layernorm (the norms' outputs),
+ * core_attn's under mla_up_proj with MLA (the up-projected Q, K, V),
+ * expert_fc1's and moe_act's under moe (the whole MoE layer). */
 double memory_offload(const struct model *m, int l, const struct strategy *s)
 {
-	unsigned mods = s->offload_modules;
+	unsigned mods = s->offload_modules, rc = strategy_rc_modules(s);
 	int dt = m->dtype_bytes > 0 ? m->dtype_bytes : 2;
 	bool split = s->sp || s->tp <= 1, moe;
 	double h = (double)m->hidden / (split ? s->tp : 1), x = 0;
@@ -122,6 +125,12 @@ double memory_offload(const struct model *m, int l, const struct strategy *s)
 	if (!mods || m->layer[l].kind != LAYER_BLOCK)
 		return 0;
 	moe = model_block_moe(m, l - 1);
+	if (rc & RM_LAYERNORM)
+		mods &= ~(unsigned)OM_QKV_LINEAR;
+	if ((rc & RM_MLA_UP_PROJ) && m->kv_lora_rank > 0)
+		mods &= ~(unsigned)OM_CORE_ATTN;
+	if (rc & RM_MOE)
+		mods &= ~(unsigned)(OM_EXPERT_FC1 | OM_MOE_ACT);
 	if (mods & OM_ATTN_NORM)
 		x += h;
 	if (mods & OM_QKV_LINEAR)

@@ -269,6 +269,13 @@ START_TEST(test_memory_offload)
 	memory_layer(&lm, &mod, 1, &s);
 	ck_assert_rel(lm.offload, 44040192.0, 1e-15);
 	ck_assert_rel(lm.act, 106954752.0 - 44040192.0, 1e-15);
+	/* the norms' outputs that selective recomputation of layernorm
+	   drops: nothing of qkv_linear's to move */
+	s.recompute = RECOMPUTE_SELECTIVE;
+	s.recompute_modules = RM_LAYERNORM;
+	s.offload_modules = OM_QKV_LINEAR | OM_ATTN_NORM;
+	ck_assert_rel(memory_offload(&mod, 1, &s), 3072, 1e-15);
+	s.recompute = RECOMPUTE_NONE;
 	/* the MoE modules move nothing in a dense block, the head nothing */
 	s.offload_modules = OM_EXPERT_FC1 | OM_MOE_ACT;
 	ck_assert_rel(memory_offload(&mod, 1, &s), 0, 0);
@@ -308,6 +315,11 @@ START_TEST(test_memory_offload_moe)
 	ck_assert_rel(memory_offload(&mod, 1, &s), lam * 2 * 4096 / 2 * 2, 1e-15);
 	s.offload_modules = OM_MOE_ACT;
 	ck_assert_rel(memory_offload(&mod, 1, &s), lam * 2 * 2 * 1024 / 2 * 2, 1e-15);
+	/* recomputing the whole MoE layer keeps neither */
+	s.recompute = RECOMPUTE_SELECTIVE;
+	s.recompute_modules = RM_MOE;
+	s.offload_modules = OM_EXPERT_FC1 | OM_MOE_ACT;
+	ck_assert_rel(memory_offload(&mod, 1, &s), 0, 0);
 }
 END_TEST
 
