@@ -321,8 +321,10 @@ static int top_launchable(const struct plan *p)
  * partition through cost_evaluate) the default search fits too, at the
  * same cost with a gap of 0, and fits nothing else; its top row and top
  * launchable row cost what --exhaustive's do. Adds the strategies compared
- * to *rows. */
-static void equals_exhaustive(unsigned seed, int sc, int *rows)
+ * to *rows, those whose offload copies show (exposed) to *shown. With offload, every strategy offloads those modules without
+ * recomputation, over host links of 1 and 2 GB/s (GPU type t: t + 1),
+ * slow enough that the copies show. */
+static void equals_exhaustive(unsigned seed, int sc, unsigned offload, int *rows, int *shown)
 {
 	struct model *m;
 	struct cluster *c;
@@ -338,6 +340,12 @@ static void equals_exhaustive(unsigned seed, int sc, int *rows)
 	c = mixed_cluster(m);
 	plan_opts_init(&o);
 	o.schedule = sc;
+	if (offload) {
+		for (int t = 0; t < c->n_gpu; t++)
+			c->gpu[t].host_bw = 1e9 * (t + 1);
+		o.offload_modules = (int)offload;
+		o.recompute = RECOMPUTE_NONE;
+	}
 	ck_assert_int_eq(plan_search(&fast, m, c, &o, &e), 0);
 	o.exhaustive = true;
 	ck_assert_int_eq(plan_search(&ref, m, c, &o, &e), 0);
@@ -349,6 +357,7 @@ static void equals_exhaustive(unsigned seed, int sc, int *rows)
 		const struct strategy *s = &ROW(ref, i).s;
 		const struct plan_row *got = find(fast_rows, fast->n_feasible, s, true);
 
+		*shown += ROW(ref, i).r.time.offload > 0;
 		ck_assert_msg(got, "seed %u: tp %d pp %d vp %d dp %d mbs %d %s fits --exhaustive only",
 			      seed, s->tp, s->pp, s->vp, s->dp, s->mbs, schedule_name(s->schedule));
 		ck_assert_msg(fabs(got->r.iter_s / ROW(ref, i).r.iter_s - 1) < 1e-9 &&
@@ -385,11 +394,28 @@ static void equals_exhaustive(unsigned seed, int sc, int *rows)
  * had 1,042 strategies costed worse, 178 missing and 47 top rows slower. */
 START_TEST(search_equals_exhaustive_every_schedule)
 {
-	int rows = 0;
+	int rows = 0, shown = 0;
 
 	for (unsigned seed = 1; seed <= test_seeds(200); seed++)
-		equals_exhaustive(seed * 2246822519u, (int)(seed % SCHED_COUNT), &rows);
+		equals_exhaustive(seed * 2246822519u, (int)(seed % SCHED_COUNT), 0, &rows, &shown);
 	ck_assert_int_gt(rows, test_scaled(2000, 200));
+	ck_assert_int_eq(shown, 0);
+}
+END_TEST
+
+/* The same with activation offloading (its bytes change each layer's
+ * memory and its copies each layer's time, which the partition DP and the
+ * placement search must see as the evaluation does): 27 instances, three
+ * under each schedule. */
+START_TEST(search_equals_exhaustive_offload)
+{
+	int rows = 0, shown = 0;
+
+	for (unsigned seed = 1; seed <= test_seeds(27); seed++)
+		equals_exhaustive(seed * 3266489917u, (int)(seed % SCHED_COUNT),
+				  OM_ATTN_NORM | OM_CORE_ATTN | OM_MLP_NORM, &rows, &shown);
+	ck_assert_int_gt(rows, test_scaled(200, 27));
+	ck_assert_int_gt(shown, rows / 10); /* the copies cost time */
 }
 END_TEST
 
@@ -1045,6 +1071,7 @@ static Suite *search_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(every, 300);
 	tcase_add_test(every, search_equals_exhaustive_every_schedule);
+	tcase_add_test(every, search_equals_exhaustive_offload);
 	suite_add_tcase(s, every);
 	tcase_set_timeout(opts, 60);
 	tcase_add_test(opts, interleaved_rank_fits_where_chunk_caps_reject);
