@@ -387,7 +387,7 @@ static int parse_compare(struct cli *cl, int i)
 		int id = spec_key(item, &value);
 
 		if (id < 0 || options[id].scope != SCOPE_STRATEGY) {
-			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, recompute-modules, offload-modules, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, grad-dtype, moe-dispatcher, moe-pad-capacity, moe-grouped-gemm, ep-overlap, optim-dtype, defer-embedding-wgrad, wgrad-deferral-limit)",
+			snprintf(msg, sizeof msg, "--compare '%s': '%s' is not KEY=VALUE of a strategy option (tp, pp, dp, cp, ep, etp, mbs, vp, schedule, recompute, recompute-modules, offload-modules, zero, layout, attention, cp-comm-type, moe-balance, moe-capacity, norm, fp8, vocab-parallel, slices, uneven-batches, sequence-parallel, tp-comm-overlap, overlap-grad-reduce, overlap-param-gather, grad-acc-fusion, p2p-split, grad-dtype, moe-dispatcher, moe-pad-capacity, moe-grouped-gemm, ep-overlap, optim-dtype, defer-embedding-wgrad, wgrad-deferral-limit)",
 				 cl->compare[i], item);
 			return usage("%s", msg);
 		}

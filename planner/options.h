@@ -148,6 +148,9 @@ enum opt_scope { SCOPE_RUN,
 	X(GRAD_ACC_FUSION, "grad-acc-fusion", KIND_SWITCH, opts.grad_acc_fusion, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                \
 	  OPT_NEEDS("on or off"),                                                                                                                                  \
 	  "accumulate gradients inside the weight-gradient GEMMs (default: on; off with deepspeed, torchtitan)")                                                   \
+	X(P2P_SPLIT, "p2p-split", KIND_SWITCH, opts.p2p_split, OPT_ANY, SCOPE_STRATEGY, "on|off",                                                                  \
+	  OPT_NEEDS("on or off"),                                                                                                                                  \
+	  "without SP, each TP rank sends 1/tp of a pipeline boundary (default: with deepspeed only)")                                                             \
 	X(GRAD_DTYPE, "grad-dtype", KIND_ENUM, opts.grad_bytes, OPT_NAMES(grad_dtype_parse), SCOPE_STRATEGY, "NAME",                                               \
 	  OPT_NEEDS("fp32, bf16 or fp16"),                                                                                                                         \
 	  "gradients: fp32 (default), bf16, fp16 (default with deepspeed: bf16)")                                                                                  \

@@ -60,7 +60,9 @@ data=tests/data/validation
 # 1F1B, full recomputation (Eq. 3 counts it), no distributed optimizer
 # (Megatron-LM 2021 had none), Megatron's fused softmax (no flash attention
 # then), apex's fused LayerNorm, no sequence parallelism (2022), no
-# communication overlap, no FP8, fp32 gradient reduction (Megatron's bf16).
+# communication overlap, no FP8, fp32 gradient reduction (Megatron's bf16),
+# pipeline sends split over TP (the paper's scatter/gather optimization,
+# Sec. 4.1, Megatron-LM's default until Megatron-Core: --p2p-split on).
 map_megatron2021_table1_weak_scaling() {
 	csv_rows "$1" | sed 's/"[^"]*"/gpu/' |
 	while IFS=, read -r params heads hidden layers tp pp gpus dp gbs _tf _pct _agg seq _v _gpu iter _p2; do
@@ -71,14 +73,16 @@ map_megatron2021_table1_weak_scaling() {
 			--schedule 1f1b --recompute full --zero 0 \
 			--attention fused-softmax --norm fused --sequence-parallel off --fp8 off \
 			--tp-comm-overlap off --overlap-grad-reduce off --overlap-param-gather off \
-			--grad-dtype fp32
+			--grad-dtype fp32 --p2p-split on
 	done
 }
 
 # Korthikanti et al. 2022 Table 5 on Selene: its micro-batch and interleaving
 # (v > 1: interleaved schedule); "full" is the paper's baseline (full
 # recomputation, no sequence parallelism), "seq+selective" its method
-# (sequence parallelism + selective recomputation). Otherwise as Table 1.
+# (sequence parallelism + selective recomputation). Otherwise as Table 1
+# (the same Megatron-LM's scatter/gather of the sends: --p2p-split on, which
+# SP's sends, already split, do not change).
 map_korthikanti2022_table5_iteration_time() {
 	csv_rows "$1" |
 	while IFS=, read -r mname _pb heads hidden _ffn layers seq tp pp dp gpus gbs mbs v mode iter _src; do
@@ -96,7 +100,7 @@ map_korthikanti2022_table5_iteration_time() {
 			$sched --recompute "$rc" --zero 0 \
 			--attention fused-softmax --norm fused --sequence-parallel "$sp" --fp8 off \
 			--tp-comm-overlap off --overlap-grad-reduce off --overlap-param-gather off \
-			--grad-dtype fp32
+			--grad-dtype fp32 --p2p-split on
 	done
 }
 

@@ -110,8 +110,9 @@ struct plan_opts {
 	 * the trainer sets it, else off. sp: on where tp > 1 (1: the same, 0:
 	 * never). The overlaps: on where the strategy and the trainer allow
 	 * them (trainer_allows). grad_acc_fusion: where the trainer fuses
-	 * gradient accumulation into the weight-gradient GEMMs. */
-	int fp8, sp, tp_overlap, grad_overlap, param_overlap, grad_acc_fusion;
+	 * gradient accumulation into the weight-gradient GEMMs. p2p_split
+	 * (strategy.p2p_split): DeepSpeed's rows. */
+	int fp8, sp, tp_overlap, grad_overlap, param_overlap, grad_acc_fusion, p2p_split;
 	/* The unset switches take the trainer's bare CLI defaults
 	 * (trainer_features) rather than the search's choice. */
 	bool trainer_defaults;

@@ -28,6 +28,7 @@ void plan_opts_init(struct plan_opts *o)
 	o->uneven = -1;
 	o->fp8 = o->sp = o->tp_overlap = o->grad_overlap = o->param_overlap = -1;
 	o->grad_acc_fusion = -1;
+	o->p2p_split = -1;
 	o->ilp_node_limit = ILP_NODE_LIMIT;
 	o->place_dp_max = 20000;
 }

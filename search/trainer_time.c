@@ -59,7 +59,7 @@ void trainer_features(int t, struct strategy *s, const struct model *m,
 	s->unfused_norm = o->unfused_norm || (bare && titan);
 	s->unfused_pointwise = bare && titan;
 	/* DeepSpeed's pipeline engine splits the sends over TP */
-	s->p2p_split = ds;
+	s->p2p_split = pick(o->p2p_split, ds);
 	/* DeepSpeed's ZeRO keeps the training dtype, Megatron its fp32 main
 	   gradients but under fp16; torchtitan reduces in float32
 	   (training.mixed_precision_reduce) */

@@ -143,7 +143,7 @@ END_TEST
  * overlap_comm for the reduction, no parameter prefetch below ZeRO-3,
  * bf16 gradients, its pipeline's sends split over TP. With trainer_defaults the bare CLIs: nothing overlapped
  * but FSDP2's own and DeepSpeed ZeRO-3's overlap_comm, torchtitan eager.
- * An option fixed by the user wins over every trainer. */
+ * An option fixed by the user wins over every trainer (--p2p-split too). */
 START_TEST(test_trainer_features)
 {
 	static const struct {
@@ -199,6 +199,13 @@ START_TEST(test_trainer_features)
 		ck_assert_int_eq(s.grad_bytes, 4); /* float32 reduction */
 		trainer_features(TRAINER_MEGATRON, &s, &m, &o);
 		ck_assert_int_eq(s.grad_bytes, 2); /* fp16: no fp32 main gradients */
+		/* --p2p-split given: for every trainer, DeepSpeed's too */
+		o.p2p_split = 1;
+		trainer_features(TRAINER_MEGATRON, &s, &m, &o);
+		ck_assert(s.p2p_split);
+		o.p2p_split = 0;
+		trainer_features(TRAINER_DEEPSPEED, &s, &m, &o);
+		ck_assert(!s.p2p_split);
 	}
 }
 END_TEST
