@@ -34,6 +34,15 @@ struct compare {
 	int n_line;
 };
 
+/* Whether any strategy of t offloads activations (its lines appear then). */
+static bool any_offload(const struct compare *t)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->rows[i]->s.offload_modules)
+			return true;
+	return false;
+}
+
 /* Starts a line labelled label and returns it. */
 static struct compare_line *new_line(struct compare *t, const char *label)
 {
@@ -75,7 +84,7 @@ static struct compare_line *new_line(struct compare *t, const char *label)
 static void plan_lines(struct compare *t)
 {
 	const struct model *m = t->m;
-	bool mods = false, moments = false, defer = false, offload = false;
+	bool mods = false, moments = false, defer = false;
 
 	for (int i = 0; i < t->n; i++) {
 		const struct strategy *s = &t->rows[i]->s;
@@ -83,7 +92,6 @@ static void plan_lines(struct compare *t)
 		mods |= (strategy_rc_modules(s) & ~RM_CORE_ATTN) != 0;
 		moments |= s->moment_bytes == 2;
 		defer |= strategy_deferred(s) > 0;
-		offload |= s->offload_modules != 0;
 	}
 
 	NUM("TP", "%.0f", row->s.tp);
@@ -113,7 +121,7 @@ static void plan_lines(struct compare *t)
 	if (mods)
 		TEXT("recompute modules",
 		     recompute_modules_name(strategy_rc_modules(&row->s), '+', cell, CELL));
-	if (offload)
+	if (any_offload(t))
 		TEXT("offload modules", {
 			if (row->s.offload_modules)
 				offload_modules_name(row->s.offload_modules, '+', cell, CELL);
@@ -137,10 +145,6 @@ static void plan_lines(struct compare *t)
  * any strategy offloads), tokens/s and MFU. */
 static void time_lines(struct compare *t)
 {
-	bool offload = false;
-
-	for (int i = 0; i < t->n; i++)
-		offload |= t->rows[i]->s.offload_modules != 0;
 	NUM("iteration s", "%.3f", row->r.iter_s);
 	NUM("  compute s", "%.3f", row->r.time.compute);
 	NUM("  recompute s", "%.3f", row->r.time.recompute);
@@ -152,16 +156,15 @@ static void time_lines(struct compare *t)
 	NUM("  EP comm s", "%.3f", row->r.time.ep);
 	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);
-	if (offload) {
+	if (any_offload(t))
 		NUM("  offload copy s", "%.3f", row->r.time.offload);
-		NUM("offloaded GiB (host)", "%.2f", row->r.mem.offloaded / GiB);
-	}
 	NUM("tokens/s", "%.0f", row->r.tokens_per_s);
 	NUM("MFU % of BF16 peak", "%.1f", 100.0 * row->r.mfu); /* FP8 rows too */
 }
 
-/* The lines of the pipeline ranks: the fullest GPU, the heaviest rank, and
- * the slowest rank with its ms per micro-batch. */
+/* The lines of the pipeline ranks: the fullest GPU, the heaviest rank (and
+ * its bytes in host memory where any strategy offloads), and the slowest
+ * rank with its ms per micro-batch. */
 static void rank_lines(struct compare *t)
 {
 	const struct cluster *c = t->c;
@@ -171,6 +174,8 @@ static void rank_lines(struct compare *t)
 	     snprintf(cell, CELL, "%d (%s)", row->r.fullest_rank,
 		      c->gpu[c->group[row->s.group[row->r.fullest_rank]].gpu].name));
 	NUM("heaviest rank GiB", "%.1f", row->r.peak_bytes / GiB);
+	if (any_offload(t))
+		NUM("  offloaded GiB (host)", "%.2f", row->r.mem.offloaded / GiB);
 	TEXT("slowest rank",
 	     snprintf(cell, CELL, "%d (%s)", row->r.bottleneck_rank,
 		      c->gpu[c->group[row->s.group[row->r.bottleneck_rank]].gpu].name));

@@ -203,7 +203,7 @@ START_TEST(offload_planning_option)
 {
 	const char *what_if = "--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --tp 1 --pp 1 "
 			      "--dp 128 --cp 1 --mbs 1 --gbs 256 --seq 4096 --recompute none --zero 1 --json -";
-	char args[512];
+	char args[512], *out, *err;
 	cJSON *base, *off;
 	const cJSON *b, *o;
 
@@ -225,6 +225,16 @@ START_TEST(offload_planning_option)
 	ck_assert_double_gt(field(o, "offload_copy_hidden_s")->valuedouble, 0);
 	cJSON_Delete(base);
 	cJSON_Delete(off);
+	/* --compare marks the modules and the host bytes that differ */
+	ck_assert_int_eq(run_ampplan("--model profiles/llama3-8b.json --cluster clusters/dgx-h100.json --gbs 256 --seq 4096 "
+				     "--compare tp=1,pp=1,dp=128,cp=1,mbs=1,recompute=none,zero=1 "
+				     "--compare tp=1,pp=1,dp=128,cp=1,mbs=1,recompute=none,zero=1,offload-modules=attn_norm+mlp_norm",
+				     &out, &err),
+			 0);
+	ck_assert_msg(strstr(out, "\n* offload modules "), "%s", out);
+	ck_assert_msg(strstr(out, "\n*   offloaded GiB (host) "), "%s", out);
+	free(out);
+	free(err);
 }
 END_TEST
 

@@ -806,6 +806,7 @@ START_TEST(expert_tp)
 	ck_assert_ptr_null(strstr(out, "recompute modules"));
 	ck_assert_ptr_null(strstr(out, "Adam moments"));
 	ck_assert_ptr_null(strstr(out, "deferred head wgrads"));
+	ck_assert_ptr_null(strstr(out, "offload"));
 	free(out);
 	free(err);
 	ck_assert_int_eq(run_ampplan("--model profiles/mixtral-8x7b.json --cluster clusters/dgx-h100.json "
