@@ -450,15 +450,47 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
  *   on different fabrics also no faster than fabric_bw (per node, shared
  *   the same way, at the lower of the two NCCL efficiencies); latency the
  *   largest on the way. */
+/* The link between a pipeline rank on group gf and one on group gt, the
+ * ranks of rank_gpus GPUs each, span ranks apart counted inclusively (2 for
+ * neighbours): comm_pp_send's cases, with one node holding both where
+ * span ranks fit in it (Megatron orders pp outermost). */
+static struct link pair_link(const struct cluster *c, int gf, int gt, int rank_gpus, int span)
+{
+	const struct node_group *a = &c->group[gf], *b = &c->group[gt];
+	int sh_a = a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus;
+	int sh_b = b->gpus_per_node < rank_gpus ? b->gpus_per_node : rank_gpus;
+	struct link k, kb;
+
+	if (gf == gt)
+		return (double)span * rank_gpus <= a->gpus_per_node ? link_span(a, 1)
+								    : link_inter(a, sh_a);
+	k = link_inter(a, sh_a);
+	kb = link_inter(b, sh_b);
+	if (kb.bw < k.bw)
+		k.bw = kb.bw;
+	if (kb.lat > k.lat)
+		k.lat = kb.lat;
+	if (a->fabric != b->fabric) {
+		double e = eff_or_one(a->inter_eff) < eff_or_one(b->inter_eff)
+				   ? eff_or_one(a->inter_eff)
+				   : eff_or_one(b->inter_eff);
+		double fb = c->fabric_bw * e / sh_a;
+
+		if (fb < k.bw)
+			k.bw = fb;
+		if (c->fabric_lat > k.lat)
+			k.lat = c->fabric_lat;
+	}
+	return k;
+}
+
 double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		    int gt, const struct strategy *s)
 {
 	const struct node_group *a = &c->group[gf], *b = &c->group[gt];
-	int rank_gpus = s->tp * s->cp * s->dp;
 	/* every boundary follows a block or the embedding, which emit the same
 	 * hidden state: the blocks' output bytes per token */
 	double S = (double)s->mbs * s->seq * m->layer[1].out_bytes_per_token / s->cp;
-	struct link k, kb;
 
 	/* without SP, split sends: each end all-gathers what it receives */
 	double gather = s->tp > 1 && !s->sp && s->p2p_split
@@ -468,32 +500,13 @@ double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 
 	if (s->tp > 1 && (s->sp || s->p2p_split))
 		S /= s->tp;
-	if (gf == gt) {
-		if (2 * rank_gpus <= a->gpus_per_node)
-			k = link_span(a, 1);
-		else
-			k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
-		return 2 * coll_p2p(S, k) + gather;
-	}
-	k = link_inter(a, a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus);
-	kb = link_inter(b, b->gpus_per_node < rank_gpus ? b->gpus_per_node : rank_gpus);
-	if (kb.bw < k.bw)
-		k.bw = kb.bw;
-	if (kb.lat > k.lat)
-		k.lat = kb.lat;
-	if (a->fabric != b->fabric) {
-		double e = eff_or_one(a->inter_eff) < eff_or_one(b->inter_eff)
-				   ? eff_or_one(a->inter_eff)
-				   : eff_or_one(b->inter_eff);
-		int sh = a->gpus_per_node < rank_gpus ? a->gpus_per_node : rank_gpus;
-		double fb = c->fabric_bw * e / sh;
+	return 2 * coll_p2p(S, pair_link(c, gf, gt, s->tp * s->cp * s->dp, 2)) + gather;
+}
 
-		if (fb < k.bw)
-			k.bw = fb;
-		if (c->fabric_lat > k.lat)
-			k.lat = c->fabric_lat;
-	}
-	return 2 * coll_p2p(S, k) + gather;
+double comm_pair_allreduce(const struct cluster *c, int gf, int gt, int rank_gpus, int span,
+			   double S)
+{
+	return coll_allreduce(2, S, pair_link(c, gf, gt, rank_gpus, span));
 }
 
 /* Gradient synchronisation per iteration (Narayanan et al. 2021 Sec. 3.2:

@@ -96,6 +96,14 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		    int gt, const struct strategy *s);
 
+/* Seconds of an all-reduce of S bytes per GPU between each GPU of a
+ * pipeline rank on group gf and its peer on a rank on group gt, the ranks
+ * span apart counted inclusively (2 for neighbours) and of rank_gpus GPUs
+ * each, every pair at once: a ring of two over comm_pp_send's link (one
+ * node where span ranks fit in it), S/bw + 2 latencies. */
+double comm_pair_allreduce(const struct cluster *c, int gf, int gt, int rank_gpus, int span,
+			   double S);
+
 /* Vocabulary parallelism's collectives per micro-batch per GPU of a
  * pipeline rank on group g (s->vocab_par; collective.c has the model and
  * its source), seconds; 0 without it or with pp = 1. */

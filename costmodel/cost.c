@@ -92,10 +92,12 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		f->cap_of[g] = (cluster_group_mem(c, g) - cost_context_bytes(c) - gw - gg) / vp -
 			       lc->vocab_bytes;
 		f->vocab_of[g] = lc->vocab_time[g];
-		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++)
+		for (int h = 0; h < c->n_group && h < MAX_GROUPS; h++) {
 			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
 					       : comm_pp_send(m, c, g, h, s)) *
 					most / mb;
+			f->tied[g][h] = cost_tied_allreduce(m, c, s, g, h);
+		}
 	}
 	if (schedule_virtual(s->schedule))
 		for (int l = 1; l < lc->n_layer - 1; l++) {
@@ -353,6 +355,16 @@ static double deferred_wgrad(const struct model *m, const struct cluster *c,
 	return p.defer;
 }
 
+/* The tied embedding's all-reduce that pipeline rank q waits for at the
+ * end of its tail (pipeline_frame.tied): the first and the last rank's,
+ * 0 on the others. */
+static double tied_wait(const struct strategy *s, const struct pipeline_frame *f, int q)
+{
+	int last = strategy_rank(s, f->n_stages - 1);
+
+	return q == 0 || q == last ? f->tied[f->group[0]][f->group[f->n_stages - 1]] : 0;
+}
+
 /* The tail the iteration adds after the pipeline: the latest end of a
  * rank's DP tail (rank_tail, dp + optimizer) counted from rank 0's last
  * backward. The last micro-batch's backward runs from the last stage down
@@ -369,7 +381,8 @@ static double deferred_wgrad(const struct model *m, const struct cluster *c,
  * *opt (the step, at most the tail) and *defer (the deferred GEMMs'
  * exposed seconds: the lead covers the tail from its start), *hidden that
  * rank's overlapped DP and the part of its DP its lead covers, *rank that
- * rank. */
+ * rank. The first and the last rank's DP tails end with the tied
+ * embedding's all-reduce (tied_wait), counted as DP. */
 static void iter_tail(double *dp, double *hidden, double *opt, double *defer, int *rank,
 		      const struct model *m, const struct cluster *c, const struct strategy *s,
 		      const struct layer_costs *lc, const struct pipeline_frame *f)
@@ -385,6 +398,7 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 		int g = f->group[q];
 
 		cost_rank_tail(&d, &h, &o, m, c, s, lc, lt, f->n_stages, q);
+		d += tied_wait(s, f, q);
 		if (w + d + o - lead > tail) {
 			tail = w + d + o - lead;
 			*opt = o < tail ? o : tail;
@@ -661,6 +675,7 @@ int cost_ranks(struct cost_rank *out, const struct model *m, const struct cluste
 		x->busy = P.mb * P.rank_c[q];
 		x->idle = pos(P.t_pipe - x->busy);
 		cost_rank_tail(&x->dp, &hid, &x->optimizer, m, c, s, lc, cost_terms_of(lc, s), f->n_stages, q);
+		x->dp += tied_wait(s, f, q);
 		if (q == strategy_rank(s, f->n_stages - 1))
 			x->deferred = deferred_wgrad(m, c, s, f);
 		x->peak_bytes = rank_memory(&x->mem, m, c, s, f, cost_terms_of(lc, s), q);

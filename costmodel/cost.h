@@ -152,7 +152,8 @@ void cost_layers_free(struct layer_costs *lc);
  *   T_pipe = a * max_k c_k + b * sum_k c_k,
  * with c_k = sum of layer_costs.time over the layers of virtual stage k on
  * group group[k % pp], plus send[k] and vocab[k]; without virtual stages the iteration is
- * T_pipe + layer_costs.tail0[group[0]][first[1]]. With vp > 1 cost_evaluate
+ * T_pipe + layer_costs.tail0[group[0]][first[1]] + tied[group[0]][group[K - 1]]
+ * where rank 0's tail ends last. With vp > 1 cost_evaluate
  * takes T_pipe from the ranks' totals, (m - 1/v) max_r C_r + (1/v) sum_r C_r,
  * which a * max_k c_k + b * sum_k c_k bounds from above. A partition fits if for every k:
  *   sum state_bytes + inflight[k] * sum act_bytes + sum extra_bytes <= cap[k]. */
@@ -192,6 +193,11 @@ struct pipeline_frame {
 	 * between a stage on group g and the next on group h; cap_of[g] the
 	 * bytes for a stage's layers on a GPU of group g. */
 	double link[MAX_GROUPS][MAX_GROUPS];
+	/* tied[g][h]: the tied embedding's gradient all-reduce that the first
+	 * pipeline rank, on group g, and the last, on group h, wait for
+	 * after their DP tails, seconds per iteration (cost_tied_allreduce;
+	 * 0 without it) */
+	double tied[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
 	double vocab_of[MAX_GROUPS]; /* vocab[] of a stage on group g */
 };

@@ -89,6 +89,20 @@ int cost_vocab_parts(struct parts *p, const struct model *m, const struct cluste
  * copy; Megatron keeps a second only on a separate last stage). */
 double cost_tied_dense(const struct model *m, const struct strategy *s);
 
+/* Seconds of the tied word embedding's gradient all-reduce between the
+ * first pipeline rank, on group gf, and the last, on group gl (Megatron-LM
+ * finalize_model_grads' _allreduce_word_embedding_grads; DeepSpeed's
+ * pipeline engine, _exec_reduce_tied_grads): once per iteration, after the
+ * DP reduction and before the optimizer step, each GPU of the first rank
+ * all-reduces its V*h/t gradient (cost_tied_dense) in the gradients' dtype
+ * (memory_grad_bytes) with its peer on the last rank (comm_pair_allreduce,
+ * pp ranks apart); both ranks wait for it. 0 where nothing is tied, with
+ * one pipeline rank, with vocabulary parallelism (each rank holds its
+ * slice of both matrices) and where one rank holds the first and the last
+ * stage (ZB-V, DualPipeV). */
+double cost_tied_allreduce(const struct model *m, const struct cluster *c,
+			   const struct strategy *s, int gf, int gl);
+
 /* The tail of pipeline rank r over all its chunks; lt: the layers'
  * terms of s (cost_terms_of), or NULL. */
 void cost_rank_tail(double *dp, double *hidden, double *opt, const struct model *m,

@@ -595,6 +595,17 @@ double cost_tied_dense(const struct model *m, const struct strategy *s)
 	return m->tied && m->layer[m->n_layer - 1].params >= vh ? vh / s->tp : 0;
 }
 
+double cost_tied_allreduce(const struct model *m, const struct cluster *c,
+			   const struct strategy *s, int gf, int gl)
+{
+	double S = cost_tied_dense(m, s) * memory_grad_bytes(s);
+	int n_stages = s->n_stages > 0 ? s->n_stages : s->pp * strategy_vp(s);
+
+	if (s->pp < 2 || s->vocab_par || S <= 0 || strategy_rank(s, n_stages - 1) == 0)
+		return 0;
+	return comm_pair_allreduce(c, gf, gl, s->tp * s->cp * s->dp, s->pp, S);
+}
+
 /* The DP tail of a pipeline rank (Narayanan et al. 2021 Sec. 3.2; COSTMODEL.md
  * "Overlap as the trainers run it"), for a rank on group g whose layers
  * hold D dense and E expert parameters per GPU and take fwd and bwd (+

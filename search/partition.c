@@ -84,6 +84,13 @@ struct dp {
 					   (INFINITY: none) */
 	unsigned short first[MAX_STAGES + 1];
 	int group[MAX_STAGES];
+	/* [g]: what a partition whose last stage is on group g adds to its
+	 * value: the tied embedding's all-reduce between stage 0's group and
+	 * g (pipeline_frame.tied), where the tails count (tail_row); and the
+	 * least of them */
+	double end[MAX_GROUPS], end_least;
+	/* free mode: the one group of stage 0, or -1 for any */
+	int first_group;
 };
 
 /* The row of the tables (val, par_*, lo, hi, reach, neck) of count index
@@ -114,6 +121,8 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 	if (!d->ranks)
 		return 1;
 	if (d->seq && d->cls[g] != d->seq[k])
+		return 0;
+	if (!k && d->first_group >= 0 && g != d->first_group)
 		return 0;
 	return !(d->full[cnt] >> g & 1);
 }
@@ -175,6 +184,21 @@ static double tail(const struct dp *d, int g, int j)
 	const double *t = tail_row(d, g);
 
 	return t ? t[j] : 0;
+}
+
+/* d->end[] and d->end_least for stage 0 on group g0 (with the placement
+ * forced, its own and its last stage's groups): 0 where the tails do not
+ * count. */
+static void set_end(struct dp *d, int g0)
+{
+	d->end_least = INFINITY;
+	for (int g = 0; g < d->G; g++) {
+		d->end[g] = !tail_row(d, g0) ? 0
+			    : d->ranks	     ? d->f->tied[g0][g]
+					     : d->f->tied[d->f->group[0]][d->f->group[d->K - 1]];
+		if (d->end[g] < d->end_least)
+			d->end_least = d->end[g];
+	}
 }
 
 /* The bit mask of the groups that may host the stages after the counts
@@ -454,7 +478,8 @@ static void fill_back(struct dp *d, double u, double *nx)
 }
 
 /* The end of a pass: the least value over the states that place every
- * stage and cover every layer into *value (INFINITY if none), d->last_cnt
+ * stage and cover every layer, each with d->end of its last stage's
+ * group, into *value (INFINITY if none), d->last_cnt
  * its count index. Returns the group of its last stage, or -1. */
 static int pass_end(struct dp *d, double *value)
 {
@@ -467,8 +492,8 @@ static int pass_end(struct dp *d, double *value)
 		for (int g = g0; g < g1; g++) {
 			size_t row = srow(d, d->order[o], g);
 
-			if (d->hi[row] == n && d->val[row * n1 + n] < *value) {
-				*value = d->val[row * n1 + n];
+			if (d->hi[row] == n && d->val[row * n1 + n] + d->end[g] < *value) {
+				*value = d->val[row * n1 + n] + d->end[g];
 				last = g;
 				d->last_cnt = d->order[o];
 			}
@@ -488,7 +513,8 @@ static int pass_end(struct dp *d, double *value)
  * <= u), both limits nondecreasing in j: a monotone deque gives it in O(n)
  * (sliding-window minimum), so a pass is O(states x n_group^2 x n). Only
  * prunes that hold for every start apply: a * floor + value + b * mono[j]
- * against the incumbent, and ends before back[] (fill_back) at u. */
+ * + end_least against the incumbent, and ends before back[] (fill_back)
+ * at u. */
 static int pass(struct dp *d, double u, double *value, double *nx)
 {
 	int n = d->n, K = d->K, G = d->G, g0, g1;
@@ -498,7 +524,7 @@ static int pass(struct dp *d, double u, double *value, double *nx)
 	double *dkey = d->dkey;
 	/* read in the inner loop: kept in locals, since its stores through
 	 * val[] might alias d */
-	const double af = a * d->floor, best = d->best;
+	const double af = a * d->floor + d->end_least, best = d->best;
 	unsigned short *par_i = d->par_i;
 	unsigned char *par_h = d->par_h;
 	double nxl = INFINITY;
@@ -662,7 +688,7 @@ static void search(struct dp *d, double v_lo, double lo_nx, double v_hi, double 
 
 /* A lower bound on the value (b * sum c_k + tail) of any partition: every
  * layer on its fastest group, the forced p2p and vocabulary shares, the
- * least tail. */
+ * least tail and end. */
 static double value_floor(const struct dp *d)
 {
 	double sends = 0, least = INFINITY;
@@ -673,7 +699,7 @@ static double value_floor(const struct dp *d)
 		for (int j = 1; j <= d->n && (d->ranks || g == d->f->group[0]); j++)
 			if (tail(d, g, j) < least)
 				least = tail(d, g, j);
-	return d->f->b * (d->rem[0] + sends) + least;
+	return d->f->b * (d->rem[0] + sends) + least + d->end_least;
 }
 
 /* The dearest p2p (with the vocabulary share) into any stage: O(K) with
@@ -1050,6 +1076,7 @@ static bool relax_beaten(const struct dp *d, struct relax *x)
 	for (int j = 1; j <= d->n; j++)
 		if (tail(d, d->f->group[0], j) < tl)
 			tl = tail(d, d->f->group[0], j);
+	tl += d->end_least;
 	for (int f = 0; f < x->n_fast; f++)
 		if (!isfinite(x->least[x->fast[f]]))
 			return false;
@@ -1152,7 +1179,7 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
 int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_frame *f,
 			 double cut, struct partition_memo *memo, unsigned short *first, double *t)
 {
-	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut, .first_group = -1 };
 
 	if (!valid(lc, f))
 		return -1;
@@ -1161,6 +1188,7 @@ int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_fra
 	for (int k = 0; k < f->n_stages; k++)
 		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
 			return -1;
+	set_end(&d, f->group[0]);
 	return solve(&d, NULL, first, t);
 }
 
@@ -1234,7 +1262,9 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
  * adds count vectors of one value but rows and links to every pass):
  * copies their times, tails and links into a compact instance, solves it
  * with incumbent cut (and the class sequence when seq is set), and maps the
- * placement back. Returns as partition_place. */
+ * placement back. Where the tied all-reduce (pipeline_frame.tied) differs
+ * between the groups, one DP for each group of stage 0 (set_end). Returns
+ * as partition_place. */
 static int place_free(const struct layer_costs *lc, const struct pipeline_frame *f,
 		      const int *ranks, const int *cls, const int *seq, double cut, int *group,
 		      unsigned short *first, double *t)
@@ -1243,7 +1273,8 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 	int cr[MAX_GROUPS], ccls[MAX_GROUPS], cg[MAX_STAGES], ret;
 	struct layer_costs m = *lc;
 	struct pipeline_frame *cf;
-	struct dp d = { .n = n, .K = f->n_stages, .ncnt = 1, .lc = &m, .cut = cut };
+	struct dp d = { .n = n, .K = f->n_stages, .ncnt = 1, .lc = &m, .cut = cut, .first_group = -1 };
+	bool alike = true;
 	double *time, *tail0 = NULL;
 
 	if (!valid(lc, f) || f->vp != 1)
@@ -1271,8 +1302,11 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 			       (size_t)(n + 1) * sizeof *tail0);
 		cf->cap_of[c] = f->cap_of[g];
 		cf->vocab_of[c] = f->vocab_of[g];
-		for (int e = 0; e < C; e++)
+		for (int e = 0; e < C; e++) {
 			cf->link[c][e] = f->link[g][map[e]];
+			cf->tied[c][e] = f->tied[g][map[e]];
+			alike &= cf->tied[c][e] == cf->tied[0][0];
+		}
 		cr[c] = ranks[g];
 		ccls[c] = cls ? cls[g] : 0;
 	}
@@ -1289,7 +1323,24 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 		d.radix[c] = d.ncnt;
 		d.ncnt *= cr[c] + 1;
 	}
-	ret = solve(&d, cg, first, t);
+	/* the tied all-reduce depends on the groups of the first and the
+	 * last stage: where it differs between them, one DP for each group
+	 * of stage 0, each below the best so far */
+	ret = -1;
+	for (int c0 = alike ? -1 : 0; c0 < (alike ? 0 : C); c0++) {
+		int kg[MAX_STAGES];
+		unsigned short kf[MAX_STAGES + 1];
+		double kt;
+
+		d.first_group = c0;
+		set_end(&d, c0 < 0 ? 0 : c0);
+		if (solve(&d, kg, kf, &kt))
+			continue;
+		ret = 0;
+		d.cut = *t = kt;
+		memcpy(cg, kg, (size_t)f->n_stages * sizeof *cg);
+		memcpy(first, kf, (size_t)(f->n_stages + 1) * sizeof *first);
+	}
 	if (!ret)
 		for (int k = 0; k < f->n_stages; k++)
 			group[k] = map[cg[k]];
@@ -1377,7 +1428,7 @@ int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_
 		mf.cap_of[c] = -INFINITY;
 		mf.vocab_of[c] = INFINITY;
 		for (int e = 0; e < C; e++)
-			mf.link[c][e] = INFINITY;
+			mf.link[c][e] = mf.tied[c][e] = INFINITY;
 	}
 	for (int g = 0; g < G; g++) {
 		int c = map[g];
@@ -1393,8 +1444,10 @@ int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_
 			tail0[(size_t)c * (n + 1) + j] =
 				fmin(tail0[(size_t)c * (n + 1) + j], lc->tail0[(size_t)g * (n + 1) + j]);
 		for (int h = 0; h < G; h++)
-			if (map[h] >= 0)
+			if (map[h] >= 0) {
 				mf.link[c][map[h]] = fmin(mf.link[c][map[h]], f->link[g][h]);
+				mf.tied[c][map[h]] = fmin(mf.tied[c][map[h]], f->tied[g][h]);
+			}
 	}
 	m.n_group = C;
 	m.time = time;

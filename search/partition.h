@@ -17,8 +17,9 @@ extern _Thread_local double partition_cells;
  * f->n_stages contiguous, non-empty stages:
  *   T = f->a * max_k c_k + f->b * sum_k c_k + tail,
  * c_k the stage's layer times on its group plus the p2p into it, tail =
- * lc->tail0 of the first stage when f->vp == 1 and lc->tail0 is set, else
- * 0. For vp == 1 it is cost_evaluate's iteration time where rank 0's tail
+ * lc->tail0 of the first stage plus the tied embedding's all-reduce
+ * (f->tied of the first and the last stage's groups) when f->vp == 1 and
+ * lc->tail0 is set, else 0. For vp == 1 it is cost_evaluate's iteration time where rank 0's tail
  * ends last, else a lower bound on it (cost.c iter_tail). Every stage must
  * fit its memory cap. */
 

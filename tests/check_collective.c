@@ -296,6 +296,23 @@ START_TEST(test_pp)
 }
 END_TEST
 
+/* The all-reduce between peers of two pipeline ranks (the tied
+ * embedding's): a ring of two, 2 (1/2) S / bw + 2 latencies, S = 1e8
+ * bytes. Ranks of 4 GPUs 2 apart fit in a node of 8: NVLink 300 x 0.8 =
+ * 240 GB/s; 4 apart (16 GPUs) do not: 200 x 0.5 / 4 = 25 GB/s; to group
+ * b, the slower end: 50 / 4 = 12.5 GB/s, and on another fabric 25 x 0.5 /
+ * 4 = 3.125 GB/s with the fabric's 20 us. */
+START_TEST(test_pair_allreduce)
+{
+	ck_assert_rel(comm_pair_allreduce(&clu, 0, 0, 4, 2, 1e8), 1e8 / 240e9, 1e-12);
+	ck_assert_rel(comm_pair_allreduce(&clu, 0, 0, 4, 4, 1e8), 1e8 / 25e9, 1e-12);
+	ck_assert_rel(comm_pair_allreduce(&clu, 0, 1, 4, 2, 1e8), 1e8 / 12.5e9, 1e-12);
+	groups[1].fabric = 1;
+	clu.fabric_lat = 20e-6;
+	ck_assert_rel(comm_pair_allreduce(&clu, 0, 1, 4, 4, 1e8), 1e8 / 3.125e9 + 2 * 20e-6, 1e-12);
+}
+END_TEST
+
 START_TEST(test_dp)
 {
 	struct strategy s = strat(2, 1, 4, 1, 2048, true);
@@ -462,6 +479,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ep);
 	tcase_add_test(tc, test_moe_tp);
 	tcase_add_test(tc, test_pp);
+	tcase_add_test(tc, test_pair_allreduce);
 	tcase_add_test(tc, test_dp);
 	tcase_add_test(tc, test_dp_grad_bytes);
 	tcase_add_test(tc, test_per_node);

@@ -823,6 +823,72 @@ START_TEST(test_evaluate_dp_tail)
 }
 END_TEST
 
+/* The tied embedding's gradient all-reduce (cost_tied_allreduce) on
+ * toy_two_ranks: V h / t = 1e6 gradients of 4 bytes (fp32, the default)
+ * between each of rank 0's 2 GPUs (group 0) and its peer on rank 1 (group
+ * 1): across the nodes at 1e11 B/s a node, shared by the 2 GPUs of a
+ * rank: 5e10 B/s, a ring of two S / bw = 8e-5 s, no latency. Both ranks'
+ * DP tails end with it, so the iteration and its DP time grow by it.
+ * Both ranks on group 0 (2 ranks x 2 GPUs in a node of 8): NVLink at
+ * 1e11, 4e-5 s; bf16 gradients halve it. None untied, with vocabulary
+ * parallelism (each rank its slice of both matrices), or under ZB-V
+ * (rank 0 holds the first and the last stage): the frame's tied[][], and
+ * where only it differs, the iteration. */
+START_TEST(test_evaluate_tied)
+{
+	static const struct {
+		int group1, vocab, zbv, grad_bytes;
+		double want;
+	} rows[] = {
+		{ 1, 0, 0, 0, 8e-5 },
+		{ 0, 0, 0, 0, 4e-5 },
+		{ 0, 0, 0, 2, 2e-5 },
+		{ 1, 1, 0, 0, 0 },
+		{ 1, 0, 1, 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		struct strategy s = strat(1, 1, 2, 2, 1, 8, 1000);
+		struct cost_rank x[2][2];
+		struct cost_result r[2];
+
+		toy_two_ranks(&s);
+		s.group[1] = rows[i].group1;
+		s.vocab_par = rows[i].vocab;
+		s.grad_bytes = rows[i].grad_bytes;
+		if (rows[i].zbv) {
+			static const unsigned short first[] = { 0, 2, 3, 4, 6 };
+
+			s.schedule = SCHED_ZB_V;
+			s.vp = 2;
+			s.n_stages = 4;
+			memcpy(s.first, first, sizeof first);
+		}
+		for (int tied = 0; tied < 2; tied++) {
+			struct layer_costs lc = { 0 };
+			struct pipeline_frame f;
+
+			mod.tied = tied;
+			ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+			cost_frame(&f, &mod, &clu, &s, &lc);
+			ck_assert_msg(fabs(f.tied[0][rows[i].group1] - (tied ? rows[i].want : 0)) < 1e-15,
+				      "row %zu: %.12g s, want %g", i, f.tied[0][rows[i].group1],
+				      tied ? rows[i].want : 0);
+			cost_evaluate(&r[tied], &mod, &clu, &s, &lc);
+			ck_assert_int_eq(cost_ranks(x[tied], &mod, &clu, &s, &lc), 2);
+			cost_layers_free(&lc);
+		}
+		if (s.vocab_par)
+			continue; /* its vocabulary shares differ when tied */
+		ck_assert(fabs(r[1].iter_s - r[0].iter_s - rows[i].want) < 1e-12);
+		ck_assert(fabs(r[1].time.dp - r[0].time.dp - rows[i].want) < 1e-12);
+		for (int q = 0; q < 2; q++)
+			ck_assert(fabs(x[1][q].dp - x[0][q].dp - rows[i].want) < 1e-12);
+	}
+	mod.tied = false;
+}
+END_TEST
+
 /* cost_frame takes the links cost_layers kept only for the strategy they
  * were computed for: at 2 sequences a micro-batch each p2p carries twice
  * the bytes, twice the seconds without latencies. */
@@ -1068,6 +1134,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ranks_toy);
 	tcase_add_test(tc, test_ranks_interleaved);
 	tcase_add_test(tc, test_evaluate_dp_tail);
+	tcase_add_test(tc, test_evaluate_tied);
 	tcase_add_test(tc, test_frame_zb_h1);
 	tcase_add_test(tc, test_frame_links);
 	tcase_add_test(tc, test_ranks_recompute_modules);

@@ -560,7 +560,8 @@ START_TEST(test_large)
 END_TEST
 
 /* The joint placement instances below: up to 16 stages, 22 layers, 4
- * groups, with links, rank 0's tail and vocabulary shares. */
+ * groups, with links, rank 0's tail, the tied all-reduce and vocabulary
+ * shares. */
 #define PN 22
 #define PG 4
 
@@ -648,15 +649,13 @@ static double pobjective(const struct pinst *in, const int *group, const unsigne
 	for (int g = 0; g < in->lc.n_group; g++)
 		if (used[g] != in->ranks[g])
 			return INFINITY;
-	return in->f.a * mx + in->f.b * sum + in->tail0[group[0] * (n + 1) + first[1]];
+	return in->f.a * mx + in->f.b * sum + in->tail0[group[0] * (n + 1) + first[1]] +
+	       in->f.tied[group[0]][group[K - 1]];
 }
 
-/* The reference optimum over every placement (stage k only on groups of
- * class seq[k] when seq is set) and partition: a forward DP over (ranks
- * used per group, group of the last stage, layers covered) that keeps the
- * whole Pareto front of (largest stage cost, b x sum + tail) of the fitting
- * prefixes: no bisection, bound or pruning. */
-static double pref(const struct pinst *in, const int *cls, const int *seq)
+/* pref with stage 0 on group g0, the tied all-reduce between g0 and the
+ * last stage's group added at the end. */
+static double pref_from(const struct pinst *in, const int *cls, const int *seq, int g0)
 {
 	int n = in->lc.n_layer, G = in->lc.n_group, K = in->f.n_stages, radix[PG], ncnt = 1;
 	struct front *fr;
@@ -686,7 +685,7 @@ static double pref(const struct pinst *in, const int *cls, const int *seq)
 					continue;
 				for (int g = 0; g < G; g++) {
 					if (cnt / radix[g] % (in->ranks[g] + 1) == in->ranks[g] ||
-					    (seq && cls[g] != seq[k]))
+					    (seq && cls[g] != seq[k]) || (!k && g != g0))
 						continue;
 					for (int j = i + 1; j <= n - (K - 1 - k); j++) {
 						double c, tl;
@@ -708,7 +707,7 @@ static double pref(const struct pinst *in, const int *cls, const int *seq)
 		const struct front *e = &FR(ncnt - 1, g, n);
 
 		for (int x = 0; x < e->n; x++)
-			best = fmin(best, in->f.a * e->mx[x] + e->v[x]);
+			best = fmin(best, in->f.a * e->mx[x] + e->v[x] + in->f.tied[g0][g]);
 	}
 	for (size_t x = 0; x < (size_t)ncnt * G * (n + 1); x++) {
 		free(fr[x].mx);
@@ -719,11 +718,27 @@ static double pref(const struct pinst *in, const int *cls, const int *seq)
 	return best;
 }
 
+/* The reference optimum over every placement (stage k only on groups of
+ * class seq[k] when seq is set) and partition: for each group of stage 0,
+ * a forward DP over (ranks used per group, group of the last stage,
+ * layers covered) that keeps the whole Pareto front of (largest stage
+ * cost, b x sum + tail) of the fitting prefixes (no bisection, bound or
+ * pruning), the tied all-reduce added at the end. */
+static double pref(const struct pinst *in, const int *cls, const int *seq)
+{
+	double best = INFINITY;
+
+	for (int g0 = 0; g0 < in->lc.n_group; g0++)
+		best = fmin(best, pref_from(in, cls, seq, g0));
+	return best;
+}
+
 /* A random joint instance: K stages, G groups (group g copies group g - 1
  * when dup[g]: same times, cap, links and tail), n layers. */
 static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
 {
 	double tot = 0;
+	int tied;
 
 	memset(in, 0, sizeof *in);
 	in->lc.n_layer = n;
@@ -770,6 +785,16 @@ static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
 			/* a copy links as its original, to others and to itself */
 			in->f.link[g][h] = og != g || oh != h ? in->f.link[og][oh] : unif(0, 0.4);
 		}
+	/* the tied all-reduce between the first and the last stage's groups
+	 * (a copy's as its original's): none in a third of the instances */
+	tied = irand(0, 2);
+	for (int g = 0; g < G; g++)
+		for (int h = 0; h < G; h++) {
+			int og = dup[g] ? g - 1 : g, oh = dup[h] ? h - 1 : h;
+
+			in->f.tied[g][h] = og != g || oh != h ? in->f.tied[og][oh] : tied ? unif(0, 0.6)
+											  : 0;
+		}
 }
 
 /* partition_place, partition_place_below, partition_place_relaxed and
@@ -779,11 +804,14 @@ static void random_pinst(struct pinst *in, int n, int K, int G, const int *dup)
  * the DP with an incumbent just above it (none just below it); the
  * relaxation is never above it, and equal to it where each class is one
  * group or copies of one group; the placement by class sequence is the
- * reference's optimum over that sequence. */
+ * reference's optimum over that sequence. In two thirds of them the tied
+ * all-reduce between the first and the last stage's groups differs
+ * between the groups, which the DP runs once per group of stage 0 for;
+ * the optimum's placement forced (partition_solve) gives the optimum. */
 START_TEST(test_place_random_deep)
 {
 	static struct pinst in;
-	int feasible = 0, infeasible = 0, merged = 0, deep = 0;
+	int feasible = 0, infeasible = 0, merged = 0, deep = 0, varied = 0;
 
 	rng_state = 4099;
 	for (int it = 0; it < 400; it++) {
@@ -809,8 +837,31 @@ START_TEST(test_place_random_deep)
 		ck_assert_msg(want < INFINITY, "instance %d: found %.17g, none fits", it, t);
 		ck_assert_rel(t, want, 1e-9);
 		ck_assert_rel(pobjective(&in, group, first), t, 1e-9);
+		{
+			/* that placement forced: the same optimum, tail and tied
+			 * all-reduce included */
+			struct pipeline_frame ff = in.f;
+			unsigned short ffirst[MAX_STAGES + 1];
+			double ft;
+
+			for (int k = 0; k < K; k++) {
+				ff.group[k] = group[k];
+				ff.send[k] = k ? in.f.link[group[k - 1]][group[k]] : 0;
+				ff.vocab[k] = in.f.vocab_of[group[k]];
+				ff.cap[k] = in.f.cap_of[group[k]] * in.f.share[k];
+			}
+			ck_assert_int_eq(partition_solve(&in.lc, &ff, ffirst, &ft), 0);
+			ck_assert_rel(ft, want, 1e-9);
+		}
 		feasible++;
 		deep += K >= 10;
+		for (int g = 0, a = -1, v = 0; g < G && !v; g++)
+			for (int h = 0; h < G && !v && in.ranks[g]; h++) {
+				if (a < 0)
+					a = g;
+				if (in.ranks[h] && in.f.tied[g][h] != in.f.tied[a][a])
+					varied += v = 1;
+			}
 		/* with an incumbent: the optimum where it is below, else none */
 		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 + 1e-6), group,
 						       first, &t),
@@ -846,6 +897,7 @@ START_TEST(test_place_random_deep)
 	ck_assert_int_ge(infeasible, 20);
 	ck_assert_int_ge(deep, 100);
 	ck_assert_int_ge(merged, 100);
+	ck_assert_int_ge(varied, 100);
 }
 END_TEST
 

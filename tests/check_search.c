@@ -323,8 +323,12 @@ static int top_launchable(const struct plan *p)
  * launchable row cost what --exhaustive's do. Adds the strategies compared
  * to *rows, those whose offload copies show (exposed) to *shown. With offload, every strategy offloads those modules without
  * recomputation, over host links of 1 and 2 GB/s (GPU type t: t + 1),
- * slow enough that the copies show. */
-static void equals_exhaustive(unsigned seed, int sc, unsigned offload, int *rows, int *shown)
+ * slow enough that the copies show. With tied, the model ties its
+ * embedding and LM head, and *shown counts the strategies whose first and
+ * last stages are on two pipeline ranks (the tied all-reduce between them,
+ * over links that differ by group). */
+static void equals_exhaustive(unsigned seed, int sc, unsigned offload, bool tied, int *rows,
+			      int *shown)
 {
 	struct model *m;
 	struct cluster *c;
@@ -337,6 +341,7 @@ static void equals_exhaustive(unsigned seed, int sc, unsigned offload, int *rows
 	wide = 8;
 	m = random_model();
 	wide = 0;
+	m->tied = tied;
 	c = mixed_cluster(m);
 	plan_opts_init(&o);
 	o.schedule = sc;
@@ -357,7 +362,8 @@ static void equals_exhaustive(unsigned seed, int sc, unsigned offload, int *rows
 		const struct strategy *s = &ROW(ref, i).s;
 		const struct plan_row *got = find(fast_rows, fast->n_feasible, s, true);
 
-		*shown += ROW(ref, i).r.time.offload > 0;
+		*shown += tied ? s->pp > 1 && strategy_rank(s, s->n_stages - 1) != 0
+			       : ROW(ref, i).r.time.offload > 0;
 		ck_assert_msg(got, "seed %u: tp %d pp %d vp %d dp %d mbs %d %s fits --exhaustive only",
 			      seed, s->tp, s->pp, s->vp, s->dp, s->mbs, schedule_name(s->schedule));
 		ck_assert_msg(fabs(got->r.iter_s / ROW(ref, i).r.iter_s - 1) < 1e-9 &&
@@ -397,7 +403,7 @@ START_TEST(search_equals_exhaustive_every_schedule)
 	int rows = 0, shown = 0;
 
 	for (unsigned seed = 1; seed <= test_seeds(200); seed++)
-		equals_exhaustive(seed * 2246822519u, (int)(seed % SCHED_COUNT), 0, &rows, &shown);
+		equals_exhaustive(seed * 2246822519u, (int)(seed % SCHED_COUNT), 0, false, &rows, &shown);
 	ck_assert_int_gt(rows, test_scaled(2000, 200));
 	ck_assert_int_eq(shown, 0);
 }
@@ -413,9 +419,26 @@ START_TEST(search_equals_exhaustive_offload)
 
 	for (unsigned seed = 1; seed <= test_seeds(27); seed++)
 		equals_exhaustive(seed * 3266489917u, (int)(seed % SCHED_COUNT),
-				  OM_ATTN_NORM | OM_CORE_ATTN | OM_MLP_NORM, &rows, &shown);
+				  OM_ATTN_NORM | OM_CORE_ATTN | OM_MLP_NORM, false, &rows, &shown);
 	ck_assert_int_gt(rows, test_scaled(200, 27));
 	ck_assert_int_gt(shown, rows / 10); /* the copies cost time */
+}
+END_TEST
+
+/* The same with the embedding and LM head tied (the all-reduce of their
+ * gradient between the first and the last pipeline rank ends both ranks'
+ * tails, over the link between their groups, which the partition DP must
+ * add as the evaluation does, stage 0's group apart where it differs): 27
+ * instances, three under each schedule. */
+START_TEST(search_equals_exhaustive_tied)
+{
+	int rows = 0, shown = 0;
+
+	for (unsigned seed = 1; seed <= test_seeds(27); seed++)
+		equals_exhaustive(seed * 2654435761u, (int)(seed % SCHED_COUNT), 0, true, &rows,
+				  &shown);
+	ck_assert_int_gt(rows, test_scaled(200, 27));
+	ck_assert_int_gt(shown, rows / 4); /* most pipelines pay it */
 }
 END_TEST
 
@@ -1072,6 +1095,7 @@ static Suite *search_suite(void)
 	tcase_set_timeout(every, 300);
 	tcase_add_test(every, search_equals_exhaustive_every_schedule);
 	tcase_add_test(every, search_equals_exhaustive_offload);
+	tcase_add_test(every, search_equals_exhaustive_tied);
 	suite_add_tcase(s, every);
 	tcase_set_timeout(opts, 60);
 	tcase_add_test(opts, interleaved_rank_fits_where_chunk_caps_reject);
