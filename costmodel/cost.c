@@ -56,6 +56,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	int most = cost_most_batches(c, s);
 	double rho = 1.0 / 3, st = 0, act = 0, held[MAX_STAGES], gw, gg;
 	const double *links = NULL;
+	bool tied;
 
 	if (n > MAX_STAGES)
 		n = MAX_STAGES;
@@ -88,6 +89,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 			links = lc->link;
 	}
 	memory_gathered(m, s, &gw, &gg);
+	tied = m->tied && pp > 1;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
 		f->cap_of[g] = (cluster_group_mem(c, g) - cost_context_bytes(c) - gw - gg) / vp -
 			       lc->vocab_bytes;
@@ -96,7 +98,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
 					       : comm_pp_send(m, c, g, h, s)) *
 					most / mb;
-			f->tied[g][h] = cost_tied_allreduce(m, c, s, g, h);
+			f->tied[g][h] = tied ? cost_tied_allreduce(m, c, s, g, h) : 0;
 		}
 	}
 	if (schedule_virtual(s->schedule))

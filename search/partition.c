@@ -122,17 +122,16 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 		return 1;
 	if (d->seq && d->cls[g] != d->seq[k])
 		return 0;
-	if (!k && d->first_group >= 0 && g != d->first_group)
-		return 0;
 	return !(d->full[cnt] >> g & 1);
 }
 
 /* The groups [*lo, *hi) that stage k may run on (k < K), and those of the
- * stage before it (k > 0); with the placement forced, one group each. */
+ * stage before it (k > 0); with the placement forced, one group each, and
+ * stage 0 only on d->first_group where that is set. */
 static void groups_of(const struct dp *d, int k, int *lo, int *hi)
 {
-	*lo = d->ranks ? 0 : d->f->group[k];
-	*hi = d->ranks ? d->G : *lo + 1;
+	*lo = !d->ranks ? d->f->group[k] : !k && d->first_group >= 0 ? d->first_group : 0;
+	*hi = d->ranks && (k || d->first_group < 0) ? d->G : *lo + 1;
 }
 
 static void groups_before(const struct dp *d, int k, int *lo, int *hi)

@@ -3,11 +3,12 @@
  * valid small cluster, each as the file text the loaders read, so that
  * every input reaches the search instead of a parse error. The model is a
  * Llama-style one of 2 to 6 blocks whose blocks' FLOPs and activations are
- * scaled by factors in [0.5, 2] (uneven stages), written as a profile by
- * model_profile_json; the cluster has 1 to 3 node groups of different GPU
- * types (peak, efficiency, memory from tight to roomy), node sizes 1, 2 or
- * 4 and links, at most 4 GPUs per group and 8 in all (an input runs in
- * about 0.2 s under the sanitizers). Header-only, like fuzz_util.h. */
+ * scaled by factors in [0.5, 2] (uneven stages), tied embeddings or not,
+ * written as a profile by model_profile_json; the cluster has 1 to 3 node
+ * groups of different GPU types (peak, efficiency, memory from tight to
+ * roomy), node sizes 1, 2 or 4 and links, at most 4 GPUs per group and 8
+ * in all (an input runs in about 0.2 s under the sanitizers). Header-only,
+ * like fuzz_util.h. */
 #ifndef AMPPLAN_FUZZ_GEN_H
 #define AMPPLAN_FUZZ_GEN_H
 
@@ -25,14 +26,19 @@ static inline double fuzz_range(struct fuzz_in *in, double lo, double hi)
 
 /* The model (caller frees with model_free): 2 to 6 blocks, hidden 512 to
  * 2048, global batch 8 to 32, sequence 512 to 2048, each block's FLOPs and
- * activations scaled by its own factor. */
+ * activations scaled by its own factor, its embedding and LM head tied or
+ * not. */
 static inline struct model *fuzz_gen_model(struct fuzz_in *in)
 {
 	struct model *m = xcalloc(1, sizeof *m);
 
 	m->name = xstrdup("fuzz-gen");
+	unsigned b;
+
 	m->hidden = FUZZ_PICK(in, 512, 1024, 2048);
-	m->layers = 2 + (int)(fuzz_byte(in) % 5);
+	b = fuzz_byte(in);
+	m->layers = 2 + b % 5;
+	m->tied = b / 5 % 2; /* the tied all-reduce between the pipeline's ends */
 	m->heads = m->kv_heads = 8;
 	m->head_dim = m->hidden / m->heads;
 	m->ffn = 4 * m->hidden;
