@@ -130,8 +130,16 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
  * stage 0 only on d->first_group where that is set. */
 static void groups_of(const struct dp *d, int k, int *lo, int *hi)
 {
-	*lo = !d->ranks ? d->f->group[k] : !k && d->first_group >= 0 ? d->first_group : 0;
-	*hi = d->ranks && (k || d->first_group < 0) ? d->G : *lo + 1;
+	if (!d->ranks) {
+		*lo = d->f->group[k];
+		*hi = *lo + 1;
+	} else if (!k && d->first_group >= 0) {
+		*lo = d->first_group;
+		*hi = *lo + 1;
+	} else {
+		*lo = 0;
+		*hi = d->G;
+	}
 }
 
 static void groups_before(const struct dp *d, int k, int *lo, int *hi)
