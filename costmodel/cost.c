@@ -384,27 +384,31 @@ static double tied_wait(const struct strategy *s, const struct pipeline_frame *f
  * exposed seconds: the lead covers the tail from its start), *hidden that
  * rank's overlapped DP and the part of its DP its lead covers, *rank that
  * rank. The first and the last rank's DP tails end with the tied
- * embedding's all-reduce (tied_wait), counted as DP. */
-static void iter_tail(double *dp, double *hidden, double *opt, double *defer, int *rank,
-		      const struct model *m, const struct cluster *c, const struct strategy *s,
-		      const struct layer_costs *lc, const struct pipeline_frame *f)
+ * embedding's all-reduce (tied_wait), counted as DP, and of that *dp in
+ * *tied. */
+static void iter_tail(double *dp, double *hidden, double *opt, double *defer, double *tied,
+		      int *rank, const struct model *m, const struct cluster *c,
+		      const struct strategy *s, const struct layer_costs *lc,
+		      const struct pipeline_frame *f)
 {
 	double lead = 0, tail = -INFINITY, deferred = deferred_wgrad(m, c, s, f);
 	int L = lc->n_layer, last = strategy_rank(s, f->n_stages - 1);
 	const struct layer_terms *lt = cost_terms_of(lc, s);
 
-	*dp = *hidden = *opt = *defer = 0;
+	*dp = *hidden = *opt = *defer = *tied = 0;
 	*rank = 0;
 	for (int q = 0; q < s->pp; q++) {
-		double d, h, o, w = q == last ? deferred : 0;
+		double d, h, o, w = q == last ? deferred : 0, x = tied_wait(s, f, q);
 		int g = f->group[q];
 
 		cost_rank_tail(&d, &h, &o, m, c, s, lc, lt, f->n_stages, q);
-		d += tied_wait(s, f, q);
+		d += x;
 		if (w + d + o - lead > tail) {
 			tail = w + d + o - lead;
 			*opt = o < tail ? o : tail;
 			*dp = d < tail - *opt ? d : tail - *opt;
+			/* it ends the DP part: exposed first */
+			*tied = x < *dp ? x : *dp;
 			*defer = tail - *opt - *dp;
 			/* what its lead covers of its reduction is hidden too */
 			*hidden = h + (d > *dp ? d - *dp : 0);
@@ -419,9 +423,10 @@ static void iter_tail(double *dp, double *hidden, double *opt, double *defer, in
 }
 
 /* The tail's parts of an evaluation (iter_tail): exposed DP, its hidden
- * part, the optimizer step and the deferred GEMMs' exposed seconds. */
+ * part, the optimizer step, the deferred GEMMs' exposed seconds, and of
+ * dp the tied embedding's all-reduce. */
 struct tail_parts {
-	double dp, hidden, opt, defer;
+	double dp, hidden, opt, defer, tied;
 };
 
 /* The part of cost_evaluate that the time and the memory test need:
@@ -450,7 +455,7 @@ static void evaluate_time(struct cost_result *r, struct pipe_terms *P, struct ta
 			r->overflow_rank = q;
 		}
 	}
-	iter_tail(&t->dp, &t->hidden, &t->opt, &t->defer, &r->tail_rank, m, c, s, lc, f);
+	iter_tail(&t->dp, &t->hidden, &t->opt, &t->defer, &t->tied, &r->tail_rank, m, c, s, lc, f);
 	r->iter_s = P->t_pipe + t->dp + t->opt + t->defer;
 }
 
@@ -503,6 +508,7 @@ static void evaluate_rest(struct cost_result *r, const struct pipe_terms *P,
 	r->time.pp = P->a * P->rank_send[bn] + P->b * P->send_all;
 	r->time.bubble = pos(P->t_pipe - mb * (P->rank_c[bn] - P->rank_send[bn]) - r->time.pp);
 	r->time.dp += t->dp;
+	r->time.tied = t->tied;
 	r->time.dp_hidden += t->hidden;
 	r->time.optimizer = t->opt;
 	r->time.compute += t->defer;

@@ -229,6 +229,9 @@ struct cost_time {
 				   compute (DualPipe, DualPipeV) */
 	double offload;	       /* activation offloading's host copies, exposed */
 	double offload_hidden; /* and under the compute */
+	double tied;	       /* of dp: the tied embedding's gradient
+				   all-reduce between the first and the last
+				   pipeline rank, exposed */
 };
 
 /* Bytes per GPU on the heaviest pipeline rank; all but offloaded add up to

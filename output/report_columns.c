@@ -162,7 +162,10 @@
 	X(offload_modules, STR, offload_modules_name(s->offload_modules, '+', v, REPORT_FIELD_MAX))                    \
 	X(offload_copy_s, NUM, put_num(v, r->time.offload))                                                            \
 	X(offload_copy_hidden_s, NUM, put_num(v, r->time.offload_hidden))                                              \
-	X(offloaded_GiB, NUM, put_num(v, r->mem.offloaded / GiB))
+	X(offloaded_GiB, NUM, put_num(v, r->mem.offloaded / GiB))                                                      \
+	/* of dp_comm_s, the tied embedding's gradient all-reduce between the  \
+	 * first and the last pipeline rank (0: none) */                                       \
+	X(tied_allreduce_s, NUM, put_num(v, r->time.tied))
 
 #define ROW(name, kind, value) { #name, REPORT_##kind },
 const struct report_column report_columns[] = { COLUMNS(ROW) };

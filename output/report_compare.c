@@ -43,6 +43,16 @@ static bool any_offload(const struct compare *t)
 	return false;
 }
 
+/* Whether any strategy of t has the tied embedding's all-reduce exposed
+ * (its line appears then). */
+static bool any_tied(const struct compare *t)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->rows[i]->r.time.tied > 0)
+			return true;
+	return false;
+}
+
 /* Starts a line labelled label and returns it. */
 static struct compare_line *new_line(struct compare *t, const char *label)
 {
@@ -142,7 +152,8 @@ static void plan_lines(struct compare *t)
 }
 
 /* The lines of the iteration time and its parts (the offload copies where
- * any strategy offloads), tokens/s and MFU. */
+ * any strategy offloads, the tied embedding's all-reduce where any has
+ * it), tokens/s and MFU. */
 static void time_lines(struct compare *t)
 {
 	NUM("iteration s", "%.3f", row->r.iter_s);
@@ -153,6 +164,8 @@ static void time_lines(struct compare *t)
 	NUM("  CP comm s", "%.3f", row->r.time.cp);
 	NUM("  PP comm s", "%.3f", row->r.time.pp);
 	NUM("  DP comm s", "%.3f", row->r.time.dp);
+	if (any_tied(t))
+		NUM("    tied all-reduce s", "%.3f", row->r.time.tied);
 	NUM("  EP comm s", "%.3f", row->r.time.ep);
 	NUM("  vocab comm s", "%.3f", row->r.time.vocab);
 	NUM("  optimizer s", "%.3f", row->r.time.optimizer);

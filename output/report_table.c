@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "cost.h"
@@ -178,9 +179,14 @@ static void explain_time(FILE *out, const struct plan_row *row, const struct mod
 	if (report_row_cost(row, &usd_iter, &usd_mtok))
 		fprintf(out, "  cost: %.3f USD per iteration, %.3f USD per million tokens (%d GPUs, %.2f USD per hour)\n",
 			usd_iter, usd_mtok, s->tp * s->cp * s->dp * s->pp, row->usd_per_hour);
-	for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++)
+	for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++) {
 		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", spent[i].name, spent[i].v,
 			r->iter_s > 0 ? 100.0 * spent[i].v / r->iter_s : 0.0);
+		if (t->tied > 0 && strcmp(spent[i].name, "DP comm") == 0)
+			fprintf(out, "      of which %.3f s the tied embedding's gradient all-reduce "
+				     "between the first and the last pipeline rank\n",
+				t->tied);
+	}
 	if (s->offload_modules)
 		fprintf(out, "    %-12s %9.3f s %5.1f%%\n", "offload copy", t->offload,
 			r->iter_s > 0 ? 100.0 * t->offload / r->iter_s : 0.0);

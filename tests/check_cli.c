@@ -194,6 +194,50 @@ START_TEST(contradicting_options)
 }
 END_TEST
 
+/* tied_allreduce_s: GPT-2 (tied, V 50257, h 768) on one node of 4 T4s
+ * (tests/data/one-t4-node.json: 16 GB/s inside the node at the loader's
+ * NCCL efficiency 0.75, 2 us) at TP 1, PP 2, DP 2: the two ranks of 2 GPUs
+ * share the node, so each GPU all-reduces V h = 38.6M fp32 gradients with
+ * its peer over the node's link: 154,389,504 B / 12 GB/s + 2 x 2 us =
+ * 0.0128698 s, part of dp_comm_s, and --explain says so. None on one
+ * pipeline rank or with vocabulary parallelism. */
+START_TEST(tied_allreduce_column)
+{
+	static const struct {
+		const char *opts;
+		double want;
+	} cases[] = {
+		{ "--pp 2 --dp 2", 0.0128698 },
+		{ "--pp 1 --dp 4", 0 },
+		{ "--pp 2 --dp 2 --vocab-parallel on", 0 },
+	};
+	char args[512], *out, *err;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		cJSON *doc;
+		const cJSON *r;
+
+		snprintf(args, sizeof args,
+			 "--model tests/data/hf/gpt2.json --cluster tests/data/one-t4-node.json --tp 1 --cp 1 "
+			 "--mbs 1 --gbs 8 --seq 1024 %s --json -",
+			 cases[i].opts);
+		doc = json_of(args);
+		r = cJSON_GetArrayItem(field(doc, "strategies"), 0);
+		ck_assert_msg(fabs(field(r, "tied_allreduce_s")->valuedouble - cases[i].want) <= 1e-9,
+			      "%s: %.9g s", cases[i].opts, field(r, "tied_allreduce_s")->valuedouble);
+		ck_assert_double_ge(field(r, "dp_comm_s")->valuedouble, cases[i].want);
+		cJSON_Delete(doc);
+	}
+	ck_assert_int_eq(run_ampplan("--model tests/data/hf/gpt2.json --cluster tests/data/one-t4-node.json --tp 1 "
+				     "--pp 2 --dp 2 --cp 1 --mbs 1 --gbs 8 --seq 1024 --explain",
+				     &out, &err),
+			 0);
+	ck_assert_msg(strstr(out, "of which 0.013 s the tied embedding's gradient all-reduce"), "%s", out);
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* --offload-modules: a planning option (no trainer) whose bytes leave the
  * GPU. Llama-3-8B (h 4096, 32 blocks, bf16) at 4096 tokens, TP 1, PP 1:
  * attn_norm and mlp_norm offload 2 x 4096 x 2 bytes a token, 16384 x 4096
@@ -568,6 +612,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, nothing_fits_names_the_trainer_rule);
 	tcase_add_test(tc, contradicting_options);
 	tcase_add_test(tc, offload_planning_option);
+	tcase_add_test(tc, tied_allreduce_column);
 	tcase_add_test(tc, measured_unknown_gpu_is_an_error);
 	tcase_add_test(tc, work_budget_ends_the_search);
 	tcase_add_test(tc, threads_give_the_same_ranking);

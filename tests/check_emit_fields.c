@@ -700,6 +700,7 @@ static const char *const v2_columns[] = {
 	"offload_copy_s",
 	"offload_copy_hidden_s",
 	"offloaded_GiB",
+	"tied_allreduce_s",
 };
 #define N_V1 (int)(sizeof v1_columns / sizeof *v1_columns)
 #define N_V2 (int)(sizeof v2_columns / sizeof *v2_columns)

@@ -882,6 +882,7 @@ START_TEST(test_evaluate_tied)
 			continue; /* its vocabulary shares differ when tied */
 		ck_assert(fabs(r[1].iter_s - r[0].iter_s - rows[i].want) < 1e-12);
 		ck_assert(fabs(r[1].time.dp - r[0].time.dp - rows[i].want) < 1e-12);
+		ck_assert(fabs(r[1].time.tied - rows[i].want) < 1e-15 && r[0].time.tied == 0);
 		for (int q = 0; q < 2; q++)
 			ck_assert(fabs(x[1][q].dp - x[0][q].dp - rows[i].want) < 1e-12);
 	}

@@ -685,7 +685,7 @@ START_TEST(test_active_params)
 	ck_assert_ptr_nonnull(strstr(out, ",46702792704,12879925248,bf16,"));
 	/* then cost model v3's columns (issue 24) */
 	ck_assert_ptr_nonnull(strstr(out, ",groups_idle,optim_dtype,ep_overlap,moe_grouped_gemm,recompute_modules,moe_pad_capacity,moe_dispatcher,deferred_wgrad_micro_batches,recompute_by_module,"
-				     "offload_modules,offload_copy_s,offload_copy_hidden_s,offloaded_GiB\n"));
+				     "offload_modules,offload_copy_s,offload_copy_hidden_s,offloaded_GiB,tied_allreduce_s\n"));
 	ck_assert_ptr_nonnull(strstr(out, ",fp32,0,0,,,alltoall,0,"));
 	free(out);
 	free(err);
