@@ -1536,10 +1536,19 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 	if (nm > 0)
 		u0 = fmax(u0, t[by[0]]);
 	if (lc->tail0 && f->vp == 1) {
+		double tied = INFINITY;
+
 		tail = INFINITY;
 		for (int g = 0; g < G; g++)
 			for (int j = 1; j <= n - K + 1 && ranks[g]; j++)
 				tail = fmin(tail, lc->tail0[(size_t)g * (n + 1) + j]);
+		/* the tied embedding's all-reduce between the first and the
+		 * last stage's groups, at its least */
+		for (int g = 0; g < G; g++)
+			for (int h = 0; h < G && ranks[g]; h++)
+				if (ranks[h])
+					tied = fmin(tied, f->tied[g][h]);
+		tail += tied;
 	}
 	/* a U + b (the least sum at bound U) is least at u0 or where a
 	 * group's stages take one more layer: U = L t[g]. No sum is below

@@ -76,8 +76,9 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
  * [g] holds at the fewest in-flight micro-batches) middle layers, each
  * costing at least t_g (the least middle-layer time on g); the middle layers
  * go to the fastest groups first, the embedding and head at their least
- * time, every p2p (f->hops of them) at the least link, rank 0's tail at its
- * least (vp = 1; 0 with virtual stages); *lb = min over U of a U + b (that sum) + tail, at U
+ * time, every p2p (f->hops of them) at the least link, rank 0's tail and
+ * the tied all-reduce (f->tied) at their least (vp = 1; 0 with virtual
+ * stages); *lb = min over U of a U + b (that sum) + tail, at U
  * = the floor or a step L t_g. O(G^2 n). Returns 0, or -1 if the relaxation
  * holds no partition (then no placement fits). */
 int partition_place_bound(const struct layer_costs *lc, const struct pipeline_frame *f,

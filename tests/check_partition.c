@@ -254,6 +254,25 @@ START_TEST(test_place_bound_by_hand)
 	ck_assert_double_eq_tol(lb, 16, 1e-12);
 	ck_assert_int_eq(partition_place(&in.lc, &in.f, ranks, group, first, &t), 0);
 	ck_assert_double_eq_tol(t, 20, 1e-12);
+	/* rank 0's tails of 0 and the tied all-reduce between the two ends:
+	 * 0.5 s from group 0 to 1, 0.75 s back, 1 s within a group (no
+	 * partition puts both ends on one group: one rank each): at least
+	 * 0.5 s more, both the bound and the optimum (group 0 first) */
+	{
+		double tail0[2 * 7] = { 0 };
+
+		in.lc.tail0 = tail0;
+		in.f.tied[0][0] = in.f.tied[1][1] = 1;
+		in.f.tied[0][1] = 0.5;
+		in.f.tied[1][0] = 0.75;
+		ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 3, 1, &lb), 0);
+		ck_assert_double_eq_tol(lb, 16.5, 1e-12);
+		ck_assert_int_eq(partition_place(&in.lc, &in.f, ranks, group, first, &t), 0);
+		ck_assert_double_eq_tol(t, 20.5, 1e-12);
+		ck_assert_int_eq(group[0], 0);
+		in.lc.tail0 = NULL;
+		memset(in.f.tied, 0, sizeof in.f.tied);
+	}
 	/* 2 virtual stages per rank, each rank on half the memory per chunk:
 	 * the same bound over the ranks' totals (no memory use, no links) */
 	in.f.vp = 2;
@@ -871,6 +890,8 @@ START_TEST(test_place_random_deep)
 		ck_assert_int_eq(partition_place_below(&in.lc, &in.f, in.ranks, want * (1 - 1e-6), group,
 						       first, &t),
 				 -1);
+		ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, in.ranks, in.f.a, in.f.b, &lb), 0);
+		ck_assert_msg(lb <= want * (1 + 1e-12), "instance %d: bound %.17g above %.17g", it, lb, want);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, id, &lb, seq), 0);
 		ck_assert_rel(lb, want, 1e-9);
 		ck_assert_int_eq(partition_place_relaxed(&in.lc, &in.f, in.ranks, same, &lb, seq), 0);
