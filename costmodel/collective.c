@@ -433,23 +433,6 @@ double comm_zero3_gather(const struct model *m, int l, const struct cluster *c,
 	       coll_hier_reducescatter(G, n_e, k_e, ly->expert_params / ((double)s->ep * strategy_etp(s)) * MEM_WEIGHT_BYTES);
 }
 
-/* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
- * b*s*h*dtype bytes forward and the same backward per micro-batch, /t with
- * sequence parallelism (Korthikanti 2022 Sec. 4.2.3), /c with context
- * parallelism. Without SP, whole from each TP rank (Megatron-Core), or with
- * s->p2p_split /t, which the receiving stage all-gathers over its TP ranks
- * (DeepSpeed's pipeline engine partitions activations and gradients,
- * pipe_partitioned / grad_partitioned, on by default; Megatron-LM's former
- * scatter-gather did the same): the forward's gather on the receiving
- * group, the backward's on the sending one. The link:
- * - same node group and two ranks fit in one node (2*t*c*d <= gpus_per_node):
- *   NVLink;
- * - same group otherwise: the node's NIC shared by the min(gpus_per_node,
- *   t*c*d) GPUs of the rank that send at once;
- * - different groups: the slower of the two ends, each NIC shared likewise;
- *   on different fabrics also no faster than fabric_bw (per node, shared
- *   the same way, at the lower of the two NCCL efficiencies); latency the
- *   largest on the way. */
 /* The link between a pipeline rank on group gf and one on group gt, the
  * ranks of rank_gpus GPUs each, span ranks apart counted inclusively (2 for
  * neighbours): comm_pp_send's cases, with one node holding both where
@@ -484,6 +467,23 @@ static struct link pair_link(const struct cluster *c, int gf, int gt, int rank_g
 	return k;
 }
 
+/* Pipeline p2p (Narayanan et al. 2021 Sec. 3.2 and 4.1): each boundary sends
+ * b*s*h*dtype bytes forward and the same backward per micro-batch, /t with
+ * sequence parallelism (Korthikanti 2022 Sec. 4.2.3), /c with context
+ * parallelism. Without SP, whole from each TP rank (Megatron-Core), or with
+ * s->p2p_split /t, which the receiving stage all-gathers over its TP ranks
+ * (DeepSpeed's pipeline engine partitions activations and gradients,
+ * pipe_partitioned / grad_partitioned, on by default; Megatron-LM's former
+ * scatter-gather did the same): the forward's gather on the receiving
+ * group, the backward's on the sending one. The link:
+ * - same node group and two ranks fit in one node (2*t*c*d <= gpus_per_node):
+ *   NVLink;
+ * - same group otherwise: the node's NIC shared by the min(gpus_per_node,
+ *   t*c*d) GPUs of the rank that send at once;
+ * - different groups: the slower of the two ends, each NIC shared likewise;
+ *   on different fabrics also no faster than fabric_bw (per node, shared
+ *   the same way, at the lower of the two NCCL efficiencies); latency the
+ *   largest on the way. */
 double comm_pp_send(const struct model *m, const struct cluster *c, int gf,
 		    int gt, const struct strategy *s)
 {
