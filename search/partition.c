@@ -89,8 +89,9 @@ struct dp {
 	 * g (pipeline_frame.tied), where the tails count (tail_row); and the
 	 * least of them */
 	double end[MAX_GROUPS], end_least;
-	/* free mode: the one group of stage 0, or -1 for any */
-	int first_group;
+	/* free mode: stage 0 only on groups [first_lo, first_hi), or on any
+	 * where first_hi is 0 */
+	int first_lo, first_hi;
 };
 
 /* The row of the tables (val, par_*, lo, hi, reach, neck) of count index
@@ -127,15 +128,15 @@ static int allowed(const struct dp *d, int cnt, int k, int g)
 
 /* The groups [*lo, *hi) that stage k may run on (k < K), and those of the
  * stage before it (k > 0); with the placement forced, one group each, and
- * stage 0 only on d->first_group where that is set. */
+ * stage 0 only on [d->first_lo, d->first_hi) where that is set. */
 static void groups_of(const struct dp *d, int k, int *lo, int *hi)
 {
 	if (!d->ranks) {
 		*lo = d->f->group[k];
 		*hi = *lo + 1;
-	} else if (!k && d->first_group >= 0) {
-		*lo = d->first_group;
-		*hi = *lo + 1;
+	} else if (!k && d->first_hi > 0) {
+		*lo = d->first_lo;
+		*hi = d->first_hi;
 	} else {
 		*lo = 0;
 		*hi = d->G;
@@ -193,16 +194,21 @@ static double tail(const struct dp *d, int g, int j)
 	return t ? t[j] : 0;
 }
 
-/* d->end[] and d->end_least for stage 0 on group g0 (with the placement
- * forced, its own and its last stage's groups): 0 where the tails do not
+/* d->end[] and d->end_least: in free mode, for stage 0 on the groups
+ * first[0..n) (a run of tied_runs: their rows are the same; or one group
+ * of each run: the least of their rows, a lower bound); with the placement
+ * forced, its own and its last stage's groups. 0 where the tails do not
  * count. */
-static void set_end(struct dp *d, int g0)
+static void set_end(struct dp *d, const int *first, int n)
 {
 	d->end_least = INFINITY;
 	for (int g = 0; g < d->G; g++) {
-		d->end[g] = !tail_row(d, g0) ? 0
-			    : d->ranks	     ? d->f->tied[g0][g]
-					     : d->f->tied[d->f->group[0]][d->f->group[d->K - 1]];
+		d->end[g] = !d->ranks ? d->f->tied[d->f->group[0]][d->f->group[d->K - 1]] : INFINITY;
+		for (int i = 0; i < n && d->ranks; i++)
+			if (d->f->tied[first[i]][g] < d->end[g])
+				d->end[g] = d->f->tied[first[i]][g];
+		if (!tail_row(d, 0))
+			d->end[g] = 0;
 		if (d->end[g] < d->end_least)
 			d->end_least = d->end[g];
 	}
@@ -1186,7 +1192,7 @@ static int valid(const struct layer_costs *lc, const struct pipeline_frame *f)
 int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_frame *f,
 			 double cut, struct partition_memo *memo, unsigned short *first, double *t)
 {
-	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut, .first_group = -1 };
+	struct dp d = { .n = lc->n_layer, .K = f->n_stages, .G = lc->n_group, .ncnt = f->n_stages + 1, .lc = lc, .f = f, .cut = cut };
 
 	if (!valid(lc, f))
 		return -1;
@@ -1195,7 +1201,7 @@ int partition_solve_memo(const struct layer_costs *lc, const struct pipeline_fra
 	for (int k = 0; k < f->n_stages; k++)
 		if (f->group[k] < 0 || f->group[k] >= lc->n_group)
 			return -1;
-	set_end(&d, f->group[0]);
+	set_end(&d, NULL, 0);
 	return solve(&d, NULL, first, t);
 }
 
@@ -1265,13 +1271,43 @@ double partition_place_work(const int *ranks, int n_group, int n_layer, int n_st
 	return work < 1e12 ? work : 1e12;
 }
 
+/* Orders the C groups of map[] so that those whose tied all-reduce to
+ * each of them is the same (pipeline_frame.tied, a row of it) lie in runs,
+ * in their first one's order; fills start[] with the runs' first indices
+ * and start[runs] = C. Returns the number of runs: 1 where every group's
+ * row is the same (untied models: all 0), as the order was. */
+static int tied_runs(const struct pipeline_frame *f, int *map, int C, int *start)
+{
+	int in[MAX_GROUPS], runs = 0, k = 0;
+	bool taken[MAX_GROUPS] = { false };
+
+	memcpy(in, map, (size_t)C * sizeof *in);
+	for (int i = 0; i < C; i++) {
+		if (taken[i])
+			continue;
+		start[runs++] = k;
+		for (int j = i; j < C; j++) {
+			bool same = !taken[j];
+
+			for (int e = 0; e < C && same; e++)
+				same = f->tied[in[i]][in[e]] == f->tied[in[j]][in[e]];
+			if (same) {
+				taken[j] = true;
+				map[k++] = in[j];
+			}
+		}
+	}
+	start[runs] = C;
+	return runs;
+}
+
 /* The joint DP on the groups that host ranks only (a group without ranks
  * adds count vectors of one value but rows and links to every pass):
  * copies their times, tails and links into a compact instance, solves it
  * with incumbent cut (and the class sequence when seq is set), and maps the
  * placement back. Where the tied all-reduce (pipeline_frame.tied) differs
- * between the groups, one DP for each group of stage 0 (set_end). Returns
- * as partition_place. */
+ * between the groups, one DP for each run of alike groups of stage 0
+ * (tied_runs, set_end). Returns as partition_place. */
 static int place_free(const struct layer_costs *lc, const struct pipeline_frame *f,
 		      const int *ranks, const int *cls, const int *seq, double cut, int *group,
 		      unsigned short *first, double *t)
@@ -1280,8 +1316,8 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 	int cr[MAX_GROUPS], ccls[MAX_GROUPS], cg[MAX_STAGES], ret;
 	struct layer_costs m = *lc;
 	struct pipeline_frame *cf;
-	struct dp d = { .n = n, .K = f->n_stages, .ncnt = 1, .lc = &m, .cut = cut, .first_group = -1 };
-	bool alike = true;
+	struct dp d = { .n = n, .K = f->n_stages, .ncnt = 1, .lc = &m, .cut = cut };
+	int runs, start[MAX_GROUPS + 1];
 	double *time, *tail0 = NULL;
 
 	if (!valid(lc, f) || f->vp != 1)
@@ -1295,6 +1331,7 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 	}
 	if (total != f->n_stages)
 		return -1;
+	runs = tied_runs(f, map, C, start);
 	cf = xmalloc(sizeof *cf);
 	*cf = *f;
 	time = xmalloc((size_t)C * (size_t)n * sizeof *time);
@@ -1312,7 +1349,6 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 		for (int e = 0; e < C; e++) {
 			cf->link[c][e] = f->link[g][map[e]];
 			cf->tied[c][e] = f->tied[g][map[e]];
-			alike &= cf->tied[c][e] == cf->tied[0][0];
 		}
 		cr[c] = ranks[g];
 		ccls[c] = cls ? cls[g] : 0;
@@ -1330,23 +1366,38 @@ static int place_free(const struct layer_costs *lc, const struct pipeline_frame 
 		d.radix[c] = d.ncnt;
 		d.ncnt *= cr[c] + 1;
 	}
-	/* the tied all-reduce depends on the groups of the first and the
-	 * last stage: where it differs between them, one DP for each group
-	 * of stage 0, each below the best so far */
+	/* The tied all-reduce depends on the groups of the first and the last
+	 * stage. Where the groups differ in it (runs > 1), a DP on every group
+	 * with each last group's least over the runs first (r = -1: a lower
+	 * bound of every placement's): where its optimum pays that least, it
+	 * is the optimum; else, with its true objective as the incumbent, one
+	 * DP for each run of alike groups, stage 0 on its groups, each below
+	 * the best so far. */
 	ret = -1;
-	for (int c0 = alike ? -1 : 0; c0 < (alike ? 0 : C); c0++) {
-		int kg[MAX_STAGES];
+	for (int r = runs > 1 ? -1 : 0; r < runs; r++) {
+		int kg[MAX_STAGES], K = f->n_stages;
 		unsigned short kf[MAX_STAGES + 1];
-		double kt;
+		double kt, paid;
 
-		d.first_group = c0;
-		set_end(&d, c0 < 0 ? 0 : c0);
-		if (solve(&d, kg, kf, &kt))
+		d.first_lo = r < 0 ? 0 : start[r];
+		d.first_hi = r < 0 || runs == 1 ? 0 : start[r + 1];
+		set_end(&d, r < 0 ? start : &start[r], r < 0 ? runs : 1);
+		if (solve(&d, kg, kf, &kt)) {
+			if (r < 0)
+				break; /* none beats the cut even at the least */
 			continue;
-		ret = 0;
-		d.cut = *t = kt;
-		memcpy(cg, kg, (size_t)f->n_stages * sizeof *cg);
-		memcpy(first, kf, (size_t)(f->n_stages + 1) * sizeof *first);
+		}
+		paid = d.end[kg[K - 1]];
+		if (r < 0 && tail_row(&d, 0))
+			paid = cf->tied[kg[0]][kg[K - 1]];
+		if (kt + (paid - d.end[kg[K - 1]]) < d.cut) {
+			ret = 0;
+			d.cut = *t = kt + (paid - d.end[kg[K - 1]]);
+			memcpy(cg, kg, (size_t)K * sizeof *cg);
+			memcpy(first, kf, (size_t)(K + 1) * sizeof *first);
+		}
+		if (r < 0 && paid == d.end[kg[K - 1]])
+			break;
 	}
 	if (!ret)
 		for (int k = 0; k < f->n_stages; k++)
