@@ -55,7 +55,7 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 	 * as it runs */
 	int most = cost_most_batches(c, s);
 	double rho = 1.0 / 3, st = 0, act = 0, held[MAX_STAGES], gw, gg;
-	const double *links = NULL;
+	const double *links = NULL, *tieds = NULL;
 	bool tied;
 
 	if (n > MAX_STAGES)
@@ -88,8 +88,15 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 		if (!memcmp(key, lc->link_key, sizeof key))
 			links = lc->link;
 	}
+	tied = cost_tied_paid(m, s);
+	if (tied && lc->tied && lc->n_group == c->n_group) {
+		int key[5];
+
+		cost_tied_key(key, s);
+		if (!memcmp(key, lc->tied_key, sizeof key))
+			tieds = lc->tied;
+	}
 	memory_gathered(m, s, &gw, &gg);
-	tied = m->tied && pp > 1;
 	for (int g = 0; g < c->n_group && g < MAX_GROUPS; g++) {
 		f->cap_of[g] = (cluster_group_mem(c, g) - cost_context_bytes(c) - gw - gg) / vp -
 			       lc->vocab_bytes;
@@ -98,7 +105,9 @@ void cost_frame(struct pipeline_frame *f, const struct model *m,
 			f->link[g][h] = (links ? links[(size_t)g * c->n_group + h]
 					       : comm_pp_send(m, c, g, h, s)) *
 					most / mb;
-			f->tied[g][h] = tied ? cost_tied_allreduce(m, c, s, g, h) : 0;
+			f->tied[g][h] = !tied	? 0
+					: tieds ? tieds[(size_t)g * c->n_group + h]
+						: cost_tied_pair(m, c, s, g, h);
 		}
 	}
 	if (schedule_virtual(s->schedule))

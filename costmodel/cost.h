@@ -78,6 +78,12 @@ struct layer_costs {
 	 * NULL: cost_frame computes them. */
 	double *link;
 	int link_key[6];
+	/* [g * n_group + h]: cost_tied_pair between a first pipeline rank on
+	 * group g and a last on group h for the strategy costed, whose tp, cp,
+	 * dp, pp and grad_bytes tied_key holds (cost_frame takes them from
+	 * here when they match); NULL: cost_frame computes them. */
+	double *tied;
+	int tied_key[5];
 	/* The per-layer terms that cost_evaluate reads for every partition
 	 * (cost_int.h struct layer_terms), of the strategy costed; NULL:
 	 * cost_evaluate computes them. */
@@ -195,8 +201,8 @@ struct pipeline_frame {
 	double link[MAX_GROUPS][MAX_GROUPS];
 	/* tied[g][h]: the tied embedding's gradient all-reduce that the first
 	 * pipeline rank, on group g, and the last, on group h, wait for
-	 * after their DP tails, seconds per iteration (cost_tied_allreduce;
-	 * 0 without it) */
+	 * after their DP tails, seconds per iteration (cost_tied_pair where
+	 * cost_tied_paid; 0 without it) */
 	double tied[MAX_GROUPS][MAX_GROUPS];
 	double cap_of[MAX_GROUPS];
 	double vocab_of[MAX_GROUPS]; /* vocab[] of a stage on group g */

@@ -96,12 +96,19 @@ double cost_tied_dense(const struct model *m, const struct strategy *s);
  * DP reduction and before the optimizer step, each GPU of the first rank
  * all-reduces its V*h/t gradient (cost_tied_dense) in the gradients' dtype
  * (memory_grad_bytes) with its peer on the last rank (comm_pair_allreduce,
- * pp ranks apart); both ranks wait for it. 0 where nothing is tied, with
- * one pipeline rank, with vocabulary parallelism (each rank holds its
- * slice of both matrices) and where one rank holds the first and the last
- * stage (ZB-V, DualPipeV). */
-double cost_tied_allreduce(const struct model *m, const struct cluster *c,
-			   const struct strategy *s, int gf, int gl);
+ * pp ranks apart); both ranks wait for it. 0 where nothing is tied or with
+ * one pipeline rank; reads s's tp, cp, dp, pp and grad_bytes
+ * (cost_tied_key). */
+double cost_tied_pair(const struct model *m, const struct cluster *c, const struct strategy *s,
+		      int gf, int gl);
+
+/* Whether s pays cost_tied_pair: none with vocabulary parallelism (each
+ * rank holds its slice of both matrices) nor where one rank holds the
+ * first and the last stage (ZB-V, DualPipeV). */
+bool cost_tied_paid(const struct model *m, const struct strategy *s);
+
+/* What cost_tied_pair reads of s (layer_costs.tied_key). */
+void cost_tied_key(int *key, const struct strategy *s);
 
 /* The tail of pipeline rank r over all its chunks; lt: the layers'
  * terms of s (cost_terms_of), or NULL. */

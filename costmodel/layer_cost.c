@@ -595,15 +595,28 @@ double cost_tied_dense(const struct model *m, const struct strategy *s)
 	return m->tied && m->layer[m->n_layer - 1].params >= vh ? vh / s->tp : 0;
 }
 
-double cost_tied_allreduce(const struct model *m, const struct cluster *c,
-			   const struct strategy *s, int gf, int gl)
+double cost_tied_pair(const struct model *m, const struct cluster *c, const struct strategy *s,
+		      int gf, int gl)
 {
 	double S = cost_tied_dense(m, s) * memory_grad_bytes(s);
+
+	return s->pp < 2 || S <= 0 ? 0 : comm_pair_allreduce(c, gf, gl, s->tp * s->cp * s->dp, s->pp, S);
+}
+
+bool cost_tied_paid(const struct model *m, const struct strategy *s)
+{
 	int n_stages = s->n_stages > 0 ? s->n_stages : s->pp * strategy_vp(s);
 
-	if (s->pp < 2 || s->vocab_par || S <= 0 || strategy_rank(s, n_stages - 1) == 0)
-		return 0;
-	return comm_pair_allreduce(c, gf, gl, s->tp * s->cp * s->dp, s->pp, S);
+	return m->tied && s->pp > 1 && !s->vocab_par && strategy_rank(s, n_stages - 1) != 0;
+}
+
+void cost_tied_key(int *key, const struct strategy *s)
+{
+	key[0] = s->tp;
+	key[1] = s->cp;
+	key[2] = s->dp;
+	key[3] = s->pp;
+	key[4] = (int)memory_grad_bytes(s);
 }
 
 /* The DP tail of a pipeline rank (Narayanan et al. 2021 Sec. 3.2; COSTMODEL.md
@@ -901,13 +914,13 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 	double *buf, fr, all, f0, rc, bw;
 
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = lc->tied = NULL;
 	lc->terms = NULL;
 	lc->n_layer = lc->n_group = 0;
 	if (check_strategy(s, e) < 0)
 		return -1;
 	terms_make(lc, m, s);
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + (size_t)G * G,
+	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + 2 * (size_t)G * G,
 		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
 	for (int g = 0; g < G; g++) {
@@ -948,9 +961,13 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 	lc->vocab_fwd = lc->vocab_time + G;
 	lc->link = lc->vocab_fwd + G;
 	cost_link_key(lc->link_key, s);
+	lc->tied = lc->link + (size_t)G * G;
+	cost_tied_key(lc->tied_key, s);
 	for (int g = 0; g < G; g++)
-		for (int h = 0; h < G; h++)
+		for (int h = 0; h < G; h++) {
 			lc->link[(size_t)g * G + h] = comm_pp_send(m, c, g, h, s);
+			lc->tied[(size_t)g * G + h] = m->tied ? cost_tied_pair(m, c, s, g, h) : 0;
+		}
 	for (int g = 0; g < G; g++) {
 		struct parts p;
 
@@ -991,6 +1008,6 @@ void cost_layers_free(struct layer_costs *lc)
 	free(lc->terms);
 	lc->terms = NULL;
 	lc->time = lc->fwd = lc->state_bytes = lc->act_bytes = lc->extra_bytes = NULL;
-	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = NULL;
+	lc->tail0 = lc->vocab_time = lc->vocab_fwd = lc->link = lc->tied = NULL;
 	lc->n_layer = lc->n_group = 0;
 }

@@ -823,7 +823,7 @@ START_TEST(test_evaluate_dp_tail)
 }
 END_TEST
 
-/* The tied embedding's gradient all-reduce (cost_tied_allreduce) on
+/* The tied embedding's gradient all-reduce (cost_tied_pair) on
  * toy_two_ranks: V h / t = 1e6 gradients of 4 bytes (fp32, the default)
  * between each of rank 0's 2 GPUs (group 0) and its peer on rank 1 (group
  * 1): across the nodes at 1e11 B/s a node, shared by the 2 GPUs of a
