@@ -187,6 +187,13 @@ static double permute_bytes_per_token(const struct model *m, int l, const struct
 	return (2 + 2.0 * m->top_k) * m->hidden * dt * rows;
 }
 
+/* Logits per token of layer l on one GPU under s: the head's vocabulary
+ * shard, V / t; 0 in the other layers. */
+static double logits_per_token(const struct model *m, int l, const struct strategy *s)
+{
+	return m->layer[l].kind == LAYER_HEAD ? (double)m->vocab / s->tp : 0;
+}
+
 /* Memory-bound bytes per token of layer l on one GPU under s, forward,
  * the attention core's softmax excepted (score_bytes_per_token); the MLP's
  * activation over the FFN width a token runs through (ffn_per_token), RoPE
@@ -203,7 +210,7 @@ static double mem_bytes_per_token(const struct model *m, int l,
 	case LAYER_EMBEDDING:
 		return (m->learned_pos ? 3 : 2) * h * dt;
 	case LAYER_HEAD:
-		return norm * h * dt * rows + CE_BYTES_PER_LOGIT * m->vocab / t;
+		return norm * h * dt * rows + CE_FWD_BYTES * logits_per_token(m, l, s);
 	case LAYER_BLOCK:
 		break;
 	}
@@ -397,7 +404,7 @@ static void module_parts(struct layer_time *t, const struct model *m, int l,
  *   GEMMs at peak * eff, backward 2x, plus the softmax traffic;
  * - memory-bound kernels: mem_bytes_per_token * b*s/c over hbm_bw *
  *   COMPUTE_HBM_EFF or the GPU's hbm_eff (the per-token bytes are already per GPU), backward
- *   MEM_BWD x forward; in FP8, the casts of fp8_casts at FP8_CAST_BYTES
+ *   MEM_BWD x forward, the loss's CE_BWD_BYTES apart; in FP8, the casts of fp8_casts at FP8_CAST_BYTES
  *   an element, forward the inputs', backward the output gradients';
  * - LAYER_OVERHEAD_S per layer (plus MOE_LAYER_OVERHEAD_S in an MoE
  *   block), MEM_BWD x that backward;
@@ -423,6 +430,7 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 	double bw = g->hbm_bw * (g->hbm_eff > 0 ? g->hbm_eff : COMPUTE_HBM_EFF), tok = (double)s->mbs * s->seq / s->cp;
 	double part[6], cast[2], gemm = gemms(g, m, l, s, w, tok, part, cast);
 	double attn_f = 0, attn_b = 0, mem = 0, fwd = 0, bwd = 0, x = 1, cast_f = 0, cast_b = 0;
+	double ce_f = 0, ce_b = 0;
 	double over = LAYER_OVERHEAD_S, norm_mem = 0;
 	bool block = ly->kind == LAYER_BLOCK, moe = block && model_block_moe(m, l - 1);
 	unsigned mods = block ? strategy_rc_modules(s) : 0;
@@ -449,8 +457,11 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		attn_f = wa / (g->peak_flops * compute_eff(g, wa)) + sm;
 		attn_b = 2 * (attn_f - sm) + MEM_BWD * sm;
 	}
-	if (bw > 0)
+	if (bw > 0) {
 		mem = mem_bytes_per_token(m, l, s) * tok / bw;
+		ce_f = CE_FWD_BYTES * logits_per_token(m, l, s) * tok / bw;
+		ce_b = CE_BWD_BYTES * logits_per_token(m, l, s) * tok / bw;
+	}
 	if (bw > 0 && block) {
 		norm_mem = norm_bytes_per_token(m, s) * tok / bw;
 		cast_f = FP8_CAST_BYTES * cast[0] / bw;
@@ -470,7 +481,7 @@ int compute_layer(struct layer_time *t, const struct model *m, int l,
 		part[i] *= x;
 	module_parts(t, m, l, s, part, x * tok / (bw > 0 ? bw : INFINITY), x * MOE_LAYER_OVERHEAD_S);
 	t->fwd = rc > 0 ? fwd : gemm + attn_f + mem + cast_f + over;
-	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem + over) + cast_b;
+	t->bwd = rc > 0 ? bwd : 2 * gemm + attn_b + MEM_BWD * (mem - ce_f + over) + ce_b + cast_b;
 	if (s->grad_acc_unfused && bw > 0) {
 		/* un-fused gradient accumulation: read and write the buffer
 		 * (grad_bytes each), read the new gradient (the dtype's) */

@@ -71,9 +71,17 @@ struct model;
  *   only the lower triangle, and much of a head's scores stays in L2);
  *   eager attention scales, masks, softmaxes in fp32, casts and drops out
  *   in separate kernels: about 10, calibrated 15 (SCORE_UNFUSED);
- * - the vocabulary-parallel cross-entropy reads the bf16 logits and makes
- *   about six fp32 passes (max, subtract, exp, sum, log, gradient): 24
- *   bytes per logit;
+ * - the loss, per logit of the GPU's vocabulary shard, in bytes of its own
+ *   (fp32) kernels, forward and backward apart (CE_FWD_BYTES,
+ *   CE_BWD_BYTES): Megatron's GPT model casts the bf16 logits to fp32
+ *   (reads 2, writes 4), and its vocabulary-parallel cross-entropy
+ *   (megatron/core/tensor_parallel/cross_entropy.py) takes the max (4),
+ *   subtracts it in place (8), exponentiates in place (8), sums (4) and
+ *   divides by the sum in place (8), keeping the softmax: 38 forward;
+ *   its backward multiplies the softmax by the loss's gradient in place
+ *   (8) and the cast's backward writes it in bf16 (6): 14. Counted, not
+ *   calibrated; cross_entropy_loss_fusion (NeMo's recipes run it) is
+ *   counted the same (README "Validation");
  * - the embedding writes its output row: 2 (plus the position add, 3,
  *   with learned positions);
  * - an MoE block's token permutation (Megatron-Core's all-to-all
@@ -82,7 +90,8 @@ struct model;
  *   reads the top_k expert outputs and writes their probability-weighted
  *   sum: 2 + 2 top_k rows of h (MOE_PERMUTE_ROWS) per token of the GPU.
  * The backward pass moves twice the forward's bytes (it reads the saved
- * input and the output gradient and writes the input gradient). */
+ * input and the output gradient and writes the input gradient), the
+ * loss's excepted. */
 #define NORM_FUSED	   2.0
 #define NORM_UNFUSED	   32.0
 #define RESIDUAL	   3.0
@@ -90,7 +99,8 @@ struct model;
 #define SWIGLU_UNFUSED	   5.0
 #define SCORE_FUSED	   0.7
 #define SCORE_UNFUSED	   15.0
-#define CE_BYTES_PER_LOGIT 24.0
+#define CE_FWD_BYTES	   38.0
+#define CE_BWD_BYTES	   14.0
 #define MEM_BWD		   2.0
 
 /* Bytes per element of an FP8 cast that Transformer Engine runs as a

@@ -193,10 +193,16 @@ END_TEST
  * are longer), so an order by effect alone takes those two and leaves the
  * HBM share out; forward selection, by what explains the runs, takes the
  * HBM share, recovers it within 5% and leaves the GEMM ceiling and its
- * half-point within 2% of the catalogue's, the runs' MAPE under 1%. */
+ * half-point within 2% of the catalogue's, the runs' MAPE under 1%. The
+ * runs: TP 1, 2 and 8 on one node, PP 2 over two, TP 2 x PP 2. The pick
+ * matters: 10 of the 126 choices of 5 of the shapes hold here, this one
+ * under each of 6 noise seeds tried; TP 1 to 8 with TP 2 x PP 2, which held
+ * while the loss was counted at 24 bytes a logit forward and 48 backward,
+ * no longer does (with 38 and 14, the HBM share scales those runs too
+ * nearly as the GEMM ceiling and its half-point do). */
 START_TEST(test_selects_what_explains)
 {
-	static const int pick[] = { 0, 1, 2, 3, 6 };
+	static const int pick[] = { 0, 1, 3, 4, 6 };
 	struct cluster *c, *truth;
 	struct model *m = test_small_model(8, 64);
 	struct calib_run run[5];

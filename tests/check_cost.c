@@ -64,15 +64,20 @@ START_TEST(test_compute_analytic)
 	ck_assert_rel(t.recompute, x.fwd, 1e-12);
 	/* the head is never recomputed: one h x V/t GEMM, 2hV * 1024 FLOPs;
 	 * the final norm on the 2048 replicated rows, NORM_FUSED * 8192 bytes,
-	 * and the cross-entropy, 24 bytes per logit of 51200 / 2. */
+	 * and the loss over the 51200 / 2 logits of the GPU's shard: 38 bytes
+	 * a logit forward (the fp32 cast 2 + 4, max 4, subtract 8, exp 8,
+	 * sum 4, divide 8), 14 backward (multiply 8, the cast back 4 + 2),
+	 * the norm's backward 2x its forward. */
 	compute_layer(&t, &mod, 3, &gpus[0], &s, NULL);
 	ck_assert_rel(t.recompute, 0, 0);
 	ck_assert_rel(t.gemm_fwd, 2.0 * 4096 * 51200 * 1024 / (312e12 * 0.5), 1e-12);
 	ck_assert_rel(t.attn_fwd, 0, 0);
-	mem = (NORM_FUSED * 8192 + CE_BYTES_PER_LOGIT * 25600) * 2048 / bw;
+	mem = (NORM_FUSED * 8192 + 38.0 * 25600) * 2048 / bw;
 	ck_assert_rel(t.mem_fwd, mem, 1e-12);
 	ck_assert_rel(t.fwd, t.gemm_fwd + mem + O, 1e-12);
-	ck_assert_rel(t.bwd, 2 * t.gemm_fwd + MEM_BWD * (mem + O), 1e-12);
+	ck_assert_rel(t.bwd,
+		      2 * t.gemm_fwd + 2 * (NORM_FUSED * 8192 * 2048 / bw + O) + 14.0 * 25600 * 2048 / bw,
+		      1e-12);
 	/* the embedding: no FLOPs; it writes its row and adds the learned
 	 * position, 3 * 8192 bytes per token. */
 	compute_layer(&t, &mod, 0, &gpus[0], &s, NULL);

@@ -233,9 +233,13 @@ struct part toy_head(double P, double hbm, int t, int c, bool sp)
 	struct part x = { 0 };
 
 	x.gemm = 5e8 * n / P;
-	x.mem = (NORM_FUSED * 2000 * rows + CE_BYTES_PER_LOGIT * 1000.0 / t) *
-		tok / (hbm * COMPUTE_HBM_EFF);
-	return finish(x);
+	x.mem = (NORM_FUSED * 2000 * rows + CE_FWD_BYTES * 1000.0 / t) * tok /
+		(hbm * COMPUTE_HBM_EFF);
+	x = finish(x);
+	/* the loss's backward moves CE_BWD_BYTES a logit, not MEM_BWD x */
+	x.bwd += (CE_BWD_BYTES - MEM_BWD * CE_FWD_BYTES) * 1000.0 / t * tok /
+		 (hbm * COMPUTE_HBM_EFF);
+	return x;
 }
 
 struct part toy_emb(double hbm, int c)

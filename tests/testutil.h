@@ -157,8 +157,9 @@ struct strategy strat(int tp, int cp, int pp, int dp, int mbs, int gbs,
  *            (2 NORM_FUSED + 2 RESIDUAL) * 2000 * rows; GeLU 2 rows of f,
  *            2 * 4000 * 2 / t; rotary reads and writes q and k, 2 * (8 + 8)
  *            * 125 * 2 / t;
- *     head:  the final norm NORM_FUSED * 2000 * rows + the cross-entropy
- *            CE_BYTES_PER_LOGIT * 1000 / t;
+ *     head:  the final norm NORM_FUSED * 2000 * rows + the loss
+ *            CE_FWD_BYTES * 1000 / t (backward: CE_BWD_BYTES * 1000 / t,
+ *            not MEM_BWD x);
  *     embedding: its output row, 2 * 2000 (rotary: no position add);
  *   forward: GEMMs + attention + memory + LAYER_OVERHEAD_S; backward: 2 x
  *   GEMMs + the attention backward + MEM_BWD x (memory + overhead). */
