@@ -92,16 +92,16 @@ struct model;
  * The backward pass moves twice the forward's bytes (it reads the saved
  * input and the output gradient and writes the input gradient), the
  * loss's excepted. */
-#define NORM_FUSED	   2.0
-#define NORM_UNFUSED	   32.0
-#define RESIDUAL	   3.0
-#define ROPE_UNFUSED	   10.0
-#define SWIGLU_UNFUSED	   5.0
-#define SCORE_FUSED	   0.7
-#define SCORE_UNFUSED	   15.0
-#define CE_FWD_BYTES	   38.0
-#define CE_BWD_BYTES	   14.0
-#define MEM_BWD		   2.0
+#define NORM_FUSED     2.0
+#define NORM_UNFUSED   32.0
+#define RESIDUAL       3.0
+#define ROPE_UNFUSED   10.0
+#define SWIGLU_UNFUSED 5.0
+#define SCORE_FUSED    0.7
+#define SCORE_UNFUSED  15.0
+#define CE_FWD_BYTES   38.0
+#define CE_BWD_BYTES   14.0
+#define MEM_BWD	       2.0
 
 /* Bytes per element of an FP8 cast that Transformer Engine runs as a
  * kernel of its own (cast_transpose: it reads the bf16 tensor, 2, and
