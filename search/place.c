@@ -100,6 +100,53 @@ void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *
 		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
 }
 
+/* With virtual stages (or DualPipe's mirrored stages) the partition DP
+ * costs each chunk against a bound of its own, while a pipeline rank runs
+ * its chunks together (cost.c: the slowest rank's chunks set the steady
+ * state): its optimum can load one rank with two heavy chunks. While it
+ * helps, at most max_moves times, moves the one layer across a chunk
+ * boundary that lowers the iteration time most (every boundary, both ways,
+ * each chunk keeping a layer); the moves are compared by their time and
+ * memory alone (cost_evaluate_time, each counted as an evaluation), the
+ * one taken last costed in full once, uncounted; s and r take the
+ * result. */
+void place_climb_chunks(struct search *S, struct strategy *s, struct cost_result *r,
+			int max_moves)
+{
+	struct cost_result cur = *r;
+	bool moved = false;
+
+	if ((s->vp == 1 && !schedule_bidirectional(s->schedule)) || !r->fits)
+		return;
+	for (int n = 0; n < max_moves && !search_over(S); n++) {
+		struct strategy b = *s;
+		struct cost_result br = cur;
+
+		for (int k = 1; k < s->n_stages; k++)
+			for (int d = -1; d <= 1; d += 2) {
+				struct strategy x = *s;
+				struct cost_result xr;
+				int at = x.first[k] + d;
+
+				if (at <= x.first[k - 1] || at >= x.first[k + 1])
+					continue;
+				x.first[k] = (unsigned short)at;
+				cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
+				if (xr.fits && xr.iter_s < br.iter_s * (1 - 1e-12)) {
+					b = x;
+					br = xr;
+				}
+			}
+		if (!(br.iter_s < cur.iter_s))
+			break;
+		*s = b;
+		cur = br;
+		moved = true;
+	}
+	if (moved)
+		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
+}
+
 /* Partitions the layers for placement s->group (or takes the fixed
  * layout) and keeps the result in *best if it fits and beats it. With
  * virtual stages the partition DP holds each chunk to its rank's memory /

@@ -113,6 +113,12 @@ static int seq_blocks(const struct cluster *c, const int *ranks, const int *cls,
 #define REFINE_EXACT_ROWS  4
 #define REFINE_EXACT_NODES 200000
 
+/* Rows with virtual stages or DualPipe that refine_rows climbs
+ * (place_climb_chunks) where exact_place did not place them, and the most
+ * moves of each climb. */
+#define REFINE_CLIMB_ROWS  16
+#define REFINE_CLIMB_MOVES 32
+
 /* Most candidates (placements x partitions) of a row given to exact_place:
  * beyond, it seldom finishes within REFINE_EXACT_NODES (AMP's GPT-2 on 16
  * T4s at PP 8 with 2 stages per rank has 3.3e6 and takes 0.1 CPU s). */
@@ -174,6 +180,44 @@ static bool refine_exact(struct search *S, struct plan_row *row, double *lb, boo
 	if (done)
 		*lb = row->r.iter_s;
 	return done;
+}
+
+/* place_climb_chunks on row (virtual stages or DualPipe) from its own
+ * partition, on the layer costs the search gave it (as refine_exact); the
+ * row takes a faster result (*moved). Charged its layer costs and
+ * REFINE_CLIMB_MOVES sweeps of its boundaries at most (*cut where they do
+ * not fit in what is left). */
+static void refine_climb(struct search *S, struct plan_row *row, bool *moved, bool *cut)
+{
+	struct search T = *S;
+	struct strategy s = row->s, one = row->s;
+	struct cost_result r = row->r;
+	double c0 = partition_cells,
+	       est = layer_cells(S) + REFINE_CLIMB_MOVES * 2.0 * (s.n_stages - 1) * SEARCH_EVAL_CELLS *
+					      (S->m->n_layer + 2);
+	long e0 = cost_evaluations;
+
+	if (!afford(S, est)) {
+		*cut = true;
+		return;
+	}
+	memset(T.ranks, 0, sizeof T.ranks);
+	for (int k = 0; k < s.pp; k++)
+		T.ranks[s.group[k]]++;
+	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
+		one.schedule = SCHED_1F1B;
+		one.vp = 1;
+	}
+	if (cost_layers(&T.lc, S->m, S->c, &one, T.ranks, NULL))
+		return;
+	place_climb_chunks(&T, &s, &r, REFINE_CLIMB_MOVES);
+	cost_layers_free(&T.lc);
+	charge(S, c0, e0, est);
+	if (r.fits && r.iter_s < row->r.iter_s) {
+		row->s = s;
+		row->r = r;
+		*moved = true;
+	}
 }
 
 /* The end of a row in refine_rows: where it moved, its price and trainers
@@ -316,7 +360,7 @@ bool refine_rows(struct search *S, const struct cluster *c)
 	struct plan_row first;
 	double top;
 	bool changed = false;
-	int descents = 0, exacts = 0;
+	int descents = 0, exacts = 0, climbs = 0;
 
 	if (!P->n_row || !plan_row_fits(P, 0) || S->fixed || S->o->exhaustive)
 		return false;
@@ -340,9 +384,13 @@ bool refine_rows(struct search *S, const struct cluster *c)
 		if (!(lb < top * (1 - 1e-12)))
 			continue;
 		if (s.vp != 1 || schedule_bidirectional(s.schedule)) {
-			if (exacts++ >= REFINE_EXACT_ROWS)
-				continue;
-			refine_exact(S, row, &lb, &moved, &cut);
+			bool done = exacts < REFINE_EXACT_ROWS && refine_exact(S, row, &lb, &moved, &cut);
+
+			exacts++;
+			if (!done && climbs < REFINE_CLIMB_ROWS) {
+				climbs++;
+				refine_climb(S, row, &moved, &cut);
+			}
 			P->refine_cut += cut;
 			changed |= settle(S, c, row, lb, moved, &top);
 			plan_row_set(P, i, row);

@@ -233,6 +233,12 @@ void place_default_split(struct strategy *s, int n_layer);
  * take the result (place.c says how). */
 void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t);
 
+/* With virtual stages or DualPipe: moves a layer at a time across the
+ * chunk boundary that helps most, at most max_moves times; s and r take
+ * the result (place.c says how). */
+void place_climb_chunks(struct search *S, struct strategy *s, struct cost_result *r,
+			int max_moves);
+
 /* Frees the calling thread's GLPK environment under the lock that the ILP
  * placement holds (ilp_free_env). */
 void place_free_glpk(void);
