@@ -2,6 +2,7 @@
  * groups: a table of placers walked in order (exact searches, the block
  * orders, the ILP, a feasibility DP), each placement partitioned by the
  * partition DP (or given the fixed layout) and costed (search_int.h). */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -56,39 +57,52 @@ static bool next_perm(int *a, int n)
 	return true;
 }
 
-/* Where the partition DP's optimum t (pipeline time + rank 0's tail) is
- * below the evaluated r (vp 1): a later rank's tail ends after rank 0's
- * (cost.c iter_tail), which the DP does not see. While it helps, moves a
- * layer from the rank that sets the tail (r->tail_rank) to the stage
- * before it, which lengthens its lead, or to the stage after it, which
- * shrinks its reduction; s and r take the result. The moves are compared
- * by their time and memory alone (cost_evaluate_time, each counted as an
- * evaluation); the one taken last is costed in full once, uncounted. */
-void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t)
+/* A move of the climbs below: the start of stage k of s moved by d
+ * layers (1 <= k < n_stages, each stage keeping a layer), costed by its
+ * time and memory alone (cost_evaluate_time); where it fits and is faster
+ * than *br, *b and *br take it. */
+static void try_boundary(struct search *S, const struct strategy *s, int k, int d,
+			 struct strategy *b, struct cost_result *br)
+{
+	struct strategy x = *s;
+	struct cost_result xr;
+	int at = x.first[k] + d;
+
+	if (k < 1 || k >= x.n_stages || at <= x.first[k - 1] || at >= x.first[k + 1])
+		return;
+	x.first[k] = (unsigned short)at;
+	cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
+	if (xr.fits && xr.iter_s < br->iter_s * (1 - 1e-12)) {
+		*b = x;
+		*br = xr;
+	}
+}
+
+/* The climbs below: while it helps, at most max_moves times, s takes the
+ * move that lowers the iteration time most: with tail, of the two that
+ * move a layer off the rank whose DP tail ends last (r->tail_rank, while
+ * that is not rank 0), to the stage before it or after it; else every
+ * chunk boundary moved by a layer either way. The moves are compared by
+ * their time and memory alone (cost_evaluate_time, each counted as an
+ * evaluation); the one taken last is costed in full once, uncounted, into
+ * r. */
+static void climb(struct search *S, struct strategy *s, struct cost_result *r, int max_moves,
+		  bool tail)
 {
 	struct cost_result cur = *r;
 	bool moved = false;
 
-	if (s->vp != 1 || !r->fits || !(t < r->iter_s * (1 - 1e-9)))
-		return;
-	while (cur.tail_rank > 0 && !search_over(S)) {
+	for (int n = 0; n < max_moves && (!tail || cur.tail_rank > 0) && !search_over(S); n++) {
 		struct strategy b = *s;
 		struct cost_result br = cur;
-		int q = cur.tail_rank;
 
-		for (int d = 0; d < 2; d++) {
-			struct strategy x = *s;
-			struct cost_result xr;
-			int k = q + d, at = x.first[k] + (d ? -1 : 1);
-
-			if (k >= x.n_stages || at <= x.first[k - 1] || at >= x.first[k + 1])
-				continue;
-			x.first[k] = (unsigned short)at;
-			cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
-			if (xr.fits && xr.iter_s < br.iter_s * (1 - 1e-12)) {
-				b = x;
-				br = xr;
-			}
+		if (tail) {
+			try_boundary(S, s, cur.tail_rank, 1, &b, &br);
+			try_boundary(S, s, cur.tail_rank + 1, -1, &b, &br);
+		} else {
+			for (int k = 1; k < s->n_stages; k++)
+				for (int d = -1; d <= 1; d += 2)
+					try_boundary(S, s, k, d, &b, &br);
 		}
 		if (!(br.iter_s < cur.iter_s))
 			break;
@@ -100,51 +114,30 @@ void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *
 		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
 }
 
+/* Where the partition DP's optimum t (pipeline time + rank 0's tail) is
+ * below the evaluated r (vp 1): a later rank's tail ends after rank 0's
+ * (cost.c iter_tail), which the DP does not see. While it helps, moves a
+ * layer from the rank that sets the tail (r->tail_rank) to the stage
+ * before it, which lengthens its lead, or to the stage after it, which
+ * shrinks its reduction (climb); s and r take the result. */
+void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t)
+{
+	if (s->vp == 1 && r->fits && t < r->iter_s * (1 - 1e-9))
+		climb(S, s, r, INT_MAX, true);
+}
+
 /* With virtual stages (or DualPipe's mirrored stages) the partition DP
  * costs each chunk against a bound of its own, while a pipeline rank runs
  * its chunks together (cost.c: the slowest rank's chunks set the steady
  * state): its optimum can load one rank with two heavy chunks. While it
  * helps, at most max_moves times, moves the one layer across a chunk
- * boundary that lowers the iteration time most (every boundary, both ways,
- * each chunk keeping a layer); the moves are compared by their time and
- * memory alone (cost_evaluate_time, each counted as an evaluation), the
- * one taken last costed in full once, uncounted; s and r take the
- * result. */
+ * boundary that lowers the iteration time most (climb: every boundary,
+ * both ways, each chunk keeping a layer); s and r take the result. */
 void place_climb_chunks(struct search *S, struct strategy *s, struct cost_result *r,
 			int max_moves)
 {
-	struct cost_result cur = *r;
-	bool moved = false;
-
-	if ((s->vp == 1 && !schedule_bidirectional(s->schedule)) || !r->fits)
-		return;
-	for (int n = 0; n < max_moves && !search_over(S); n++) {
-		struct strategy b = *s;
-		struct cost_result br = cur;
-
-		for (int k = 1; k < s->n_stages; k++)
-			for (int d = -1; d <= 1; d += 2) {
-				struct strategy x = *s;
-				struct cost_result xr;
-				int at = x.first[k] + d;
-
-				if (at <= x.first[k - 1] || at >= x.first[k + 1])
-					continue;
-				x.first[k] = (unsigned short)at;
-				cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
-				if (xr.fits && xr.iter_s < br.iter_s * (1 - 1e-12)) {
-					b = x;
-					br = xr;
-				}
-			}
-		if (!(br.iter_s < cur.iter_s))
-			break;
-		*s = b;
-		cur = br;
-		moved = true;
-	}
-	if (moved)
-		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
+	if ((s->vp > 1 || schedule_bidirectional(s->schedule)) && r->fits)
+		climb(S, s, r, max_moves, false);
 }
 
 /* Partitions the layers for placement s->group (or takes the fixed
