@@ -346,7 +346,10 @@ static double place_cells(const int *ranks, int n_group, int n_layer, int K)
  * to the relaxation in which the groups of one GPU type merge
  * (partition_place_relaxed), whose placement by type partition_place_seq
  * (or seq_blocks) also tries; and the first REFINE_DESCENT_ROWS rows not
- * placed exactly are polished by swap descent. A row takes a placement
+ * placed exactly are polished by swap descent. Such rows with virtual
+ * stages or DualPipe: the first REFINE_EXACT_ROWS go to exact_place
+ * (refine_exact), and the first REFINE_CLIMB_ROWS that it does not place
+ * climb their chunk boundaries (refine_climb). A row takes a placement
  * only where it is faster. Each step runs only where its expected cells
  * fit in what is left of S->cap work units (afford; the caller sets S->cap
  * to what the search left of the budget and S->cells, S->count to 0) and

@@ -894,7 +894,7 @@ END_TEST
 
 /* The chunk-boundary climb (refine.c refine_climb, place.c
  * place_climb_chunks), a property: on 24 blocks (26 layers, past the
- * instances exact_place takes) on 6 to 12 GPUs of one group, interleaved
+ * instances exact_place takes) on 4 to 16 GPUs of one group, interleaved
  * 1F1B at PP 2, 3, 4 or 6 with 2 or 3 virtual stages, the search's one row
  * is locally optimal: no single layer moved across a chunk boundary (every
  * boundary, both ways, each chunk keeping a layer), costed by
