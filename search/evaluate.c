@@ -185,6 +185,7 @@ static bool evaluate(struct search *S, struct strategy *s, bool small)
 		return false;
 	if (s->vp == 1 && r.fits && !S->have_v1) {
 		memcpy(S->v1_group, best.group, sizeof S->v1_group);
+		memcpy(S->v1_first, best.first, sizeof S->v1_first);
 		S->have_v1 = true;
 	}
 	if (!r.fits)

@@ -140,6 +140,43 @@ void place_climb_chunks(struct search *S, struct strategy *s, struct cost_result
 		climb(S, s, r, max_moves, false);
 }
 
+/* With virtual stages in Megatron's order (chunk k on rank k % pp, the
+ * last on rank pp - 1), on the placement of the strategy's row without
+ * them (S->v1_group; 1F1B's where it fits): a second partition, that
+ * row's layers per rank (S->v1_first) split over each rank's chunks as
+ * evenly as it goes, the later chunks (fewer micro-batches in flight)
+ * taking the remainder. cost_evaluate's steady state weighs the ranks'
+ * totals (ra max_r C_r + rb sum_r C_r, cost.c), which that row's
+ * partition balances, while the chunk DP bounds each chunk on its own and
+ * can load one rank with two heavy chunks. s and r take it where it fits
+ * and is faster (compared by cost_evaluate_time, counted as an
+ * evaluation; costed in full once, uncounted). */
+static void try_v1_split(struct search *S, struct strategy *s, struct cost_result *r)
+{
+	struct strategy x = *s;
+	struct cost_result xr;
+	int size[MAX_STAGES], pp = s->pp, vp = s->vp;
+
+	if (vp == 1 || schedule_v(s->schedule) || schedule_bidirectional(s->schedule) ||
+	    !S->have_v1 || memcmp(s->group, S->v1_group, (size_t)pp))
+		return;
+	for (int q = 0; q < pp; q++) {
+		int n = S->v1_first[q + 1] - S->v1_first[q];
+
+		if (n < vp)
+			return;
+		for (int j = 0; j < vp; j++)
+			size[j * pp + q] = n / vp + (j >= vp - n % vp);
+	}
+	for (int k = 0; k < s->n_stages; k++)
+		x.first[k + 1] = (unsigned short)(x.first[k] + size[k]);
+	cost_evaluate_time(&xr, S->m, S->c, &x, &S->lc);
+	if (xr.fits && (!r->fits || xr.iter_s < r->iter_s)) {
+		*s = x;
+		cost_evaluate_again(r, S->m, S->c, s, &S->lc);
+	}
+}
+
 /* Partitions the layers for placement s->group (or takes the fixed
  * layout) and keeps the result in *best if it fits and beats it. With
  * virtual stages the partition DP holds each chunk to its rank's memory /
@@ -172,6 +209,8 @@ static double try_placement(struct search *S, struct strategy *s,
 		S->dp_value = t;
 	}
 	cost_evaluate(&r, S->m, S->c, s, &S->lc);
+	if (!S->fixed)
+		try_v1_split(S, s, &r);
 	if (!S->fixed)
 		place_climb_tail(S, s, &r, t);
 	if (!r.fits)

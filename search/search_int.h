@@ -47,8 +47,10 @@ struct search {
 	int cap_rows;
 	int ranks[MAX_GROUPS]; /* pipeline ranks each group hosts */
 	struct layer_costs lc;
-	unsigned char v1_group[MAX_STAGES]; /* placement of the strategy just
-					   costed without virtual stages */
+	/* placement and partition of the strategy just costed without
+	 * virtual stages (place.c placer_as_1f1b, try_v1_split) */
+	unsigned char v1_group[MAX_STAGES];
+	unsigned short v1_first[MAX_STAGES + 1];
 	bool have_v1;
 	bool exact;			     /* place_strategy's result is the
 					   optimum over every placement and

@@ -892,6 +892,19 @@ START_TEST(interleaved_rank_fits_where_chunk_caps_reject)
 }
 END_TEST
 
+/* The interleaving tests' case: small_case's model with 24 blocks (26
+ * layers, past the instances exact_place takes), global batch 16, on
+ * pp x nodes_per_rank nodes of 2 GPUs; o with TP 1, PP pp, DP over the
+ * rest, CP 1, micro-batch 1, the rest searched. */
+static void interleaved_case(struct model **m, struct cluster **c, struct plan_opts *o, int pp,
+			     int nodes_per_rank)
+{
+	small_case(m, c, 24, pp * nodes_per_rank, 80, false);
+	(*m)->gbs = 16;
+	plan_opts_init(o);
+	o->tp = 1, o->pp = pp, o->dp = 2 * nodes_per_rank, o->cp = 1, o->mbs = 1;
+}
+
 /* The chunk-boundary climb (refine.c refine_climb, place.c
  * place_climb_chunks), a property: on 24 blocks (26 layers, past the
  * instances exact_place takes) on 4 to 16 GPUs of one group, interleaved
@@ -920,10 +933,7 @@ START_TEST(interleaved_top_is_locally_optimal)
 		unsigned short first[MAX_STAGES + 1];
 		double t, row;
 
-		small_case(&m, &c, 24, shape[i][0] * shape[i][2], 80, false);
-		m->gbs = 16;
-		plan_opts_init(&o);
-		o.tp = 1, o.pp = shape[i][0], o.dp = 2 * shape[i][2], o.cp = 1, o.mbs = 1;
+		interleaved_case(&m, &c, &o, shape[i][0], shape[i][2]);
 		o.vp = shape[i][1];
 		o.schedule = SCHED_INTERLEAVED, o.recompute = RECOMPUTE_NONE, o.zero = 0;
 		ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
@@ -957,6 +967,79 @@ START_TEST(interleaved_top_is_locally_optimal)
 		cluster_free(c);
 	}
 	ck_assert_int_gt(helped, 0);
+}
+END_TEST
+
+/* The 1F1B row's layers per rank, split over the ranks' chunks (place.c
+ * try_v1_split), a property: on the shapes of interleaved_top_is_locally_
+ * optimal, every interleaved row that the search keeps (its strategies
+ * with recomputation and ZeRO searched too) costs no more than the 1F1B
+ * row of its degrees, micro-batch, recomputation and ZeRO, partitioned
+ * as that row is with each rank's layers split evenly over its chunks
+ * (the later ones taking the remainder), costed by cost_evaluate under
+ * the interleaved schedule where it fits (80 such pairs here). Without
+ * the split (the search's chunk DP and refine_rows' climb alone) the row
+ * at PP 2 with 3 chunks a rank and full recomputation is 5.8% slower than
+ * it. */
+START_TEST(interleaved_no_slower_than_1f1b_split)
+{
+	static const int shape[][2] = { { 2, 1 }, { 3, 1 }, { 4, 2 }, { 6, 1 }, { 3, 2 } };
+	int checked = 0;
+
+	for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
+		struct model *m;
+		struct cluster *c;
+		struct plan *p = NULL;
+		struct plan_opts o;
+		struct err e = { "" };
+
+		interleaved_case(&m, &c, &o, shape[i][0], shape[i][1]);
+		o.threads = 1;
+		ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+		for (int a = 0; a < p->n_row; a++) {
+			const struct plan_row *x = &ROW(p, a);
+
+			if (x->s.schedule != SCHED_INTERLEAVED || !plan_row_fits(p, a))
+				continue;
+			for (int b = 0; b < p->n_row; b++) {
+				const struct plan_row *y = &ROW(p, b);
+				struct strategy s = x->s;
+				struct layer_costs lc;
+				struct cost_result r;
+				int pp = s.pp, vp = s.vp, size[MAX_STAGES], ok = 1;
+
+				if (y->s.schedule != SCHED_1F1B || !plan_row_fits(p, b) ||
+				    y->s.mbs != s.mbs || y->s.recompute != s.recompute ||
+				    y->s.zero != s.zero || y->s.vocab_par || s.vocab_par ||
+				    y->s.slices || s.slices)
+					continue;
+				for (int q = 0; q < pp && ok; q++) {
+					int n = y->s.first[q + 1] - y->s.first[q];
+
+					ok = n >= vp;
+					for (int j = 0; j < vp && ok; j++)
+						size[j * pp + q] = n / vp + (j >= vp - n % vp);
+				}
+				if (!ok)
+					continue;
+				for (int k = 0; k < s.n_stages; k++)
+					s.first[k + 1] = (unsigned short)(s.first[k] + size[k]);
+				ck_assert_int_eq(cost_layers(&lc, m, c, &s, NULL, &e), 0);
+				cost_evaluate(&r, m, c, &s, &lc);
+				cost_layers_free(&lc);
+				if (!r.fits)
+					continue;
+				checked++;
+				ck_assert_msg(x->r.iter_s <= r.iter_s * (1 + 1e-9),
+					      "PP %d v%d %s: %.9g s, the 1F1B row's split %.9g s", pp, vp,
+					      recompute_name(s.recompute), x->r.iter_s, r.iter_s);
+			}
+		}
+		plan_free(p);
+		model_free(m);
+		cluster_free(c);
+	}
+	ck_assert_int_gt(checked, 10);
 }
 END_TEST
 
@@ -1167,6 +1250,7 @@ static Suite *search_suite(void)
 	tcase_set_timeout(opts, 60);
 	tcase_add_test(opts, interleaved_rank_fits_where_chunk_caps_reject);
 	tcase_add_test(opts, interleaved_top_is_locally_optimal);
+	tcase_add_test(opts, interleaved_no_slower_than_1f1b_split);
 	tcase_add_test(opts, layout_parses);
 	tcase_add_test(opts, mixed_replicas_never_refused);
 	tcase_add_test(opts, fp8_searched_where_the_gpus_have_it);
