@@ -158,7 +158,8 @@ static void try_v1_split(struct search *S, struct strategy *s, struct cost_resul
 	int size[MAX_STAGES], pp = s->pp, vp = s->vp;
 
 	if (vp == 1 || schedule_v(s->schedule) || schedule_bidirectional(s->schedule) ||
-	    !S->have_v1 || memcmp(s->group, S->v1_group, (size_t)pp))
+	    !S->have_v1 || memcmp(s->group, S->v1_group, (size_t)pp) ||
+	    S->v1_first[pp] != S->lc.n_layer)
 		return;
 	for (int q = 0; q < pp; q++) {
 		int n = S->v1_first[q + 1] - S->v1_first[q];
