@@ -139,6 +139,25 @@ static double exact_space(const int *ranks, int n_group, int n, int K)
 	return x;
 }
 
+/* The pipeline ranks each group hosts under s (ranks[], MAX_GROUPS) and
+ * the layer costs the search gave a row of s (into lc; the caller frees
+ * them): 1F1B's, or its own under DualPipe(V) with EP (enumerate.c).
+ * Returns as cost_layers. */
+static int row_layer_costs(const struct search *S, const struct strategy *s, int *ranks,
+			   struct layer_costs *lc)
+{
+	struct strategy one = *s;
+
+	memset(ranks, 0, MAX_GROUPS * sizeof *ranks);
+	for (int k = 0; k < s->pp; k++)
+		ranks[s->group[k]]++;
+	if (!(schedule_fb_overlap(s->schedule) && s->ep > 1)) {
+		one.schedule = SCHED_1F1B;
+		one.vp = 1;
+	}
+	return cost_layers(lc, S->m, S->c, &one, ranks, NULL);
+}
+
 /* exact_place on row (virtual stages or DualPipe) from its own placement
  * and partition as the incumbent, on the layer costs the search gave it
  * (1F1B's, or its own under DualPipe(V) with EP: enumerate.c); the row takes
@@ -147,7 +166,7 @@ static double exact_space(const int *ranks, int n_group, int n, int K)
  * budget left no room for it. */
 static bool refine_exact(struct search *S, struct plan_row *row, double *lb, bool *moved, bool *cut)
 {
-	struct strategy s = row->s, one = row->s, best = row->s;
+	struct strategy s = row->s, best = row->s;
 	struct cost_result r = row->r;
 	struct layer_costs lc;
 	int ranks[MAX_GROUPS] = { 0 };
@@ -163,11 +182,7 @@ static bool refine_exact(struct search *S, struct plan_row *row, double *lb, boo
 		*cut = true;
 		return false;
 	}
-	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
-		one.schedule = SCHED_1F1B;
-		one.vp = 1;
-	}
-	if (cost_layers(&lc, S->m, S->c, &one, ranks, NULL))
+	if (row_layer_costs(S, &s, ranks, &lc))
 		return false;
 	done = exact_place(&best, &r, &s, ranks, S->m, S->c, &lc, REFINE_EXACT_NODES);
 	cost_layers_free(&lc);
@@ -190,7 +205,7 @@ static bool refine_exact(struct search *S, struct plan_row *row, double *lb, boo
 static void refine_climb(struct search *S, struct plan_row *row, bool *moved, bool *cut)
 {
 	struct search T = *S;
-	struct strategy s = row->s, one = row->s;
+	struct strategy s = row->s;
 	struct cost_result r = row->r;
 	double c0 = partition_cells,
 	       est = layer_cells(S) + REFINE_CLIMB_MOVES * 2.0 * (s.n_stages - 1) * SEARCH_EVAL_CELLS *
@@ -201,14 +216,7 @@ static void refine_climb(struct search *S, struct plan_row *row, bool *moved, bo
 		*cut = true;
 		return;
 	}
-	memset(T.ranks, 0, sizeof T.ranks);
-	for (int k = 0; k < s.pp; k++)
-		T.ranks[s.group[k]]++;
-	if (!(schedule_fb_overlap(s.schedule) && s.ep > 1)) {
-		one.schedule = SCHED_1F1B;
-		one.vp = 1;
-	}
-	if (cost_layers(&T.lc, S->m, S->c, &one, T.ranks, NULL))
+	if (row_layer_costs(S, &s, T.ranks, &T.lc))
 		return;
 	place_climb_chunks(&T, &s, &r, REFINE_CLIMB_MOVES);
 	cost_layers_free(&T.lc);
