@@ -104,25 +104,35 @@ int coll_per_node(const struct node_group *g, int n, int stride)
 	return n > 0 ? gcd(n, k) : 1;
 }
 
-/* NCCL's collectives on NVSwitch nodes with a NIC per GPU (COSTMODEL.md
- * "Collectives across nodes"): the k members of a node reduce-scatter over
- * NVLink, then the n/k nodes reduce-scatter S/k across the network, each GPU
- * through its share of the node's NICs (inter_bw / gpus_per_node: every GPU
- * of the node is in some group doing the same at once), so that a group
- * with k GPUs per node moves k times a single GPU's share; this is why
- * nccl-tests' multi-node bus bandwidth is about the node's aggregate NIC
- * bandwidth when all its GPUs take part. All-gather is the mirror image,
- * all-reduce twice the reduce-scatter. */
+/* NCCL's collectives on nodes with a NIC per GPU or a shared one
+ * (COSTMODEL.md "Collectives across nodes"): the k members of a node
+ * reduce-scatter over the node's link, and the n/k nodes reduce-scatter S/k
+ * across the network, each GPU through its share of the node's NICs
+ * (inter_bw / gpus_per_node: every GPU of the node is in some group doing
+ * the same at once), so that a group with k GPUs per node moves k times a
+ * single GPU's share; this is why nccl-tests' multi-node bus bandwidth is
+ * about the node's aggregate NIC bandwidth when all its GPUs take part.
+ * The two levels run at once, one chunk after another through both (NCCL
+ * pipelines a collective in chunks; a ring runs at its slowest link,
+ * COSTMODEL.md "Collectives"): the slower level's bandwidth term, plus the
+ * latency of every step of both. Summing the levels instead over-predicted
+ * AMP's data-parallel trials over the g4dn's PCIe and 50 Gb/s network by up
+ * to 26% (README "Validation"). All-gather is the mirror image, all-reduce
+ * twice the reduce-scatter. */
 /* coll_hier_reducescatter with its links given: nv = link_span(g, 1),
  * net1 = link_inter(g, 1), netn = link_inter(g, gpus_per_node). */
 static double hier_reducescatter(const struct node_group *g, struct link nv, struct link net1,
 				 struct link netn, int n, int k, double S)
 {
+	int m;
+
 	if (n <= 1 || S <= 0)
 		return 0;
 	if (k >= n)
 		return coll_reducescatter(n, S, n <= g->gpus_per_node ? nv : net1);
-	return coll_reducescatter(k, S, nv) + coll_reducescatter(n / k, S / k, netn);
+	m = n / k;
+	return fmax((double)(k - 1) / k * S / nv.bw, (double)(m - 1) / m * (S / k) / netn.bw) +
+	       (k - 1) * nv.lat + (m - 1) * netn.lat;
 }
 
 double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S)

@@ -46,8 +46,9 @@ struct link link_inter(const struct node_group *g, int sharers);
 int coll_per_node(const struct node_group *g, int n, int stride);
 
 /* Collectives over n GPUs of node group g with k of them per node (k
- * divides n): NVLink inside the node, then the n/k nodes over the network
- * at each GPU's NIC share (collective.c has the model and its source).
+ * divides n): NVLink inside the node and the n/k nodes over the network at
+ * each GPU's NIC share, the two levels at once (collective.c has the model
+ * and its source).
  * S bytes per GPU as in coll_*; 0 for n <= 1 or S <= 0. Reduce-scatter
  * and all-gather cost the same. */
 double coll_hier_reducescatter(const struct node_group *g, int n, int k, double S);

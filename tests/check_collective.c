@@ -199,10 +199,10 @@ START_TEST(test_ep)
 	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 0.375 * S / 12.5e9, 1e-12);
 	/* allgather: the 8 ranks' tokens, 8 x S / 2 = 4 S, gathered (and
 	 * reduce-scattered back) hierarchically: over NVLink among the 4 of
-	 * a node, 3/4 x 4 S / 240e9, then across the 2 nodes, 1/2 x S / 12.5e9 */
+	 * a node, 3/4 x 4 S / 240e9, and across the 2 nodes, 1/2 x S /
+	 * 12.5e9, at once: the slower */
 	s.moe_dispatcher = MOE_DISPATCH_ALLGATHER;
-	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * (3 * S / 240e9 + 0.5 * S / 12.5e9),
-		      1e-12);
+	ck_assert_rel(comm_ep_fwd(&mod, 1, &clu, 0, &s), 2 * 0.5 * S / 12.5e9, 1e-12);
 	s.moe_dispatcher = MOE_DISPATCH_ALLTOALL;
 	/* with 7 us per inter-node step: + 7 steps each way */
 	groups[0].inter_lat = 7e-6;
@@ -349,17 +349,17 @@ START_TEST(test_dp)
 	ck_assert_rel(red, 0.0125, 1e-12);
 	/* dp 8 at tp 2: 4 members per node on 2 nodes, hierarchical:
 	 * reduce-scatter over the 4 in the node, 3/4 * 4e9 / 240e9 = 0.0125,
-	 * then over the 2 nodes on 4e9 / 4 = 1e9 bytes at the GPU's NIC share
-	 * 100 GB/s / 8 = 12.5 GB/s, 1/2 * 1e9 / 12.5e9 = 0.04; all-reduce
-	 * twice that: 0.105 s (a flat ring at 12.5 GB/s: 2 * 7/8 * 4e9 /
-	 * 12.5e9 = 0.56 s). */
+	 * and over the 2 nodes on 4e9 / 4 = 1e9 bytes at the GPU's NIC share
+	 * 100 GB/s / 8 = 12.5 GB/s, 1/2 * 1e9 / 12.5e9 = 0.04, at once: the
+	 * slower; all-reduce twice that: 0.08 s (one level after the other
+	 * 0.105 s; a flat ring at 12.5 GB/s: 2 * 7/8 * 4e9 / 12.5e9 = 0.56 s). */
 	s = strat(2, 1, 8, 1, 2048, true);
 	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
-	ck_assert_rel(red, 0.105, 1e-12);
-	/* CP joins the group: dp 4 x cp 2 = 8, the same 0.105 s. */
+	ck_assert_rel(red, 0.08, 1e-12);
+	/* CP joins the group: dp 4 x cp 2 = 8, the same 0.08 s. */
 	s = strat(2, 2, 4, 1, 2048, true);
 	comm_dp(&clu, 0, &s, 1e9, 0, &red, &gat);
-	ck_assert_rel(red, 0.105, 1e-12);
+	ck_assert_rel(red, 0.08, 1e-12);
 }
 END_TEST
 
@@ -409,14 +409,17 @@ END_TEST
 
 /* Hierarchical collectives over n = 16 GPUs of group 0 (NVLink 240 GB/s,
  * 2 us per step; the node's 100 GB/s of NICs, 12.5 GB/s per GPU, 5 us per
- * step), S = 1.6e9 bytes:
+ * step), S = 1.6e9 bytes; the two levels move their chunks at once, so
+ * the slower level's bandwidth term counts, and every step's latency:
  * - k = 8 per node (2 nodes): reduce-scatter over the node's 8, 7/8 * S /
- *   240e9 + 7 * 2 us, then over the 2 nodes on S/8 at 12.5 GB/s, 1/2 *
- *   2e8 / 12.5e9 + 1 * 5 us: 5.8333e-3 + 8e-3 + 19 us;
+ *   240e9 = 5.8333e-3 s, and over the 2 nodes on S/8 at 12.5 GB/s, 1/2 *
+ *   2e8 / 12.5e9 = 8e-3 s; 7 * 2 us + 1 * 5 us: 8e-3 s + 19 us;
  * - k = 1 (a flat ring across 16 nodes): 15/16 * S / 12.5e9 + 15 * 5 us
- *   = 0.12 s + 75 us, about 8.7x slower;
- * - k = 4 per node (4 nodes): 3/4 * S / 240e9 + 3 * 2 us + 3/4 * 4e8 /
- *   12.5e9 + 3 * 5 us;
+ *   = 0.12 s + 75 us, about 15x slower;
+ * - k = 4 per node (4 nodes): the slower of 3/4 * S / 240e9 = 5e-3 s and
+ *   3/4 * 4e8 / 12.5e9 = 0.024 s, + 3 * 2 us + 3 * 5 us;
+ * - with NVLink at 1 GB/s x 0.8 the node's level is the slower: k = 8,
+ *   7/8 * S / 8e8 = 1.75 s + 19 us;
  * - n <= 8 with all in one node: the flat NVLink ring;
  * all-reduce twice the reduce-scatter. All-to-all: of each GPU's S,
  * (k - 1)/n over NVLink and (n - k)/n through the NIC share at once, the
@@ -430,13 +433,12 @@ START_TEST(test_hierarchical)
 
 	groups[0].intra_lat = 2e-6;
 	groups[0].inter_lat = 5e-6;
-	k8 = 1.4e9 / 240e9 + 7 * 2e-6 + 0.5 * 2e8 / 12.5e9 + 5e-6;
+	k8 = 8e-3 + 7 * 2e-6 + 5e-6;
 	k1 = 1.5e9 / 12.5e9 + 15 * 5e-6;
 	ck_assert_rel(coll_hier_reducescatter(g, 16, 8, S), k8, 1e-12);
 	ck_assert_rel(coll_hier_reducescatter(g, 16, 1, S), k1, 1e-12);
-	ck_assert(k1 > 8 * k8);
-	ck_assert_rel(coll_hier_reducescatter(g, 16, 4, S),
-		      0.75 * S / 240e9 + 3 * 2e-6 + 0.75 * 4e8 / 12.5e9 + 3 * 5e-6, 1e-12);
+	ck_assert(k1 > 14 * k8);
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 4, S), 0.024 + 3 * 2e-6 + 3 * 5e-6, 1e-12);
 	ck_assert_rel(coll_hier_reducescatter(g, 8, 8, S), 1.4e9 / 240e9 + 7 * 2e-6, 1e-12);
 	ck_assert_rel(coll_hier_allreduce(g, 16, 8, S), 2 * k8, 1e-12);
 	ck_assert_rel(coll_hier_allreduce(g, 16, 1, S), 2 * k1, 1e-12);
@@ -449,6 +451,7 @@ START_TEST(test_hierarchical)
 	 * 1 GB/s * 0.8: 7/16 * S / 8e8 = 0.875 s */
 	groups[0].intra_bw = 1e9;
 	ck_assert_rel(coll_hier_alltoall(g, 16, 8, S), 7.0 / 16 * S / 8e8 + 75e-6, 1e-12);
+	ck_assert_rel(coll_hier_reducescatter(g, 16, 8, S), 1.75 + 19e-6, 1e-12);
 }
 END_TEST
 
