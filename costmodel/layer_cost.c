@@ -880,6 +880,7 @@ const struct layer_terms *cost_terms_of(const struct layer_costs *lc, const stru
 static void terms_make(struct layer_costs *lc, const struct model *m, const struct strategy *s)
 {
 	int L = m->n_layer;
+	double flops = 0;
 	struct layer_terms *t = xmalloc(sizeof *t + (size_t)L * (sizeof *t->mem + 2 * sizeof *t->dense +
 								 sizeof *t->rep + sizeof *t->alike));
 
@@ -892,11 +893,21 @@ static void terms_make(struct layer_costs *lc, const struct model *m, const stru
 	t->flops = 0;
 	t->id = atomic_fetch_add(&terms_made, 1) + 1;
 	for (int l = 0; l < L; l++) {
-		memory_layer(&t->mem[l], m, l, s);
-		memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
-		t->flops += compute_flops_per_token(m, l, s->seq);
 		t->alike[l] = l > 0 && cost_layers_alike(m, l - 1, l);
 		t->rep[l] = t->alike[l] ? t->rep[l - 1] : l;
+		/* memory_layer, memory_params and compute_flops_per_token
+		 * read what cost_layers_alike compares: a block like the one
+		 * before takes its terms */
+		if (!t->alike[l]) {
+			memory_layer(&t->mem[l], m, l, s);
+			memory_params(&m->layer[l], s, &t->dense[l], &t->expert[l]);
+			flops = compute_flops_per_token(m, l, s->seq);
+		} else {
+			t->mem[l] = t->mem[t->rep[l]];
+			t->dense[l] = t->dense[t->rep[l]];
+			t->expert[l] = t->expert[t->rep[l]];
+		}
+		t->flops += flops;
 	}
 	lc->terms = t;
 }
@@ -920,7 +931,8 @@ int cost_layers(struct layer_costs *lc, const struct model *m, const struct clus
 	if (check_strategy(s, e) < 0)
 		return -1;
 	terms_make(lc, m, s);
-	buf = xcalloc((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + 2 * (size_t)G * G,
+	/* every element is written below */
+	buf = xmalloc(((size_t)L * (2 * (size_t)G + 3) + (size_t)G * (L + 3) + 2 * (size_t)G * G) *
 		      sizeof *buf);
 	fr = all = f0 = rc = bw = 0;
 	for (int g = 0; g < G; g++) {
