@@ -226,17 +226,23 @@ static int place_again(struct plan_row *row, const struct model *m, const struct
 }
 
 /* One row of trainer_rows: its times, and the fastest trainer's strategy
- * where none runs it at its time, placed and partitioned again for it
- * (place_again). Returns 1 when it changed, 0, or -1 with e set. */
+ * where none runs it with its own features (a trainer within
+ * TRAINER_TIME_TOL of its time with others may run another placement
+ * faster), placed and partitioned again for it (place_again). Returns 1
+ * when it changed, 0, or -1 with e set. */
 static int trainer_row(struct plan_row *row, const struct model *m, const struct cluster *c,
 		       const struct plan_opts *o, struct err *e)
 {
+	unsigned own = trainer_feature_bits(&row->s);
 	int best = -1;
 
 	if (trainer_times(row, m, c, o, e))
 		return -1;
-	if (row->why[0] || row->trainers)
+	if (row->why[0])
 		return 0;
+	for (int t = 0; t < TRAINER_COUNT; t++)
+		if (row->trainer_s[t] > 0 && row->trainer_feat[t] == own)
+			return 0;
 	for (int t = 0; t < TRAINER_COUNT; t++)
 		if (row->trainer_s[t] > 0 && (best < 0 || row->trainer_s[t] < row->trainer_s[best]))
 			best = t;

@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "testutil.h"
 #include "trainer.h"
+#include "trainer_time.h"
 #include "util.h"
 
 /* Row i of plan p, expanded into a temporary of the enclosing block. */
@@ -316,11 +317,29 @@ static int top_launchable(const struct plan *p)
 	return -1;
 }
 
+/* Whether row (one that fits) is a trainer's run as it is: some trainer
+ * runs its strategy with the row's own features (its time is then the
+ * row's), or none runs it at all (planning only). */
+static bool runs_as_is(const struct plan_row *row)
+{
+	bool any = false;
+
+	for (int t = 0; t < TRAINER_COUNT; t++) {
+		if (row->trainer_s[t] > 0 && row->trainer_feat[t] == trainer_feature_bits(&row->s))
+			return row->trainer_s[t] == row->r.iter_s;
+		any |= row->trainer_s[t] > 0;
+	}
+	return !any;
+}
+
 /* One instance of mixed_cluster with a model of 3 to 8 blocks under
  * schedule sc: every strategy --exhaustive fits (every placement and
  * partition through cost_evaluate) the default search fits too, at the
  * same cost with a gap of 0, and fits nothing else; its top row and top
- * launchable row cost what --exhaustive's do. Adds the strategies compared
+ * launchable row cost what --exhaustive's do; each of its rows is a
+ * trainer's run as it is (runs_as_is; before trainer_time.c re-placed a
+ * row that a trainer only ran within TRAINER_TIME_TOL, 2 of these
+ * instances had one). Adds the strategies compared
  * to *rows, those whose offload copies show (exposed) to *shown. With offload, every strategy offloads those modules without
  * recomputation, over host links of 1 and 2 GB/s (GPU type t: t + 1),
  * slow enough that the copies show. With tied, the model ties its
@@ -358,6 +377,9 @@ static void equals_exhaustive(unsigned seed, int sc, unsigned offload, bool tied
 		      seed, schedule_name(sc), fast->n_feasible, ref->n_feasible);
 	struct plan_row *fast_rows = test_rows(fast);
 
+	for (int j = 0; j < fast->n_feasible; j++)
+		ck_assert_msg(runs_as_is(&fast_rows[j]), "seed %u %s: row %d no trainer runs as it is", seed,
+			      schedule_name(sc), j);
 	for (int i = 0; i < ref->n_feasible; i++) {
 		const struct strategy *s = &ROW(ref, i).s;
 		const struct plan_row *got = find(fast_rows, fast->n_feasible, s, true);
