@@ -72,11 +72,13 @@ int trainer_times(struct plan_row *row, const struct model *m, const struct clus
 		  const struct plan_opts *o, struct err *e);
 
 /* trainer_times on every row of p; then a row that fits that no trainer
- * runs at its time but some trainer runs (a Megatron-costed row only
- * torchtitan launches) becomes the fastest such trainer's: its strategy
- * and result replaced by that trainer's, so that every row's time is one
- * a trainer runs. Returns 1 when a row changed (the caller sorts again),
- * 0 when none did, -1 with e set on error. */
+ * runs with the row's own features but some trainer runs (a
+ * Megatron-costed row only torchtitan launches, even at a time within
+ * TRAINER_TIME_TOL of the row's) becomes the fastest such trainer's: its
+ * strategy and result replaced by that trainer's, placed and partitioned
+ * again for it, so that every row is a trainer's run as it is. Returns 1
+ * when a row changed (the caller sorts again), 0 when none did, -1 with e
+ * set on error. */
 int trainer_rows(struct plan *p, const struct model *m, const struct cluster *c,
 		 const struct plan_opts *o, struct err *e);
 
