@@ -339,9 +339,10 @@ static bool runs_as_is(const struct plan_row *row)
  * launchable row cost what --exhaustive's do; each of its rows is a
  * trainer's run as it is (runs_as_is; before trainer_time.c re-placed a
  * row that a trainer only ran within TRAINER_TIME_TOL, 2 of these
- * instances had one). Adds the strategies compared
- * to *rows, those whose offload copies show (exposed) to *shown. With offload, every strategy offloads those modules without
- * recomputation, over host links of 1 and 2 GB/s (GPU type t: t + 1),
+ * instances had one). Adds the strategies compared to *rows, those whose
+ * offload copies show (exposed) to *shown. With offload, every strategy
+ * offloads those modules without recomputation, over host links of 1 and
+ * 2 GB/s (GPU type t: t + 1),
  * slow enough that the copies show. With tied, the model ties its
  * embedding and LM head, and *shown counts the strategies whose all-reduce
  * of it between the first and the last pipeline rank shows (exposed; over
