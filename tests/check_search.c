@@ -1031,16 +1031,16 @@ START_TEST(virtual_stage_top_is_locally_optimal)
 END_TEST
 
 /* The 1F1B row's layers per rank, split over the ranks' chunks (place.c
- * try_v1_split), a property: on the shapes of interleaved_top_is_locally_
- * optimal, every interleaved row that the search keeps (its strategies
- * with recomputation and ZeRO searched too) costs no more than the 1F1B
- * row of its degrees, micro-batch, recomputation and ZeRO, partitioned
- * as that row is with each rank's layers split evenly over its chunks
- * (the later ones taking the remainder), costed by cost_evaluate under
- * the interleaved schedule where it fits (80 such pairs here). Without
- * the split (the search's chunk DP and refine_rows' climb alone) the row
- * at PP 2 with 3 chunks a rank and full recomputation is 5.8% slower than
- * it. */
+ * try_v1_split), a property: on the PP and node shapes of
+ * virtual_stage_top_is_locally_optimal, every interleaved row that the
+ * search keeps (its strategies with recomputation and ZeRO searched too)
+ * costs no more than the 1F1B row of its degrees, micro-batch,
+ * recomputation and ZeRO, partitioned as that row is with each rank's
+ * layers split evenly over its chunks (the later ones taking the
+ * remainder), costed by cost_evaluate under the interleaved schedule where
+ * it fits (80 such pairs here). Without the split (the search's chunk DP
+ * and refine_rows' climb alone) the row at PP 2 with 3 chunks a rank and
+ * full recomputation is 5.8% slower than it. */
 START_TEST(interleaved_no_slower_than_1f1b_split)
 {
 	static const int shape[][2] = { { 2, 1 }, { 3, 1 }, { 4, 2 }, { 6, 1 }, { 3, 2 } };
