@@ -17,7 +17,8 @@
 # Files under build/calibrate-validation/FILE/START/: runs.csv (every
 # evaluated row), train.rows and train.csv, start.json, calibrate.txt
 # (ampplan calibrate's output), calibrated.json, before.txt and after.txt
-# (validate.sh's results).
+# (validate.sh's results); under FILE/first/ the first pass's (the
+# mapping's cluster, its runs and results).
 #
 #   scripts/calibrate_validation.sh          both tables on stdout
 #   AMPPLAN=build/ampplan scripts/calibrate_validation.sh
@@ -61,21 +62,28 @@ field() {
 
 # experiment FILE START: one table row.
 experiment() {
-	d=$out/$1/$2
-	mkdir -p "$d/runs"
-	# the mapping's cluster, from a first pass that writes the runs
-	AMPPLAN=$bin VALIDATE_STRICT=0 VALIDATE_FILES=$1 VALIDATE_RUNS=$d/runs \
-		scripts/validate.sh >/dev/null
-	src=$(cat "$d/runs/$1.cluster")
-	cp "$d/runs/$1" "$d/runs.csv"
+	d=$out/$1/$2 first=$out/$1/first
+	mkdir -p "$d"
+	# the mapping's cluster, from a first pass (once a file, for both
+	# starts) that writes the runs
+	if [ ! -d "$first" ]; then
+		mkdir -p "$first"
+		AMPPLAN=$bin VALIDATE_STRICT=0 VALIDATE_FILES=$1 VALIDATE_RUNS=$first \
+			scripts/validate.sh >/dev/null
+		cp "$VALIDATE_DIR/results.txt" "$first/results.txt"
+	fi
+	src=$(cat "$first/$1.cluster")
+	cp "$first/$1" "$d/runs.csv"
 	if [ "$2" = stale ]; then
 		sed -e '/"intra_node_efficiency"/d' -e '/"inter_node_efficiency"/d' \
 			-e 's/\("catalogue": *"[^"]*",\)/\1 "efficiency_max": 0.5,/' "$src" >"$d/start.json"
+		# start.json lies beside no catalogue: its GPU types find gpus/ here
+		validate "$1" "$d/start.json" "$d/before.txt"
 	else
+		# the mapping's own cluster: the first pass's results
 		cp "$src" "$d/start.json"
+		cp "$first/results.txt" "$d/before.txt"
 	fi
-	# start.json lies beside no catalogue: its GPU types find gpus/ here
-	validate "$1" "$d/start.json" "$d/before.txt"
 	awk -F , 'NR > 1 && $NF != "inf" { t[++n] = NR - 1 }
 		END { for (k = 0; k < 5 && n >= 5; k++) print t[int((k + 0.5) * n / 5) + 1] }' \
 		"$d/runs.csv" >"$d/train.rows"
