@@ -492,7 +492,7 @@ runs_row() {
 	rf=$VALIDATE_RUNS/$file
 	[ -f "$rf" ] || echo "model,spec,measured_s" >"$rf"
 	cluster_src "$1" >"$rf.cluster"
-	spec= rr_meas=$2 rr_model=$3
+	spec='' rr_meas=$2 rr_model=$3
 	shift 3
 	while [ $# -ge 2 ]; do
 		spec="$spec${spec:+,}${1#--}=$2"
