@@ -1522,17 +1522,23 @@ int partition_place_relaxed(const struct layer_costs *lc, const struct pipeline_
 	return ret;
 }
 
-/* The sum of the middle layers' least times (t[g] each on group g) when at
- * most take[g] of them may go on group g, fastest first; INFINITY if the
- * groups cannot hold nm layers. by[] lists the groups by t[] ascending. */
-static double fill_fastest(const double *t, const double *take, const int *by, int G, int nm)
+/* The sum of the middle layers' least times (t[g] each on group g) at
+ * bound u, where group g may take ranks[g] x min(most[g], floor(u / t[g]))
+ * of them (nm where t[g] is 0), fastest first; INFINITY if the groups
+ * cannot hold nm layers. by[] lists the nb groups by t[] ascending; a
+ * group's share is worked out only when the fill reaches it. */
+static double fill_fastest(double u, const double *t, const double *most, const int *ranks,
+			   const int *by, int nb, int nm)
 {
 	double sum = 0, left = nm;
 
-	for (int i = 0; i < G && left > 0; i++) {
-		double x = take[by[i]] < left ? take[by[i]] : left;
+	for (int i = 0; i < nb && left > 0; i++) {
+		int g = by[i];
+		double per = t[g] > 0 ? floor(u / t[g] + 1e-9) : nm;
+		double take = ranks[g] * (most[g] < per ? most[g] : per);
+		double x = take < left ? take : left;
 
-		sum += x * t[by[i]];
+		sum += x * t[g];
 		left -= x;
 	}
 	return left > 0 ? INFINITY : sum;
@@ -1543,7 +1549,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 {
 	int n = lc->n_layer, G = lc->n_group, K = f->n_stages, nm = n >= 2 ? n - 2 : 0;
 	int by[MAX_GROUPS], nb = 0;
-	double t[MAX_GROUPS], most[MAX_GROUPS], take[MAX_GROUPS], fewest = INFINITY;
+	double t[MAX_GROUPS], most[MAX_GROUPS], fewest = INFINITY;
 	double u0 = 0, ends = 0, link = INFINITY, tail = 0, best = INFINITY, w = INFINITY, least;
 
 	if (K < 1 || K > n || G < 1 || G > MAX_GROUPS || f->vp < 1)
@@ -1616,13 +1622,7 @@ int partition_place_bound(const struct layer_costs *lc, const struct pipeline_fr
 		}
 		if (u < u0)
 			continue;
-		for (int i = 0; i < nb; i++) {
-			int g = by[i];
-			double per = t[g] > 0 ? floor(u / t[g] + 1e-9) : nm;
-
-			take[g] = ranks[g] * fmin(most[g], per);
-		}
-		sum = fill_fastest(t, take, by, nb, nm);
+		sum = fill_fastest(u, t, most, ranks, by, nb, nm);
 		if (sum < INFINITY)
 			best = fmin(best, a * u + b * (ends + sum + f->hops * link) + tail);
 	}
