@@ -249,14 +249,15 @@ static bool settle(const struct search *S, const struct cluster *c, struct plan_
 #define REFINE_DESCENT_ROWS   8
 #define REFINE_DESCENT_SWEEPS 4
 
-/* The partition DP and cost_evaluate of s's placement (T's layer costs);
- * *t the DP's optimum. Returns iter_s, INFINITY if nothing fits. */
+/* The partition DP (with T->memo's tables, where set) and cost_evaluate
+ * of s's placement (T's layer costs); *t the DP's optimum. Returns iter_s,
+ * INFINITY if nothing fits. */
 static double place_cost(struct search *T, struct strategy *s, struct cost_result *r, double *t)
 {
 	struct pipeline_frame f;
 
 	cost_frame(&f, T->m, T->c, s, &T->lc);
-	if (partition_solve(&T->lc, &f, s->first, t))
+	if (partition_solve_memo(&T->lc, &f, INFINITY, T->memo, s->first, t))
 		return INFINITY;
 	cost_evaluate(r, T->m, T->c, s, &T->lc);
 	return r->fits ? r->iter_s : INFINITY;
@@ -273,13 +274,18 @@ static double place_cost(struct search *T, struct strategy *s, struct cost_resul
  * (REFINE_TABLES_PER_SWAP caps tables each) fit in refine_rows' share of
  * the budget (S; else *cut), and within a sweep each swap only while its
  * cells so far fit in it; then place_climb_tail. s and r take the result (r->fits false if
- * s's placement fits nothing and no swap helps). */
+ * s's placement fits nothing and no swap helps). The swaps' partition DPs
+ * share one memo (T's layer costs and stage count do not change). */
 static void descend(struct search *S, struct search *T, struct strategy *s, struct cost_result *r,
 		    bool *cut)
 {
-	double c0 = partition_cells, t, cur = place_cost(T, s, r, &t), best_t = t, sweep_cells = 0;
+	double c0 = partition_cells, t, cur, best_t, sweep_cells = 0;
 	long e0 = cost_evaluations;
 	bool moved = true, over = false;
+
+	T->memo = partition_memo_create(&T->lc, s->n_stages);
+	cur = place_cost(T, s, r, &t);
+	best_t = t;
 
 	charge(S, c0, e0, solve_cells(S, s));
 	for (int x = 0; x < s->pp; x++)
@@ -322,6 +328,8 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 			}
 		charge(S, c0, e0, sweep_cells);
 	}
+	partition_memo_free(T->memo);
+	T->memo = NULL;
 	c0 = partition_cells;
 	e0 = cost_evaluations;
 	if (cur < INFINITY)
