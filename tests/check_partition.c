@@ -1,6 +1,7 @@
 /* check_partition.c: partition_solve against hand-worked cases, exhaustive
  * enumeration of every partition on small random instances, and a reference
- * that tries every stage cost as the bottleneck on larger ones. */
+ * that tries every stage cost as the bottleneck on larger ones; the DP with
+ * a shared memo against the DP without. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -451,6 +452,63 @@ START_TEST(test_brute_force)
 	}
 	ck_assert_int_ge(feasible, 500);
 	ck_assert_int_ge(infeasible, 200);
+}
+END_TEST
+
+/* One memo shared by the DPs of several placements of one instance (as
+ * refine.c's swap descent and place.c's block orders share it): each
+ * answer is the memo-free DP's, partition and time, bit for bit. The
+ * placements redraw each stage's group, p2p and cap from a few values per
+ * group, so that caps recur (the memo's rows) and differ. */
+START_TEST(test_memo_shared)
+{
+	static struct inst in;
+	int feasible = 0, infeasible = 0;
+
+	for (int seed = 1; seed <= 300; seed++) {
+		int n, K, G;
+		double cap_of[NG][2];
+		struct partition_memo *memo;
+
+		rng_state = (uint64_t)seed * 7919;
+		n = irand(2, 20);
+		K = irand(1, n < 6 ? n : 6);
+		G = irand(1, NG);
+		random_inst(&in, n, K, G);
+		for (int g = 0; g < G; g++)
+			for (int x = 0; x < 2; x++)
+				cap_of[g][x] = in.f.cap[irand(0, K - 1)] * unif(0.8, 1.3);
+		memo = partition_memo_create(&in.lc, K);
+		for (int p = 0; p < 6; p++) {
+			unsigned short a[MAX_STAGES + 1] = { 0 }, b[MAX_STAGES + 1] = { 0 };
+			double ta = -1, tb = -1;
+			int ra, rb;
+
+			for (int k = 0; k < K; k++) {
+				int g = irand(0, G - 1);
+
+				in.f.group[k] = g;
+				in.f.cap[k] = cap_of[g][irand(0, 1)];
+				in.f.send[k] = k == K - 1 || irand(0, 2) == 0 ? 0 : unif(0, 0.5);
+			}
+			ra = partition_solve(&in.lc, &in.f, a, &ta);
+			rb = partition_solve_memo(&in.lc, &in.f, INFINITY, memo, b, &tb);
+			ck_assert_msg(ra == rb, "seed %d placement %d: %d without the memo, %d with it",
+				      seed, p, ra, rb);
+			if (ra) {
+				infeasible++;
+				continue;
+			}
+			feasible++;
+			ck_assert_msg(ta == tb, "seed %d placement %d: %.17g without the memo, %.17g with it",
+				      seed, p, ta, tb);
+			ck_assert_msg(!memcmp(a, b, sizeof a), "seed %d placement %d: another partition",
+				      seed, p);
+		}
+		partition_memo_free(memo);
+	}
+	ck_assert_int_ge(feasible, 1000);
+	ck_assert_int_ge(infeasible, 300);
 }
 END_TEST
 
@@ -934,6 +992,7 @@ static Suite *partition_suite(void)
 	tcase_add_test(tc, test_hand_tradeoff);
 	tcase_add_test(tc, test_edges);
 	tcase_add_test(tc, test_brute_force);
+	tcase_add_test(tc, test_memo_shared);
 	tcase_add_test(tc, test_all_bounds);
 	tcase_add_test(tc, test_forced_incumbent);
 	tcase_add_test(tc, test_large);
