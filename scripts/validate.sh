@@ -425,11 +425,12 @@ cluster_file() {
 	echo "$out"
 }
 
-# quote WORD: WORD as the shell reads it back.
+# quote WORD: WORD as the shell reads it back, in $q (a variable, not
+# output: a command substitution forks the shell, ~40 words a row).
 quote() {
 	case $1 in
-	*[!A-Za-z0-9_./=+:-]* | "") printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
-	*) printf '%s' "$1" ;;
+	*[!A-Za-z0-9_./=+:-]* | "") q="'$(printf '%s' "$1" | sed "s/'/'\\\\''/g")'" ;;
+	*) q=$1 ;;
 	esac
 }
 
@@ -449,15 +450,12 @@ row() {
 	src=$1 label=$2 grp=$3 meas=$4 other=$5 model=$dir/models/$6.json
 	cl=$(cluster_file "$7" "$8") key=$7
 	shift 8
-	cmd="$(quote "$bin") --model $model --cluster $cl"
+	quote "$bin"
+	cmd="$q --model $model --cluster $cl"
 	lay=
 	for a in "$@"; do
-		# a plain word as it is (a command substitution is a fork: ~40 a row)
-		case $a in
-		*[!A-Za-z0-9_./=+:-]* | "") cmd="$cmd $(quote "$a")" ;;
-		*) cmd="$cmd $a" ;;
-		esac
-		lay="$lay $a"
+		quote "$a"
+		cmd="$cmd $q" lay="$lay $a"
 	done
 	cmd="$cmd --show-infeasible"
 	[ -z "${VALIDATE_RUNS-}" ] || runs_row "$key" "$meas" "$model" "$@"

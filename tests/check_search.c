@@ -343,10 +343,9 @@ static bool runs_as_is(const struct plan_row *row)
  * offload copies show (exposed) to *shown. With offload, every strategy
  * offloads those modules without recomputation, over host links of 1 and
  * 2 GB/s (GPU type t: t + 1), slow enough that the copies show. With
- * tied, the model ties its
- * embedding and LM head, and *shown counts the strategies whose all-reduce
- * of it between the first and the last pipeline rank shows (exposed; over
- * links that differ by group). */
+ * tied, the model ties its embedding and LM head, and *shown counts the
+ * strategies whose all-reduce of it between the first and the last
+ * pipeline rank shows (exposed; over links that differ by group). */
 static void equals_exhaustive(unsigned seed, int sc, unsigned offload, bool tied, int *rows,
 			      int *shown)
 {
