@@ -106,6 +106,14 @@ START_TEST(test_tp)
 	 * A block: 2 in the forward, 2 in the backward. */
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);
 	ck_assert_rel(comm_tp_bwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);
+	/* without SP the vocabulary-parallel embedding all-reduces its output
+	 * forward, whose backward is the identity: nothing; the head's
+	 * forward only the 3 fp32 all-reduces, its backward the input
+	 * gradient's all-reduce of S. */
+	ck_assert_rel(comm_tp_fwd(&mod, 0, &clu, 0, &s), 29360128.0 / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_bwd(&mod, 0, &clu, 0, &s), 0, 0);
+	ck_assert_rel(comm_tp_fwd(&mod, 2, &clu, 0, &s), 3 * 14336.0 / 240e9, 1e-12);
+	ck_assert_rel(comm_tp_bwd(&mod, 2, &clu, 0, &s), 29360128.0 / 240e9, 1e-12);
 	/* SP: all-gather + reduce-scatter, each 7/8 * S: the same. */
 	s.sp = true;
 	ck_assert_rel(comm_tp_fwd(&mod, 1, &clu, 0, &s), 2 * 29360128.0 / 240e9, 1e-12);

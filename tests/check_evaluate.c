@@ -950,6 +950,87 @@ START_TEST(test_frame_zb_h1)
 }
 END_TEST
 
+/* DualPipe on the toy of test_frame_zb_h1 (pp 2, m = 8, both ranks on
+ * group 0, stages E+2 | 2+H): each rank holds its stage of one copy and
+ * the other stage of the other copy (DeepSeek-V3 Table 2), so each stage
+ * gets half its rank's memory (its mirror the rest) and holds (p + 1) / 2
+ * = 1.5 micro-batches; the weights are a = m - rho, b = rho / 2
+ * (check_schedule test_dualpipe) over the stage costs c0 = fb(E) + 2
+ * fb(B) and c1 = send + 2 fb(B) + fb(H); each copy runs half the
+ * micro-batches, so each rank is busy m (c0 + c1) / 2 and sends m / 2
+ * times. */
+START_TEST(test_evaluate_dualpipe)
+{
+	struct strategy s = strat(1, 1, 2, 1, 1, 8, 1000);
+	struct layer_costs lc = { 0 };
+	struct pipeline_frame f;
+	struct cost_result r;
+	struct cost_rank x[2];
+	struct part B = toy_block(1e12, 1e12, 1, 1, false);
+	struct part H = toy_head(1e12, 1e12, 1, 1, false);
+	struct part E = toy_emb(1e12, 1);
+	double fw = E.fwd + 4 * B.fwd + H.fwd;
+	double rho = fw / (fw + E.bwd + 4 * B.bwd + H.bwd), c0 = fb(E) + 2 * fb(B), c1;
+
+	toy();
+	toy_cluster();
+	s.schedule = SCHED_DUALPIPE;
+	s.first[0] = 0;
+	s.first[1] = 3;
+	s.first[2] = 6;
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_frame(&f, &mod, &clu, &s, &lc);
+	ck_assert_rel(f.a, 8 - rho, 1e-12);
+	ck_assert_rel(f.b, rho / 2, 1e-12);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_rel(f.inflight[k], 1.5, 0);
+		ck_assert_rel(f.share[k], 0.5, 0);
+		ck_assert_rel(f.cap[k], f.cap_of[0] / 2, 1e-15);
+	}
+	ck_assert(f.send[1] > 0);
+	c1 = f.send[1] + 2 * fb(B) + fb(H);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert_rel(r.iter_s - r.time.dp - r.time.optimizer,
+		      (8 - rho) * (c0 > c1 ? c0 : c1) + rho / 2 * (c0 + c1), 1e-12);
+	ck_assert_int_eq(cost_ranks(x, &mod, &clu, &s, &lc), 2);
+	for (int q = 0; q < 2; q++) {
+		ck_assert_rel(x[q].busy, 8 * (c0 + c1) / 2, 1e-12);
+		ck_assert_rel(x[q].send, f.send[1] / 2, 1e-12);
+	}
+	cost_layers_free(&lc);
+}
+END_TEST
+
+/* The optimizer step of a rank with expert layers under ZeRO-1: the toy on
+ * one rank, DP 4, EP 2 (edp = 4 / 2 = 2), blocks of 1e9 parameters of which
+ * 8e8 in experts: dense 5e6 + 4 x 2e8 + 5e6 = 8.1e8 sharded over the 4 DP
+ * ranks, experts 4 x 8e8 / 2 = 1.6e9 per GPU over the 2 expert-data-
+ * parallel ones: Adam over 8.1e8 / 4 + 1.6e9 / 2 = 1.0025e9 parameters at
+ * COMPUTE_ADAM_BYTES each over 1 TB/s. */
+START_TEST(test_evaluate_expert_optimizer)
+{
+	struct strategy s = strat(1, 1, 1, 4, 1, 8, 1000);
+	struct layer_costs lc = { 0 };
+	struct cost_result r;
+
+	toy();
+	toy_cluster();
+	for (int i = 1; i <= 4; i++) {
+		lay[i].params = 1e9;
+		lay[i].expert_params = 8e8;
+	}
+	s.ep = 2;
+	s.zero = 1;
+	s.first[0] = 0;
+	s.first[1] = 6;
+	ck_assert_int_eq(strategy_edp(&s), 2);
+	ck_assert_int_eq(cost_layers(&lc, &mod, &clu, &s, NULL, NULL), 0);
+	cost_evaluate(&r, &mod, &clu, &s, &lc);
+	ck_assert_rel(r.time.optimizer, 1.0025e9 * COMPUTE_ADAM_BYTES / 1e12, 1e-12);
+	cost_layers_free(&lc);
+}
+END_TEST
+
 /* Vocabulary parallelism (Yeung et al. 2024) on the toy of
  * test_evaluate_toy, pp 2, dp 2, m = 4, both ranks on group 0, allowance
  * 0. By hand:
@@ -1137,6 +1218,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_evaluate_dp_tail);
 	tcase_add_test(tc, test_evaluate_tied);
 	tcase_add_test(tc, test_frame_zb_h1);
+	tcase_add_test(tc, test_evaluate_dualpipe);
+	tcase_add_test(tc, test_evaluate_expert_optimizer);
 	tcase_add_test(tc, test_frame_links);
 	tcase_add_test(tc, test_ranks_recompute_modules);
 	tcase_add_test(tc, test_deferred_wgrad);

@@ -244,6 +244,17 @@ START_TEST(test_memory_recompute_modules)
 	s.recompute_modules = RM_LAYERNORM | RM_CORE_ATTN;
 	memory_layer(&lm, &mod, 1, &s);
 	ck_assert_rel(lm.act, 94371840.0, 1e-12);
+	/* without SP the norms' outputs are whole on every TP rank: of the
+	 * block's (24h / 8 + 10h) x 2048 = 13h x 2048 = 327155712, layernorm
+	 * drops 2 x 2h x 2048 (not / 8): 9h x 2048 = 226492416 */
+	s.attn = ATTN_FLASH;
+	s.sp = false;
+	s.recompute_modules = RM_CORE_ATTN;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 327155712.0, 1e-12);
+	s.recompute_modules = RM_CORE_ATTN | RM_LAYERNORM;
+	memory_layer(&lm, &mod, 1, &s);
+	ck_assert_rel(lm.act, 226492416.0, 1e-12);
 }
 END_TEST
 

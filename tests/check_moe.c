@@ -267,6 +267,21 @@ START_TEST(test_recompute_moe_memory)
 	s.recompute_modules = RM_MLA_UP_PROJ;
 	memory_layer(&lm, &m, 1, &s);
 	ck_assert_double_eq_tol(lm.act, 17024 - 2048, 1e-9);
+	/* padded to capacity 1.5 (lam = 1.5): the routed activations held
+	 * above the mean, 0.5 x 4 x 64 x 2 x 16 = 4096, and the dispatched
+	 * copies 1.5 x 1024 = 1536: 16000 + 4096 + 1536 = 21632; moe_act
+	 * drops 1.5 x 4096 = 6144; moe 1.5 x 9216 + 2048 = 15872 */
+	m.kv_lora_rank = 0;
+	s.moe_capacity = 1.5;
+	s.recompute_modules = RM_CORE_ATTN;
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_double_eq_tol(lm.act, 21632, 1e-9);
+	s.recompute_modules = RM_MOE_ACT;
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_double_eq_tol(lm.act, 21632 - 6144, 1e-9);
+	s.recompute_modules = RM_MOE;
+	memory_layer(&lm, &m, 1, &s);
+	ck_assert_double_eq_tol(lm.act, 21632 - 15872, 1e-9);
 }
 END_TEST
 
