@@ -529,6 +529,46 @@ R(r_defer_unfused)
 	f->s.wgrad_defer = 4;
 	f->s.grad_acc_unfused = true;
 }
+R(r_ep_dp)
+{
+	moe(f, 8, 14336);
+	f->s.ep = 8;
+}
+R(r_moe_global)
+{
+	moe(f, 8, 14336);
+	f->s.moe_balance = MOE_BALANCE_GLOBAL_BATCH;
+}
+R(r_moe_pad)
+{
+	moe(f, 8, 14336);
+	f->s.moe_capacity = 1.25;
+	f->s.moe_pad = true;
+}
+R(r_grouped)
+{
+	moe(f, 8, 14336);
+	f->s.grouped_gemm = true;
+}
+R(r_moments)
+{
+	f->s.moment_bytes = 2;
+}
+/* accepted (allows[]): KV heads that divide tp (replicated over tp /
+ * groups ranks), bf16 moments where Megatron's optimizer runs (NeMo), the
+ * EP all-to-all overlap under interleaved 1F1B */
+R(a_kv_divides)
+{
+	degrees(f, 8, 1, 2, 1);
+	f->m.kv_heads = 4;
+}
+R(a_ep_overlap)
+{
+	interleave(f);
+	moe(f, 8, 14336);
+	f->s.ep = 2;
+	f->s.ep_overlap = true;
+}
 
 static const struct rule {
 	enum trainer t;
@@ -587,6 +627,25 @@ static const struct rule {
 	{ TRAINER_TORCHTITAN, r_defer, "torchtitan: deferred LM-head weight gradients: Megatron-Core's --defer-embedding-wgrad-compute only" },
 	{ TRAINER_DEEPSPEED, r_defer, "deepspeed: deferred LM-head weight gradients: Megatron-Core's --defer-embedding-wgrad-compute only" },
 	{ TRAINER_MEGATRON, r_defer_unfused, "megatron: deferred LM-head weight gradients need gradient accumulation fusion" },
+	{ TRAINER_NEMO, r_ep_sp, "nemo: expert parallelism with tp > 1 needs sequence parallelism" },
+	{ TRAINER_DEEPSPEED, r_ep_dp, "deepspeed: ep (8) must divide dp x cp (4)" },
+	{ TRAINER_DEEPSPEED, r_moe_global, "deepspeed: global-batch balancing: DeepSpeed's MoE gate takes its auxiliary loss per micro-batch" },
+	{ TRAINER_DEEPSPEED, r_moe_pad, "deepspeed: padding to capacity: set by Megatron's --moe-pad-expert-input-to-capacity only" },
+	{ TRAINER_DEEPSPEED, r_grouped, "deepspeed: grouped GEMM: DeepSpeed's MoE runs its local experts one by one" },
+	{ TRAINER_TORCHTITAN, r_moments, "torchtitan: bf16 Adam moments: only Megatron's precision-aware optimizer keeps them" },
+};
+
+/* Plans the rules accept: the other side of an "or" in a rule, or a
+ * trainer that a rule names as running it. */
+static const struct allow {
+	enum trainer t;
+	void (*mutate)(struct fix *f);
+} allows[] = {
+	{ TRAINER_MEGATRON, a_kv_divides },
+	{ TRAINER_NEMO, r_moments },
+	{ TRAINER_MEGATRON, r_moments },
+	{ TRAINER_MEGATRON, a_ep_overlap },
+	{ TRAINER_NEMO, a_ep_overlap },
 };
 
 /* The base plan passes; the mutated one fails with the rule's message. */
@@ -602,6 +661,19 @@ START_TEST(test_rule)
 	ck_assert_int_eq(trainer_check(r->t, &f.m, &f.c, &f.s, &e), -1);
 	ck_assert_msg(strncmp(e.msg, r->want, strlen(r->want)) == 0, "got \"%s\", want \"%s...\"",
 		      e.msg, r->want);
+}
+END_TEST
+
+START_TEST(test_allow)
+{
+	const struct allow *a = &allows[_i];
+	struct fix f;
+	struct err e = { "" };
+
+	fixture(&f, HOMO);
+	a->mutate(&f);
+	ck_assert_msg(trainer_check(a->t, &f.m, &f.c, &f.s, &e) == 0, "%s: %s", trainer_name(a->t),
+		      e.msg);
 }
 END_TEST
 
@@ -635,6 +707,7 @@ int main(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_nodes);
 	tcase_add_loop_test(tc, test_rule, 0, (int)(sizeof rules / sizeof *rules));
+	tcase_add_loop_test(tc, test_allow, 0, (int)(sizeof allows / sizeof *allows));
 	tcase_add_loop_test(tc, test_plans_pass, 0, N_CASE * TRAINER_COUNT);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
