@@ -177,6 +177,19 @@ START_TEST(test_trainer_features)
 				      s.grad_bytes == want[i].grad_bytes && s.p2p_split == want[i].p2p_split,
 			      "case %zu", i);
 	}
+	/* trainer_allows: Megatron overlaps TP only with SP, and the
+	 * parameter gather only with the gradient reduction overlapped
+	 * (TRAINERS.md) */
+	{
+		struct strategy s = { .tp = 4, .sp = false, .zero = 1, .dp = 2, .cp = 1, .pp = 1 };
+
+		ck_assert(!trainer_allows(TRAINER_MEGATRON, FEATURE_TP_OVERLAP, &s));
+		s.sp = true;
+		ck_assert(trainer_allows(TRAINER_MEGATRON, FEATURE_TP_OVERLAP, &s));
+		ck_assert(!trainer_allows(TRAINER_MEGATRON, FEATURE_PARAM_OVERLAP, &s));
+		s.grad_overlap = true;
+		ck_assert(trainer_allows(TRAINER_MEGATRON, FEATURE_PARAM_OVERLAP, &s));
+	}
 	/* DeepSpeed's ZeRO-3 turns overlap_comm on by default */
 	{
 		struct strategy s = { .tp = 1, .zero = 3, .dp = 8, .cp = 1, .pp = 1 };
@@ -554,6 +567,30 @@ R(r_moments)
 {
 	f->s.moment_bytes = 2;
 }
+R(r_offload)
+{
+	f->s.offload_modules = OM_ATTN_NORM;
+}
+R(r_uneven)
+{
+	f->s.uneven[0] = 3;
+}
+R(r_titan_ddp_cp)
+{
+	degrees(f, 1, 2, 1, 8);
+	f->s.sp = false;
+	f->s.zero = 0;
+}
+R(r_learned_edge)
+{
+	f->m.learned_pos = true;
+	f->m.max_pos = f->s.seq - 1;
+}
+R(r_rc_modules)
+{
+	f->s.recompute = RECOMPUTE_SELECTIVE;
+	f->s.recompute_modules = RM_CORE_ATTN | RM_LAYERNORM;
+}
 /* accepted (allows[]): KV heads that divide tp (replicated over tp /
  * groups ranks), bf16 moments where Megatron's optimizer runs (NeMo), the
  * EP all-to-all overlap under interleaved 1F1B */
@@ -561,6 +598,11 @@ R(a_kv_divides)
 {
 	degrees(f, 8, 1, 2, 1);
 	f->m.kv_heads = 4;
+}
+R(a_learned_edge)
+{
+	f->m.learned_pos = true;
+	f->m.max_pos = f->s.seq;
 }
 R(a_ep_overlap)
 {
@@ -633,6 +675,11 @@ static const struct rule {
 	{ TRAINER_DEEPSPEED, r_moe_pad, "deepspeed: padding to capacity: set by Megatron's --moe-pad-expert-input-to-capacity only" },
 	{ TRAINER_DEEPSPEED, r_grouped, "deepspeed: grouped GEMM: DeepSpeed's MoE runs its local experts one by one" },
 	{ TRAINER_TORCHTITAN, r_moments, "torchtitan: bf16 Adam moments: only Megatron's precision-aware optimizer keeps them" },
+	{ TRAINER_MEGATRON, r_offload, "megatron: activation offloading (--offload-modules) is a planning option only" },
+	{ TRAINER_NEMO, r_uneven, "nemo: uneven per-replica micro-batches are a planning option only" },
+	{ TRAINER_TORCHTITAN, r_titan_ddp_cp, "torchtitan: data parallelism without ZeRO (zero 0, dp 8) runs as DDP" },
+	{ TRAINER_MEGATRON, r_learned_edge, "megatron: seq_length (8192) exceeds max_position_embeddings (8191)" },
+	{ TRAINER_DEEPSPEED, r_rc_modules, "deepspeed: selective recomputation of modules beyond core_attn" },
 };
 
 /* Plans the rules accept: the other side of an "or" in a rule, or a
@@ -646,6 +693,8 @@ static const struct allow {
 	{ TRAINER_MEGATRON, r_moments },
 	{ TRAINER_MEGATRON, a_ep_overlap },
 	{ TRAINER_NEMO, a_ep_overlap },
+	{ TRAINER_MEGATRON, a_learned_edge },
+	{ TRAINER_NEMO, r_rc_modules },
 };
 
 /* The base plan passes; the mutated one fails with the rule's message. */
