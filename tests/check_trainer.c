@@ -1,6 +1,7 @@
-/* check_trainer.c: the trainer rules (trainer.h): one refusal per rule, the
- * plans each trainer runs, names, node layouts, and the Hugging Face configs
- * of tests/data/hf through Megatron's and torchtitan's rules and flags. */
+/* check_trainer.c: the trainer rules (trainer.h): one refusal per rule and
+ * the plans the rules must accept, the plans each trainer runs, names, node
+ * layouts, and the Hugging Face configs of tests/data/hf through Megatron's
+ * and torchtitan's rules and flags. */
 #define TESTUTIL_EMIT_FIXTURE
 #include <cjson/cJSON.h>
 #include <stdio.h>
