@@ -152,6 +152,47 @@ F(f_grad_acc_unfused)
 {
 	f->s.grad_acc_unfused = true;
 }
+static void moe8(struct fix *f)
+{
+	f->m.experts = 8;
+	f->m.top_k = 2;
+	f->m.moe_ffn = 14336;
+}
+F(f_moe_pad)
+{
+	moe8(f);
+	f->s.moe_capacity = 1.25;
+	f->s.moe_pad = true;
+}
+F(f_moe_pad_dropless)
+{
+	moe8(f);
+	f->s.moe_pad = true;
+}
+F(f_ep_overlap)
+{
+	moe8(f);
+	f->s.ep = 2;
+	f->s.ep_overlap = true;
+}
+F(f_cp_hier)
+{
+	f->s.tp = 1;
+	f->s.sp = false;
+	f->s.cp = 8;
+	f->s.dp = 1;
+	f->s.micro_batches = f->s.gbs / f->s.mbs;
+	f->s.cp_comm = CP_A2A_P2P;
+	f->s.cp_a2a = 2;
+}
+F(f_defer_one)
+{
+	f->s.wgrad_defer = 1;
+}
+F(f_vocab_pad)
+{
+	f->m.vocab = 128257;
+}
 
 /* Megatron flags (TRAINERS.md, "overlap and precision"; Megatron-LM's
  * arguments.py) and NeMo / Megatron Bridge fields (the same names as
@@ -186,6 +227,19 @@ static const struct feature {
 	{ "fused softmax", f_fused_softmax, false, { "--attention-backend=unfused" }, { "--no-masked-softmax-fusion" }, { "model.attention_backend=unfused" }, { "model.masked_softmax_fusion" }, "attention 'fused-softmax'" },
 	{ "flash1", f_flash1, true, { "--attention-backend=flash" }, { NULL }, { "model.attention_backend=flash" }, { NULL }, "FlashAttention 1 cannot be chosen" },
 	{ "unfused norms", f_unfused_norm, true, { NULL }, { NULL }, { NULL }, { NULL }, "norms 'unfused'" },
+	/* MoE (TRAINERS.md "MoE"): padding to capacity only with a capacity
+	 * factor (dropless has no capacity to pad to); the EP all-to-all
+	 * overlap with --delay-wgrad-compute (emit_megatron.c, as issue 24's
+	 * recipe runs it) */
+	{ "moe pad", f_moe_pad, false, { "--moe-expert-capacity-factor=1.25", "--moe-pad-expert-input-to-capacity" }, { NULL }, { "model.moe_expert_capacity_factor=1.25", "model.moe_pad_expert_input_to_capacity=true" }, { NULL }, NULL },
+	{ "moe pad, dropless", f_moe_pad_dropless, false, { NULL }, { "--moe-pad-expert-input-to-capacity", "--moe-expert-capacity-factor" }, { "model.moe_expert_capacity_factor=null" }, { "model.moe_pad_expert_input_to_capacity" }, NULL },
+	{ "ep overlap", f_ep_overlap, false, { "--expert-model-parallel-size=2", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute" }, { NULL }, { "model.overlap_moe_expert_parallel_comm=true", "model.delay_wgrad_compute=true" }, { NULL }, NULL },
+	/* a2a+p2p: --hierarchical-context-parallel-sizes (TRAINERS.md), its
+	 * first level the adjacent GPUs, the all-to-all's, then the p2p ring's
+	 * (Megatron-LM's help for the flag) */
+	{ "cp a2a+p2p", f_cp_hier, false, { "--context-parallel-size=8", "--cp-comm-type=a2a+p2p", "--hierarchical-context-parallel-sizes=2" }, { NULL }, { "model.context_parallel_size=8", "model.cp_comm_type=a2a+p2p", "model.hierarchical_context_parallel_sizes=[2,4]" }, { NULL }, NULL },
+	{ "defer one micro-batch", f_defer_one, false, { "--defer-embedding-wgrad-compute", "--wgrad-deferral-limit=1" }, { NULL }, { "model.defer_embedding_wgrad_compute=true", "model.wgrad_deferral_limit=1" }, { NULL }, NULL },
+	{ "vocabulary not divided by tp", f_vocab_pad, false, { NULL }, { NULL }, { NULL }, { NULL }, "tp 2 does not divide it (128257), so Megatron pads it to 128258" },
 };
 
 /* Each choice of the plan sets exactly its Megatron flags and NeMo fields,

@@ -291,6 +291,34 @@ START_TEST(test_place_bound_by_hand)
 }
 END_TEST
 
+/* partition_place_bound's skip of the bounds U whose a U + (the least sum)
+ * cannot beat the best so far, where two bounds nearly tie: 6 layers, the
+ * embedding and head 3 s on both groups, the 4 middle layers 1 s on group
+ * 0 and 1.001 s on group 1, one rank each, no memory limit, p2p or tail, a
+ * = 1e-4, b = 1. Ends 6 s, the least sum 6 + 4 = 10 s. The first bound, U =
+ * 3 (the ends), holds 3 middle layers on group 0 and 1 on group 1:
+ * 3e-4 + 6 + 4.001 = 10.0013; U = 4 holds all 4 on group 0: 4e-4 + 10 =
+ * 10.0004, the least (U = 4.004 on group 1 costs 10.0004004). A skip that
+ * took 10.0004 for beaten by 10.0013 (within 0.1%) would return 10.0013. */
+START_TEST(test_place_bound_near_tie)
+{
+	static const int ranks[2] = { 1, 1 };
+	struct inst in;
+	double lb = -1;
+
+	inst_init(&in, 6, 2, 2);
+	for (int l = 0; l < 6; l++) {
+		in.time[l] = l == 0 || l == 5 ? 3 : 1;
+		in.time[6 + l] = l == 0 || l == 5 ? 3 : 1.001;
+	}
+	in.f.vp = 1;
+	in.f.hops = 0;
+	in.f.cap_of[0] = in.f.cap_of[1] = 1;
+	ck_assert_int_eq(partition_place_bound(&in.lc, &in.f, ranks, 1e-4, 1, &lb), 0);
+	ck_assert_double_eq_tol(lb, 10.0004, 1e-12);
+}
+END_TEST
+
 /* partition_place_bound never exceeds partition_place's optimum (exact) on
  * random instances of 2 or 3 groups with memory limits and links. */
 START_TEST(test_place_bound_random)
@@ -988,6 +1016,7 @@ static Suite *partition_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_hand_even);
 	tcase_add_test(tc, test_place_bound_by_hand);
+	tcase_add_test(tc, test_place_bound_near_tie);
 	tcase_add_test(tc, test_place_bound_random);
 	tcase_add_test(tc, test_hand_tradeoff);
 	tcase_add_test(tc, test_edges);
