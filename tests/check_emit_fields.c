@@ -376,6 +376,18 @@ START_TEST(test_feature_titan)
 	want_toml(t, "compile", "enable", "true");
 	free(t);
 
+	/* async TP only with TP: a plan of TP 1 that asks for the overlap
+	 * gets none (torchtitan's async TP needs a TP mesh) */
+	f.s.tp = 1;
+	f.s.sp = false;
+	f.s.dp = 8;
+	f.s.micro_batches = f.s.gbs / (f.s.mbs * f.s.dp);
+	f.s.tp_overlap = true;
+	t = emit_text("torchtitan", &f, "train.toml", false);
+	want_toml(t, "parallelism", "enable_async_tensor_parallel", NULL);
+	free(t);
+	fixture(&f, HOMO);
+
 	/* Unfused norms and nothing that needs torch.compile: eager. */
 	f.s.fp8 = false;
 	f.s.unfused_norm = true;
@@ -486,6 +498,28 @@ START_TEST(test_feature_deepspeed)
 		ck_assert_ptr_nonnull(strstr(t, "ds_config.json has no FP8 switch"));
 		free(t);
 	}
+
+	/* PipelineModule's partition_method='uniform' only where it gives the
+	 * plan's bounds: 34 layers on 2 stages, 17 | 17 yes, 16 | 18 no */
+	fixture(&f, HOMO);
+	t = emit_text("deepspeed", &f, "launch.sh", false);
+	ck_assert_ptr_nonnull(strstr(t, "parts=[0, 17, 34], which partition_method='uniform' gives."));
+	free(t);
+	f.s.first[1] = 16;
+	t = emit_text("deepspeed", &f, "launch.sh", false);
+	ck_assert_ptr_null(strstr(t, "partition_method='uniform' gives"));
+	ck_assert_ptr_nonnull(strstr(t, "parts=[0, 16, 34]. PipelineModule takes a partition_method"));
+	free(t);
+
+	/* MoE at capacity factor 1 drops tokens (DeepSpeed's MoE layer) */
+	fixture(&f, HOMO);
+	f.m.experts = 8;
+	f.m.top_k = 2;
+	f.m.moe_ffn = 14336;
+	f.s.moe_capacity = 1;
+	t = emit_text("deepspeed", &f, "launch.sh", false);
+	ck_assert_ptr_nonnull(strstr(t, "capacity_factor=1, drop_tokens=True,"));
+	free(t);
 }
 END_TEST
 
