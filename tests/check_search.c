@@ -1203,6 +1203,97 @@ START_TEST(fp8_searched_where_the_gpus_have_it)
 }
 END_TEST
 
+/* Counts rows of p by schedule and virtual stages: *gpipe GPipe rows,
+ * *izb interleaved zero bubble rows, *izb_not2 of them at vp != 2,
+ * *uneven rows with uneven per-replica batches, *uneven_not1f1b of them
+ * under another schedule than 1F1B. */
+static void schedule_rows_of(struct plan *p, int *gpipe, int *izb, int *izb_not2, int *uneven,
+			     int *uneven_not1f1b)
+{
+	*gpipe = *izb = *izb_not2 = *uneven = *uneven_not1f1b = 0;
+	for (int i = 0; i < p->n_row; i++) {
+		const struct strategy *s = &ROW(p, i).s;
+
+		*gpipe += s->schedule == SCHED_GPIPE;
+		*izb += s->schedule == SCHED_INTERLEAVED_ZB;
+		*izb_not2 += s->schedule == SCHED_INTERLEAVED_ZB && s->vp != 2;
+		*uneven += strategy_uneven(s);
+		*uneven_not1f1b += strategy_uneven(s) && s->schedule != SCHED_1F1B;
+	}
+}
+
+/* What the search tries unasked (schedule_allowed): no GPipe (1F1B's time
+ * with more activations held), interleaved zero bubble at 2 stages per rank
+ * only, uneven per-replica batches under 1F1B only. Each is shown to exist
+ * where asked for or possible (GPipe with --schedule gpipe, interleaved
+ * zero bubble at --vp 3, uneven batches on a mixed stage), so that each
+ * rule can fail: 8 blocks (10 layers) on 4 GPUs; uneven batches on a fast
+ * node of 2 GPUs and a slow one of 4, where a pipeline of 2 stages of 3
+ * GPUs mixes the two in a stage (global batch 12). */
+START_TEST(schedules_searched)
+{
+	struct model *m;
+	struct cluster *c;
+	struct plan *p = NULL;
+	struct plan_opts o;
+	struct err e = { "" };
+	int gpipe, izb, izb_not2, uneven, uneven_not1f1b;
+
+	small_case(&m, &c, 8, 2, 80, false);
+	plan_opts_init(&o);
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
+	ck_assert_int_eq(gpipe, 0);
+	ck_assert_int_gt(izb, 0);
+	ck_assert_int_eq(izb_not2, 0);
+	plan_free(p);
+	o.schedule = SCHED_GPIPE;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
+	ck_assert_int_gt(gpipe, 0);
+	plan_free(p);
+	o.schedule = SCHED_INTERLEAVED_ZB;
+	o.vp = 3;
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
+	ck_assert_int_gt(izb_not2, 0);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+
+	m = test_small_model(8, 12);
+	c = xcalloc(1, sizeof *c);
+	c->name = xstrdup("mixed");
+	c->n_gpu = c->n_group = 2;
+	c->gpu = xcalloc(2, sizeof *c->gpu);
+	c->group = xcalloc(2, sizeof *c->group);
+	for (int g = 0; g < 2; g++) {
+		c->gpu[g] = (struct gpu_type){ .name = xstrdup(g ? "slow" : "fast"),
+					       .peak_flops = g ? 250e12 : 500e12,
+					       .mem_bytes = 80 * GiB,
+					       .hbm_bw = 2e12,
+					       .eff_max = 0.5 };
+		c->group[g] = (struct node_group){ .name = xstrdup(g ? "b" : "a"), .gpu = g, .nodes = 1, .gpus_per_node = g ? 4 : 2, .intra_bw = 300e9, .intra_lat = 2e-6, .inter_bw = 50e9, .inter_lat = 5e-6, .intra_eff = 0.75, .inter_eff = 0.9 };
+		c->total_gpus += c->group[g].gpus_per_node;
+	}
+	plan_opts_init(&o);
+	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
+	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
+	ck_assert_int_gt(uneven, 0);
+	{
+		int deep = 0;
+
+		for (int i = 0; i < p->n_row; i++)
+			deep += strategy_uneven(&ROW(p, i).s) && ROW(p, i).s.pp > 1;
+		ck_assert_int_gt(deep, 0);
+	}
+	ck_assert_int_eq(uneven_not1f1b, 0);
+	plan_free(p);
+	model_free(m);
+	cluster_free(c);
+}
+END_TEST
+
 /* The overlaps the search sets (trainer_allows): Megatron (or no trainer)
  * all of them where the strategy has them (TP overlap with tp > 1 and SP,
  * parameter gathers with ZeRO >= 1); DeepSpeed no TP overlap, the
@@ -1314,6 +1405,7 @@ static Suite *search_suite(void)
 	tcase_add_test(opts, mixed_replicas_never_refused);
 	tcase_add_test(opts, fp8_searched_where_the_gpus_have_it);
 	tcase_add_test(opts, overlaps_on_where_allowed);
+	tcase_add_test(opts, schedules_searched);
 	suite_add_tcase(s, opts);
 	return s;
 }
