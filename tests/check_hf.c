@@ -5,6 +5,7 @@
  * per-block FLOPs and activations of the new architectures (sliding windows,
  * MLA, shared experts, dense first blocks, parallel blocks), the profile
  * round trip, and the refusal of other model types. */
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,38 @@ static struct model *load(const char *file)
 	snprintf(path, sizeof path, DIR "%s", file);
 	ck_assert_msg(model_load(&m, path, &e) == 0, "%s: %s", path, e.msg);
 	ck_assert_int_eq(m->n_layer, m->layers + 2);
+	return m;
+}
+
+/* file of tests/data/hf with the number key set to value (a copy in /tmp,
+ * removed), loaded (caller frees). */
+static struct model *load_edited(const char *file, const char *key, double value)
+{
+	char path[256], tmp[] = "/tmp/check_hf-edit-XXXXXX", *text;
+	struct model *m = NULL;
+	struct err e = { "" };
+	cJSON *doc;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof path, DIR "%s", file);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	text = xcalloc(1 << 20, 1);
+	ck_assert(fread(text, 1, (1 << 20) - 1, f) > 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(doc = cJSON_Parse(text));
+	free(text);
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, key);
+	cJSON_AddNumberToObject(doc, key, value);
+	text = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	ck_assert_int_ge(fd = mkstemp(tmp), 0);
+	ck_assert_ptr_nonnull(f = fdopen(fd, "w"));
+	fputs(text, f);
+	fclose(f);
+	cJSON_free(text);
+	ck_assert_msg(model_load(&m, tmp, &e) == 0, "%s with %s %g: %s", file, key, value, e.msg);
+	remove(tmp);
 	return m;
 }
 
@@ -433,6 +466,29 @@ START_TEST(test_deepseek_mla)
 }
 END_TEST
 
+/* DeepSeek-V2-Lite edited: without shared experts (n_shared_experts 0) an
+ * MoE block loses its 2 shared SwiGLU experts of 1408, 2 x 3 x 2048 x 1408
+ * = 17301504 parameters, and keeps no shared FFN; MLA's K and V are per
+ * head, so num_key_value_heads (1 here) does not change the KV heads. */
+START_TEST(test_deepseek_edits)
+{
+	struct model *m = load("deepseek-ai_DeepSeek-V2-Lite.json"), *n;
+
+	ck_assert_int_eq(m->shared_experts, 2);
+	ck_assert(model_block_moe(m, 1));
+	n = load_edited("deepseek-ai_DeepSeek-V2-Lite.json", "n_shared_experts", 0);
+	ck_assert_int_eq(n->shared_experts, 0);
+	ck_assert_int_eq(n->shared_ffn, 0);
+	ck_assert_rel(m->layer[2].params - n->layer[2].params, 17301504.0, 1e-15);
+	model_free(n);
+	n = load_edited("deepseek-ai_DeepSeek-V2-Lite.json", "num_key_value_heads", 1);
+	ck_assert_int_eq(n->kv_heads, 16);
+	ck_assert_rel(n->layer[2].params, m->layer[2].params, 0);
+	model_free(n);
+	model_free(m);
+}
+END_TEST
+
 /* Qwen1.5-MoE: a shared expert of 5632 on every block. Matmul FLOPs at
  * seq 8192: 2*(16777216 + 4*3*2048*1408 + 2048*60 + 3*2048*5632) =
  * 2*(16777216 + 34603008 + 122880 + 34603008) = 172212224, + 4*8192*16*128
@@ -489,6 +545,10 @@ START_TEST(test_qk_norms)
 	ck_assert(m->qk_norm);
 	ck_assert_int_eq(m->qk_norm_params, 8192);
 	ck_assert_int_eq(m->dtype_bytes, 4); /* torch_dtype float32 */
+	model_free(m);
+	/* with 8 KV heads OLMo 2's k norm spans them only: (32 + 8)*128 */
+	m = load_edited("allenai_OLMo-2-7B.json", "num_key_value_heads", 8);
+	ck_assert_int_eq(m->qk_norm_params, 5120);
 	model_free(m);
 }
 END_TEST
@@ -723,6 +783,7 @@ static Suite *hf_suite(void)
 	tcase_add_test(tc, test_gemma3_window);
 	tcase_add_test(tc, test_gemma3_all_full);
 	tcase_add_test(tc, test_deepseek_mla);
+	tcase_add_test(tc, test_deepseek_edits);
 	tcase_add_test(tc, test_qwen2_moe_shared);
 	tcase_add_test(tc, test_llama4_fields);
 	tcase_add_test(tc, test_qk_norms);
