@@ -156,6 +156,51 @@ START_TEST(test_synthetic_recovery)
 }
 END_TEST
 
+/* calib_fit_allowance by hand, the runs' predicted bytes 10 GiB each:
+ * - peaks 12, 12.5, 13, 13.5 GiB: gaps 2, 2.5, 3, 3.5, median (even) 2.75;
+ *   before 0.5 GiB the peak MAPE is (1.5/12 + 2/12.5 + 2.5/13 +
+ *   3/13.5)/4 = 17.488%; leave-one-out, each run's allowance the median of
+ *   the other three (3, 3, 2.5, 2.5): (1/12 + 0.5/12.5 + 0.5/13 +
+ *   1/13.5)/4 = 5.897% < 0.8 x 17.488: fitted, 2.75 GiB;
+ * - capped at 2.6 GiB: 2.6;
+ * - the first two runs alone: median 2.25, leave-one-out (0.5/12 +
+ *   0.5/12.5)/2 = 4.083% < 0.8 x 14.25 (before 0.5): fitted with 2 runs;
+ * - before 1.9 GiB: its MAPE 6.49%, and 5.897 is 0.91 of it, not below
+ *   0.8: kept. */
+START_TEST(test_allowance_fit)
+{
+	struct calib_run run[4] = { 0 };
+	double base[4], pred[4], peak[4] = { 12, 12.5, 13, 13.5 };
+	struct calib_mem m;
+
+	for (int r = 0; r < 4; r++) {
+		run[r].measured_s = 1;
+		run[r].peak_bytes = peak[r] * GIB;
+		base[r] = 10 * GIB;
+		pred[r] = 10.5 * GIB;
+	}
+	calib_fit_allowance(&m, run, 4, base, pred, 0.5 * GIB, 40 * GIB);
+	ck_assert_int_eq(m.n_peak, 4);
+	ck_assert(m.fitted);
+	ck_assert_double_eq_tol(m.after, 2.75 * GIB, 1e-6);
+	ck_assert_double_eq_tol(m.mape_before, 17.488247863, 1e-6);
+	ck_assert_double_eq_tol(m.cv_after, 5.896723647, 1e-6);
+	calib_fit_allowance(&m, run, 4, base, pred, 0.5 * GIB, 2.6 * GIB);
+	ck_assert(m.fitted);
+	ck_assert_double_eq_tol(m.after, 2.6 * GIB, 1e-6);
+	calib_fit_allowance(&m, run, 2, base, pred, 0.5 * GIB, 40 * GIB);
+	ck_assert_int_eq(m.n_peak, 2);
+	ck_assert(m.fitted);
+	ck_assert_double_eq_tol(m.after, 2.25 * GIB, 1e-6);
+	ck_assert_double_eq_tol(m.cv_after, 4.083333333, 1e-6);
+	for (int r = 0; r < 4; r++)
+		pred[r] = 11.9 * GIB;
+	calib_fit_allowance(&m, run, 4, base, pred, 1.9 * GIB, 40 * GIB);
+	ck_assert(!m.fitted);
+	ck_assert_double_eq(m.after, 1.9 * GIB);
+}
+END_TEST
+
 /* Runs at the catalogue's own constants, no noise: nothing to gain, the
  * catalogue is kept, every after equals its before. */
 START_TEST(test_keeps_catalogue)
@@ -488,6 +533,7 @@ int main(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, test_synthetic_recovery);
 	tcase_add_test(t, test_keeps_catalogue);
+	tcase_add_test(t, test_allowance_fit);
 	tcase_add_test(t, test_selects_what_explains);
 	tcase_add_test(t, test_refusals);
 	tcase_add_test(t, test_runs_errors);
