@@ -283,6 +283,18 @@ START_TEST(test_zb_v_order)
 	ck_assert_str_eq(buf, "F0c0 F0c1 B0c1 B0c0 W0c1 W0c0 F1c0 F1c1 B1c1 B1c0 W1c1 W1c0");
 	ck_assert_rel(sim.makespan, 12, 1e-12);
 	sim_free(&sim);
+	/* sends of 2 s (1 s a direction) into every stage: rank 1's F0 of
+	 * stage 1 waits for it (1 + 1 = 2, ends at 3), but its F0 of stage 2,
+	 * the V's turn on the same rank, sends nothing: it starts at 3 */
+	in->pp = 2;
+	for (int k = 0; k < 4; k++)
+		in->send[k] = 2;
+	simulate(&sim, in);
+	order_of(buf, sizeof buf, in, &sim, 1);
+	ck_assert_str_eq(buf, "F0c0 F0c1 F1c0 F1c1 B0c1 B0c0 B1c1 B1c0 W0c1 W0c0 W1c1 W1c0");
+	ck_assert_rel(sim.op[sim.first[1]].start, 2, 1e-12);
+	ck_assert_rel(sim.op[sim.first[1] + 1].start, 3, 1e-12);
+	sim_free(&sim);
 	free(in);
 }
 END_TEST
@@ -673,6 +685,12 @@ START_TEST(test_bad_input)
 	in->schedule = SCHED_1F1B;
 	in->vp = 1;
 	in->m = SIM_MAX_OPS;
+	ck_assert_int_eq(sim_run(&sim, in, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "too many to draw"));
+	/* zero bubble counts three passes a micro-batch: 4 x 2e5 x 3 > 2e6,
+	 * where 1F1B's two (1.6e6) would be drawn */
+	in->schedule = SCHED_ZB_H1;
+	in->m = SIM_MAX_OPS / 10;
 	ck_assert_int_eq(sim_run(&sim, in, &e), -1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "too many to draw"));
 	in->m = 2;
