@@ -928,6 +928,82 @@ START_TEST(test_report_csv)
 }
 END_TEST
 
+/* The columns that depend on the strategy's kind, on an MoE model of the
+ * HOMO plan (one group, all of it used: none idle), two rows by hand:
+ * - row 1: iteration 10 s of which 2.5 s bubble (bubble_pct 25); CP 2 over
+ *   the ring (no all-to-all size, whatever cp_a2a holds); dropless (no
+ *   capacity factor, no padding, whatever moe_pad holds); selective
+ *   recomputation of core_attn alone, 0.5 s (the other modules' seconds
+ *   not listed);
+ * - row 2: CP 4 as a2a+p2p over 2 (size 2); capacity 1.25, padded; no
+ *   recomputation (no modules). */
+START_TEST(test_report_csv_kinds)
+{
+	struct fix f;
+	struct plan *p = xcalloc(1, sizeof *p);
+	struct plan_row rows[2];
+	struct err e = { "" };
+	char *dir = tmpdir(), *path = path2(dir, "plans.csv"), *text;
+	struct csv_parser cp;
+	struct table t = { 0 };
+
+	fixture(&f, HOMO);
+	f.m.experts = 8;
+	f.m.top_k = 2;
+	f.m.moe_ffn = 14336;
+	model_derive_layers(&f.m);
+	memset(rows, 0, sizeof rows);
+	rows[0].s = rows[1].s = f.s;
+	rows[0].s.cp = 2;
+	rows[0].s.cp_comm = CP_P2P;
+	rows[0].s.cp_a2a = 2;
+	rows[0].s.moe_pad = true;
+	rows[0].s.recompute = RECOMPUTE_SELECTIVE;
+	rows[0].s.recompute_modules = RM_CORE_ATTN;
+	rows[0].r = (struct cost_result){ .iter_s = 10, .fits = true };
+	rows[0].r.time = (struct cost_time){ .compute = 7.5, .bubble = 2.5 };
+	rows[0].r.time.recompute_mod[0] = 0.5;
+	rows[0].r.time.recompute_mod[1] = 0.25;
+	rows[1].s.cp = 4;
+	rows[1].s.cp_comm = CP_A2A_P2P;
+	rows[1].s.cp_a2a = 2;
+	rows[1].s.moe_capacity = 1.25;
+	rows[1].s.moe_pad = true;
+	rows[1].s.recompute = RECOMPUTE_NONE;
+	rows[1].r = (struct cost_result){ .iter_s = 12, .fits = true };
+	plan_row_add(p, &rows[0]);
+	plan_row_add(p, &rows[1]);
+	p->n_feasible = 2;
+	ck_assert_msg(report_csv(path, p, &f.m, &f.c, &e) == 0, "%s", e.msg);
+	text = read_file(path);
+	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL), 0);
+	ck_assert_uint_eq(csv_parse(&cp, text, strlen(text), t_field, t_row, &t), strlen(text));
+	csv_fini(&cp, t_field, t_row, &t);
+	csv_free(&cp);
+	ck_assert_int_eq(t.rows, 3);
+	ck_assert_rel(strtod(cell(&t, 1, "bubble_pct"), NULL), 25, 1e-12);
+	ck_assert_str_eq(cell(&t, 1, "cp_comm_type"), "p2p");
+	ck_assert_str_eq(cell(&t, 1, "cp_a2a_size"), "");
+	ck_assert_str_eq(cell(&t, 1, "moe_capacity_factor"), "");
+	ck_assert_str_eq(cell(&t, 1, "moe_pad_capacity"), "");
+	ck_assert_str_eq(cell(&t, 1, "recompute_by_module"), "core_attn:0.5");
+	ck_assert_str_eq(cell(&t, 1, "groups_idle"), "");
+	ck_assert_str_eq(cell(&t, 2, "cp_a2a_size"), "2");
+	ck_assert_str_eq(cell(&t, 2, "moe_capacity_factor"), "1.25");
+	ck_assert_str_eq(cell(&t, 2, "moe_pad_capacity"), "1");
+	ck_assert_str_eq(cell(&t, 2, "recompute_by_module"), "");
+	for (int r = 0; r < t.rows; r++)
+		for (int i = 0; i < N_V1 + N_V2; i++)
+			free(t.cell[r][i]);
+	free(text);
+	free(path);
+	rm_tree(dir);
+	free(dir);
+	plan_free(p);
+	free(f.m.layer);
+}
+END_TEST
+
 /* The JSON has the same keys; the flags are booleans. */
 START_TEST(test_report_json)
 {
@@ -1044,6 +1120,7 @@ int main(void)
 	tcase_add_test(tc, test_titan_fidelity);
 	tcase_add_test(tc, test_feature_deepspeed);
 	tcase_add_test(tc, test_report_csv);
+	tcase_add_test(tc, test_report_csv_kinds);
 	tcase_add_test(tc, test_dualpipev_titan);
 	tcase_add_test(tc, test_fp8_per_stage);
 	tcase_add_test(tc, test_report_json);
