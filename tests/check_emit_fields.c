@@ -860,25 +860,45 @@ static const char *cell(const struct table *t, int r, const char *name)
 	return NULL;
 }
 
+/* The CSV report_csv writes for p (f's model and cluster), parsed into t
+ * (header and 2 rows); the file is removed. Free t with table_free. */
+static void csv_table(struct table *t, struct plan *p, const struct fix *f)
+{
+	char *dir = tmpdir(), *path = path2(dir, "plans.csv"), *text;
+	struct csv_parser cp;
+	struct err e = { "" };
+
+	memset(t, 0, sizeof *t);
+	ck_assert_msg(report_csv(path, p, &f->m, &f->c, &e) == 0, "%s", e.msg);
+	text = read_file(path);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL), 0);
+	ck_assert_uint_eq(csv_parse(&cp, text, strlen(text), t_field, t_row, t), strlen(text));
+	csv_fini(&cp, t_field, t_row, t);
+	csv_free(&cp);
+	ck_assert_int_eq(t->rows, 3);
+	free(text);
+	free(path);
+	rm_tree(dir);
+	free(dir);
+}
+
+static void table_free(struct table *t)
+{
+	for (int r = 0; r < t->rows; r++)
+		for (int i = 0; i < N_V1 + N_V2; i++)
+			free(t->cell[r][i]);
+}
+
 START_TEST(test_report_csv)
 {
 	struct fix f;
 	struct plan *p = xcalloc(1, sizeof *p);
 	struct plan_row rows[2];
-	struct err e = { "" };
-	char *dir = tmpdir(), *path = path2(dir, "plans.csv"), *text;
-	struct csv_parser cp;
-	struct table t = { 0 };
+	struct table t;
 
 	ranking(&f, p, rows);
-	ck_assert_msg(report_csv(path, p, &f.m, &f.c, &e) == 0, "%s", e.msg);
-	text = read_file(path);
-	ck_assert_ptr_nonnull(text);
-	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL), 0);
-	ck_assert_uint_eq(csv_parse(&cp, text, strlen(text), t_field, t_row, &t), strlen(text));
-	csv_fini(&cp, t_field, t_row, &t);
-	csv_free(&cp);
-	ck_assert_int_eq(t.rows, 3);
+	csv_table(&t, p, &f);
 	for (int i = 0; i < N_V1; i++)
 		ck_assert_str_eq(t.cell[0][i], v1_columns[i]);
 	for (int i = 0; i < N_V2; i++)
@@ -915,14 +935,7 @@ START_TEST(test_report_csv)
 	ck_assert_str_eq(cell(&t, 2, "overlap_param_gather"), "0");
 	ck_assert_str_eq(cell(&t, 2, "grad_dtype"), "fp32");
 	ck_assert_rel(strtod(cell(&t, 2, "tp_comm_hidden_s"), NULL), 0, 1e-12);
-
-	for (int r = 0; r < t.rows; r++)
-		for (int i = 0; i < N_V1 + N_V2; i++)
-			free(t.cell[r][i]);
-	free(text);
-	free(path);
-	rm_tree(dir);
-	free(dir);
+	table_free(&t);
 	plan_free(p);
 	free(f.m.layer);
 }
@@ -942,10 +955,7 @@ START_TEST(test_report_csv_kinds)
 	struct fix f;
 	struct plan *p = xcalloc(1, sizeof *p);
 	struct plan_row rows[2];
-	struct err e = { "" };
-	char *dir = tmpdir(), *path = path2(dir, "plans.csv"), *text;
-	struct csv_parser cp;
-	struct table t = { 0 };
+	struct table t;
 
 	fixture(&f, HOMO);
 	f.m.experts = 8;
@@ -974,13 +984,7 @@ START_TEST(test_report_csv_kinds)
 	plan_row_add(p, &rows[0]);
 	plan_row_add(p, &rows[1]);
 	p->n_feasible = 2;
-	ck_assert_msg(report_csv(path, p, &f.m, &f.c, &e) == 0, "%s", e.msg);
-	text = read_file(path);
-	ck_assert_int_eq(csv_init(&cp, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL), 0);
-	ck_assert_uint_eq(csv_parse(&cp, text, strlen(text), t_field, t_row, &t), strlen(text));
-	csv_fini(&cp, t_field, t_row, &t);
-	csv_free(&cp);
-	ck_assert_int_eq(t.rows, 3);
+	csv_table(&t, p, &f);
 	ck_assert_rel(strtod(cell(&t, 1, "bubble_pct"), NULL), 25, 1e-12);
 	ck_assert_str_eq(cell(&t, 1, "cp_comm_type"), "p2p");
 	ck_assert_str_eq(cell(&t, 1, "cp_a2a_size"), "");
@@ -992,13 +996,7 @@ START_TEST(test_report_csv_kinds)
 	ck_assert_str_eq(cell(&t, 2, "moe_capacity_factor"), "1.25");
 	ck_assert_str_eq(cell(&t, 2, "moe_pad_capacity"), "1");
 	ck_assert_str_eq(cell(&t, 2, "recompute_by_module"), "");
-	for (int r = 0; r < t.rows; r++)
-		for (int i = 0; i < N_V1 + N_V2; i++)
-			free(t.cell[r][i]);
-	free(text);
-	free(path);
-	rm_tree(dir);
-	free(dir);
+	table_free(&t);
 	plan_free(p);
 	free(f.m.layer);
 }
