@@ -233,10 +233,7 @@ static void block_placement(const struct search *S, struct strategy *s, const in
 			s->group[r++] = (unsigned char)order[i];
 }
 
-/* Gives S the partition DP's memo for the placements of s about to be
- * tried (the layer costs fixed); returns whether it made it (the caller
- * frees it then, by memo_end). */
-static bool memo_begin(struct search *S, const struct strategy *s)
+bool place_memo_begin(struct search *S, const struct strategy *s)
 {
 	if (S->memo || S->fixed)
 		return false;
@@ -244,7 +241,7 @@ static bool memo_begin(struct search *S, const struct strategy *s)
 	return true;
 }
 
-static void memo_end(struct search *S, bool made)
+void place_memo_end(struct search *S, bool made)
 {
 	if (!made)
 		return;
@@ -257,13 +254,13 @@ static void memo_end(struct search *S, bool made)
 static void try_blocks(struct search *S, struct strategy *s, int *order, int n,
 		       struct strategy *best, struct cost_result *best_r)
 {
-	bool made = n <= 4 && memo_begin(S, s);
+	bool made = n <= 4 && place_memo_begin(S, s);
 
 	do {
 		block_placement(S, s, order, n);
 		try_placement(S, s, best, best_r);
 	} while (n <= 4 && next_perm(order, n));
-	memo_end(S, made);
+	place_memo_end(S, made);
 }
 
 /* Hill climbing over the block placements of the n groups of order[] (n
@@ -276,7 +273,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			   struct strategy *best, struct cost_result *best_r)
 {
 	double t = INFINITY;
-	bool moved = true, made = memo_begin(S, s);
+	bool moved = true, made = place_memo_begin(S, s);
 	int start[MAX_GROUPS], cand[MAX_GROUPS];
 
 	/* start: the best rotation of order[], forwards or reversed (which
@@ -311,7 +308,7 @@ static double climb_blocks(struct search *S, struct strategy *s, int *order, int
 			}
 		}
 	}
-	memo_end(S, made);
+	place_memo_end(S, made);
 	return t;
 }
 

@@ -281,9 +281,8 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 {
 	double c0 = partition_cells, t, cur, best_t, sweep_cells = 0;
 	long e0 = cost_evaluations;
-	bool moved = true, over = false;
+	bool moved = true, over = false, made = place_memo_begin(T, s);
 
-	T->memo = partition_memo_create(&T->lc, s->n_stages);
 	cur = place_cost(T, s, r, &t);
 	best_t = t;
 
@@ -328,8 +327,7 @@ static void descend(struct search *S, struct search *T, struct strategy *s, stru
 			}
 		charge(S, c0, e0, sweep_cells);
 	}
-	partition_memo_free(T->memo);
-	T->memo = NULL;
+	place_memo_end(T, made);
 	c0 = partition_cells;
 	e0 = cost_evaluations;
 	if (cur < INFINITY)

@@ -78,7 +78,7 @@ struct search {
 	double plan_best[SEARCH_PLAN_KINDS];
 	bool bound_plan;
 	/* The partition DP's tables of the placements being tried
-	 * (try_blocks; NULL: none). */
+	 * (place_memo_begin; NULL: none). */
 	struct partition_memo *memo;
 	bool fixed;			       /* the partition is o->layout's, */
 	unsigned short layout[MAX_STAGES + 1]; /* parsed (plan_layout_parse) */
@@ -234,6 +234,13 @@ void place_default_split(struct strategy *s, int n_layer);
  * the partition DP's optimum t is below the evaluated r (vp 1); s and r
  * take the result (place.c says how). */
 void place_climb_tail(struct search *S, struct strategy *s, struct cost_result *r, double t);
+
+/* Gives S a partition DP memo (S->memo) for the placements of s about to
+ * be tried, S's layer costs and s's stage count fixed meanwhile; returns
+ * whether it made one (none where S has one or a fixed layout). The caller
+ * frees it by place_memo_end with that result, which sets S->memo NULL. */
+bool place_memo_begin(struct search *S, const struct strategy *s);
+void place_memo_end(struct search *S, bool made);
 
 /* With virtual stages or DualPipe: moves a layer at a time across the
  * chunk boundary that helps most, at most max_moves times; s and r take
