@@ -43,10 +43,7 @@ static struct model *load_edited(const char *file, const char *key, double value
 	int fd;
 
 	snprintf(path, sizeof path, DIR "%s", file);
-	ck_assert_ptr_nonnull(f = fopen(path, "r"));
-	text = xcalloc(1 << 20, 1);
-	ck_assert(fread(text, 1, (1 << 20) - 1, f) > 0);
-	fclose(f);
+	ck_assert_ptr_nonnull(text = read_file(path));
 	ck_assert_ptr_nonnull(doc = cJSON_Parse(text));
 	free(text);
 	cJSON_DeleteItemFromObjectCaseSensitive(doc, key);

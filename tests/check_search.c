@@ -1203,23 +1203,29 @@ START_TEST(fp8_searched_where_the_gpus_have_it)
 }
 END_TEST
 
-/* Counts rows of p by schedule and virtual stages: *gpipe GPipe rows,
- * *izb interleaved zero bubble rows, *izb_not2 of them at vp != 2,
- * *uneven rows with uneven per-replica batches, *uneven_not1f1b of them
- * under another schedule than 1F1B. */
-static void schedule_rows_of(struct plan *p, int *gpipe, int *izb, int *izb_not2, int *uneven,
-			     int *uneven_not1f1b)
+/* Rows of a ranking by the rules of schedule_allowed: GPipe rows,
+ * interleaved zero bubble rows and those of them at vp != 2, and rows with
+ * uneven per-replica batches in a pipeline (pp > 1, where other schedules
+ * could run them) and those of them under another schedule than 1F1B. */
+struct schedule_rows {
+	int gpipe, izb, izb_not2, uneven, uneven_not1f1b;
+};
+
+static struct schedule_rows schedule_rows_of(struct plan *p)
 {
-	*gpipe = *izb = *izb_not2 = *uneven = *uneven_not1f1b = 0;
+	struct schedule_rows x = { 0 };
+
 	for (int i = 0; i < p->n_row; i++) {
 		const struct strategy *s = &ROW(p, i).s;
+		bool uneven = strategy_uneven(s) && s->pp > 1;
 
-		*gpipe += s->schedule == SCHED_GPIPE;
-		*izb += s->schedule == SCHED_INTERLEAVED_ZB;
-		*izb_not2 += s->schedule == SCHED_INTERLEAVED_ZB && s->vp != 2;
-		*uneven += strategy_uneven(s);
-		*uneven_not1f1b += strategy_uneven(s) && s->schedule != SCHED_1F1B;
+		x.gpipe += s->schedule == SCHED_GPIPE;
+		x.izb += s->schedule == SCHED_INTERLEAVED_ZB;
+		x.izb_not2 += s->schedule == SCHED_INTERLEAVED_ZB && s->vp != 2;
+		x.uneven += uneven;
+		x.uneven_not1f1b += uneven && s->schedule != SCHED_1F1B;
 	}
+	return x;
 }
 
 /* What the search tries unasked (schedule_allowed): no GPipe (1F1B's time
@@ -1237,26 +1243,24 @@ START_TEST(schedules_searched)
 	struct plan *p = NULL;
 	struct plan_opts o;
 	struct err e = { "" };
-	int gpipe, izb, izb_not2, uneven, uneven_not1f1b;
+	struct schedule_rows x;
 
 	small_case(&m, &c, 8, 2, 80, false);
 	plan_opts_init(&o);
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
-	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
-	ck_assert_int_eq(gpipe, 0);
-	ck_assert_int_gt(izb, 0);
-	ck_assert_int_eq(izb_not2, 0);
+	x = schedule_rows_of(p);
+	ck_assert_int_eq(x.gpipe, 0);
+	ck_assert_int_gt(x.izb, 0);
+	ck_assert_int_eq(x.izb_not2, 0);
 	plan_free(p);
 	o.schedule = SCHED_GPIPE;
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
-	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
-	ck_assert_int_gt(gpipe, 0);
+	ck_assert_int_gt(schedule_rows_of(p).gpipe, 0);
 	plan_free(p);
 	o.schedule = SCHED_INTERLEAVED_ZB;
 	o.vp = 3;
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
-	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
-	ck_assert_int_gt(izb_not2, 0);
+	ck_assert_int_gt(schedule_rows_of(p).izb_not2, 0);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);
@@ -1278,16 +1282,9 @@ START_TEST(schedules_searched)
 	}
 	plan_opts_init(&o);
 	ck_assert_int_eq(plan_search(&p, m, c, &o, &e), 0);
-	schedule_rows_of(p, &gpipe, &izb, &izb_not2, &uneven, &uneven_not1f1b);
-	ck_assert_int_gt(uneven, 0);
-	{
-		int deep = 0;
-
-		for (int i = 0; i < p->n_row; i++)
-			deep += strategy_uneven(&ROW(p, i).s) && ROW(p, i).s.pp > 1;
-		ck_assert_int_gt(deep, 0);
-	}
-	ck_assert_int_eq(uneven_not1f1b, 0);
+	x = schedule_rows_of(p);
+	ck_assert_int_gt(x.uneven, 0);
+	ck_assert_int_eq(x.uneven_not1f1b, 0);
 	plan_free(p);
 	model_free(m);
 	cluster_free(c);

@@ -594,7 +594,8 @@ R(r_rc_modules)
 }
 /* accepted (allows[]): KV heads that divide tp (replicated over tp /
  * groups ranks), bf16 moments where Megatron's optimizer runs (NeMo), the
- * EP all-to-all overlap under interleaved 1F1B */
+ * EP all-to-all overlap under interleaved 1F1B, seq equal to
+ * max_position_embeddings */
 R(a_kv_divides)
 {
 	degrees(f, 8, 1, 2, 1);
